@@ -1,0 +1,114 @@
+//! Triangle surface meshes: the geometry that is rendered, voxelized, sampled into a
+//! pointshell and turned into a signed distance field.
+
+use nalgebra::{Point3, Vector3};
+
+/// An axis-aligned bounding box.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Aabb {
+    pub min: Point3<f64>,
+    pub max: Point3<f64>,
+}
+
+impl Aabb {
+    /// The empty box (min = +inf, max = -inf); growing it by a point gives that point.
+    pub fn empty() -> Self {
+        Aabb {
+            min: Point3::new(f64::INFINITY, f64::INFINITY, f64::INFINITY),
+            max: Point3::new(f64::NEG_INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY),
+        }
+    }
+
+    pub fn from_points<'a>(points: impl IntoIterator<Item = &'a Point3<f64>>) -> Self {
+        let mut b = Aabb::empty();
+        for p in points {
+            b.grow(p);
+        }
+        b
+    }
+
+    pub fn grow(&mut self, p: &Point3<f64>) {
+        self.min = self.min.inf(p);
+        self.max = self.max.sup(p);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.min.x > self.max.x || self.min.y > self.max.y || self.min.z > self.max.z
+    }
+
+    pub fn extent(&self) -> Vector3<f64> {
+        self.max - self.min
+    }
+
+    pub fn center(&self) -> Point3<f64> {
+        nalgebra::center(&self.min, &self.max)
+    }
+}
+
+/// A triangle mesh (polygons are triangulated by the readers as fans).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SurfaceMesh {
+    pub vertices: Vec<Point3<f64>>,
+    /// Counter-clockwise seen from outside for closed, consistently oriented meshes.
+    pub triangles: Vec<[usize; 3]>,
+}
+
+impl SurfaceMesh {
+    pub fn bounding_box(&self) -> Aabb {
+        Aabb::from_points(&self.vertices)
+    }
+
+    pub fn triangle(&self, t: usize) -> [Point3<f64>; 3] {
+        let [a, b, c] = self.triangles[t];
+        [self.vertices[a], self.vertices[b], self.vertices[c]]
+    }
+
+    /// Total area.
+    pub fn area(&self) -> f64 {
+        (0..self.triangles.len())
+            .map(|t| {
+                let [a, b, c] = self.triangle(t);
+                0.5 * (b - a).cross(&(c - a)).norm()
+            })
+            .sum()
+    }
+
+    /// Enclosed volume by the divergence theorem; meaningful only for closed, consistently
+    /// oriented meshes (positive when the triangles face outward).
+    pub fn signed_volume(&self) -> f64 {
+        (0..self.triangles.len())
+            .map(|t| {
+                let [a, b, c] = self.triangle(t);
+                a.coords.dot(&b.coords.cross(&c.coords)) / 6.0
+            })
+            .sum()
+    }
+
+    /// Number of edges used by exactly one triangle (0 for a closed mesh) and by more than
+    /// two (non-manifold).
+    pub fn boundary_and_nonmanifold_edges(&self) -> (usize, usize) {
+        let mut edges: Vec<(usize, usize)> = Vec::with_capacity(3 * self.triangles.len());
+        for t in &self.triangles {
+            for k in 0..3 {
+                let (a, b) = (t[k], t[(k + 1) % 3]);
+                edges.push((a.min(b), a.max(b)));
+            }
+        }
+        edges.sort_unstable();
+        let (mut boundary, mut nonmanifold) = (0, 0);
+        let mut i = 0;
+        while i < edges.len() {
+            let mut j = i + 1;
+            while j < edges.len() && edges[j] == edges[i] {
+                j += 1;
+            }
+            match j - i {
+                1 => boundary += 1,
+                2 => {}
+                _ => nonmanifold += 1,
+            }
+            i = j;
+        }
+        (boundary, nonmanifold)
+    }
+}
