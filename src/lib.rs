@@ -1,1 +1,3 @@
+pub mod dynamics;
+pub mod fem;
 pub mod mesh;

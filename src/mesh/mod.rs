@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod surface;
+pub mod generate;
 pub mod interp;
 pub mod volume;
 
