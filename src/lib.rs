@@ -1,3 +1,4 @@
 pub mod dynamics;
 pub mod fem;
 pub mod mesh;
+pub mod reduction;
