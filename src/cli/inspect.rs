@@ -1,0 +1,108 @@
+//! `haptics inspect FILE`: counts, bounding box, materials, volume, mass and element
+//! quality of any supported mesh file.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::mesh::{read_any, AnyMesh, SurfaceMesh, VolumeMesh};
+
+#[derive(Debug, Clone, Args)]
+pub struct InspectArgs {
+    /// Mesh file: .obj, .stl (surfaces), .veg, .node/.ele (volumes).
+    pub file: PathBuf,
+    /// How many defective elements to list.
+    #[arg(long, default_value_t = 20)]
+    pub max_listed: usize,
+}
+
+pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
+    match read_any(&args.file)? {
+        AnyMesh::Surface(m) => print!("{}", describe_surface(&m)),
+        AnyMesh::Volume(m) => print!("{}", describe_volume(&m, args.max_listed)),
+    }
+    Ok(())
+}
+
+fn bbox_lines(b: &crate::mesh::Aabb) -> String {
+    let e = b.extent();
+    format!(
+        "bounding box: min ({:.6}, {:.6}, {:.6}) max ({:.6}, {:.6}, {:.6})\n  extent ({:.6}, {:.6}, {:.6})\n",
+        b.min.x, b.min.y, b.min.z, b.max.x, b.max.y, b.max.z, e.x, e.y, e.z
+    )
+}
+
+/// The report for a triangle mesh.
+pub fn describe_surface(m: &SurfaceMesh) -> String {
+    let (boundary, nonmanifold) = m.boundary_and_nonmanifold_edges();
+    let mut s = format!(
+        "surface mesh\nvertices: {}\ntriangles: {}\n",
+        m.vertices.len(),
+        m.triangles.len()
+    );
+    s += &bbox_lines(&m.bounding_box());
+    s += &format!("area: {:.6}\n", m.area());
+    if boundary == 0 && nonmanifold == 0 {
+        s += &format!("closed: yes\nenclosed volume: {:.6}\n", m.signed_volume());
+    } else {
+        s += &format!(
+            "closed: no ({boundary} boundary edges, {nonmanifold} non-manifold edges): a polygon soup; enclosed volume undefined\n"
+        );
+    }
+    let degenerate = (0..m.triangles.len())
+        .filter(|&t| {
+            let [a, b, c] = m.triangle(t);
+            (b - a).cross(&(c - a)).norm() == 0.0
+        })
+        .count();
+    s += &format!("degenerate (zero-area) triangles: {degenerate}\n");
+    s
+}
+
+/// The report for a volumetric mesh.
+pub fn describe_volume(m: &VolumeMesh, max_listed: usize) -> String {
+    let mut s = format!(
+        "volumetric mesh\nvertices: {}\nelements: {} ({}s)\nboundary faces (triangles): {}\n",
+        m.vertices.len(),
+        m.num_elements(),
+        m.kind.name(),
+        m.boundary_triangles().len()
+    );
+    let unused = m.unused_vertices();
+    if unused > 0 {
+        s += &format!("unused vertices: {unused}\n");
+    }
+    s += &bbox_lines(&m.bounding_box());
+    s += "materials:\n";
+    for (i, mat) in m.materials.iter().enumerate() {
+        let count = m.element_material.iter().filter(|&&k| k == i).count();
+        s += &format!(
+            "  {}: density {} kg/m^3, E {} Pa, nu {} ({} elements)\n",
+            mat.name, mat.density, mat.youngs_modulus, mat.poisson_ratio, count
+        );
+    }
+    let st = m.volume_stats();
+    s += &format!(
+        "total volume: {:.6e} m^3\ntotal mass: {:.6e} kg\nelement volume: min {:.6e}, max {:.6e}\n",
+        st.total_volume, st.total_mass, st.min_element_volume, st.max_element_volume
+    );
+    let defects = m.element_defects();
+    if defects.is_empty() {
+        s += "inverted or degenerate elements: none\n";
+    } else {
+        s += &format!("inverted or degenerate elements: {}\n", defects.len());
+        for d in defects.iter().take(max_listed) {
+            s += &format!(
+                "  element {} (0-based {}): {}, measure {:.3e}\n",
+                d.element + 1,
+                d.element,
+                d.kind,
+                d.measure
+            );
+        }
+        if defects.len() > max_listed {
+            s += &format!("  ... and {} more\n", defects.len() - max_listed);
+        }
+    }
+    s
+}

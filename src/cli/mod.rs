@@ -1,0 +1,77 @@
+//! The `haptics` command line: argument parsing (clap) and one module per subcommand.
+//!
+//! With no subcommand, `haptics` runs the bundled demo (see [`demo`]).
+
+pub mod demo;
+pub mod inspect;
+pub mod voxelize;
+
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand};
+
+/// Real-time 6-DOF haptic rendering of reduced deformable contact.
+///
+/// Run with no arguments for the bundled demo.
+#[derive(Debug, Parser)]
+#[command(name = "haptics", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The bundled demo: a full-space StVK simulation of the beam under gravity.
+    Demo(demo::DemoArgs),
+    /// Full-space implicit Newmark simulation of a volumetric mesh (the reference
+    /// simulator), writing vertex displacements over time to CSV.
+    Fullsim(demo::FullsimArgs),
+    /// Print counts, bounding box, materials, volume, mass and element quality of a mesh
+    /// file (.obj, .stl, .veg, TetGen .node/.ele).
+    Inspect(inspect::InspectArgs),
+    /// Turn a triangle mesh into a hexahedral voxel mesh (.veg), optionally embedding a
+    /// render mesh (.interp).
+    Voxelize(voxelize::VoxelizeArgs),
+}
+
+/// Parses the command line and runs the chosen subcommand.
+pub fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        None => demo::run_demo(&demo::DemoArgs::default()),
+        Some(Command::Demo(a)) => demo::run_demo(&a),
+        Some(Command::Fullsim(a)) => demo::run_fullsim(&a),
+        Some(Command::Inspect(a)) => inspect::run(&a),
+        Some(Command::Voxelize(a)) => voxelize::run(&a),
+    }
+}
+
+/// The bundled assets folder: `./assets` when run from the repository root, else the
+/// one beside the crate's manifest.
+pub fn assets_dir() -> PathBuf {
+    let local = Path::new("assets");
+    if local.join("beam3").is_dir() {
+        local.to_path_buf()
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("assets")
+    }
+}
+
+/// Parses "x,y,z" into a vector.
+pub fn parse_vec3(s: &str) -> Result<nalgebra::Vector3<f64>, String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.len() != 3 {
+        return Err(format!("expected three comma-separated numbers like 0,0,-9.81, got '{s}'"));
+    }
+    let mut v = [0.0; 3];
+    for (i, p) in parts.iter().enumerate() {
+        v[i] = p
+            .parse::<f64>()
+            .map_err(|_| format!("'{p}' is not a number"))?;
+        if !v[i].is_finite() {
+            return Err(format!("'{p}' is not finite"));
+        }
+    }
+    Ok(nalgebra::Vector3::new(v[0], v[1], v[2]))
+}
