@@ -249,7 +249,7 @@ pub fn parse_tetgen(
         .transpose()?
         .unwrap_or(0);
     let per_ele = 1 + npt + eattr.min(1 << 16);
-    let mut connectivity = Vec::with_capacity((4 * m).min(1 << 22));
+    let mut connectivity = Vec::with_capacity(m.saturating_mul(4).min(1 << 22));
     let mut regions: Vec<u64> = Vec::new();
     let mut region_of: HashMap<u64, usize> = HashMap::new();
     let mut element_material = Vec::with_capacity(m.min(1 << 20));
@@ -413,5 +413,14 @@ mod tests {
             }
         ));
         assert!(e.to_string().contains("c.node"));
+        let e = parse_tetgen(
+            NODE0,
+            np,
+            "4611686018427387904 4 0\n0 0 1 2 3\n",
+            ep,
+            &mat(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
     }
 }

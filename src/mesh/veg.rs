@@ -348,7 +348,7 @@ fn parse_lines(lines: &[Line], top: &Path) -> Result<VolumeMesh, MeshError> {
                         tl.text.trim()
                     )));
                 }
-                let mut conn = Vec::with_capacity((m * k).min(1 << 22));
+                let mut conn = Vec::with_capacity(m.saturating_mul(k).min(1 << 22));
                 let mut base = 1;
                 for e in 0..m {
                     let expected = format!("{m} elements as declared on line {} (found {e})", h.no);
@@ -798,6 +798,14 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("t.veg"));
+    }
+
+    #[test]
+    fn huge_declared_counts_are_errors_not_panics() {
+        let e = parse_veg(&TET.replace("1 4 0", "4611686018427387904 4 0"), p()).unwrap_err();
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
+        let e = parse_veg(&TET.replace("4 3 0 0", "18446744073709551615 3 0 0"), p()).unwrap_err();
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
     }
 
     #[test]
