@@ -52,7 +52,9 @@ pub enum MeshError {
         expected: String,
     },
     /// A vertex index outside the vertex list.
-    #[error("{path}:{location}: vertex index {index} is out of range (the mesh has {count} vertices)")]
+    #[error(
+        "{path}:{location}: vertex index {index} is out of range (the mesh has {count} vertices)"
+    )]
     IndexOutOfRange {
         path: PathBuf,
         location: Location,

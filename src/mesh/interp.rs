@@ -4,6 +4,18 @@
 //! `u_render(i) = sum_k weights[i*n + k] * u[indices[i*n + k]]`. The weights are the
 //! trilinear (hex) or barycentric (tet) shape functions of the element that contains the
 //! vertex, so they sum to one.
+//!
+//! [`read_interp`] is hand-written because the project requires typed errors with the
+//! file and the 1-based line. Grammar (one line per render vertex; blank lines and `#`
+//! comments are skipped):
+//!
+//! ```text
+//! line := renderIndex (simIndex weight){n}
+//! ```
+//!
+//! `renderIndex` is 0-based and must count 0, 1, 2, ... in order; `simIndex` is 0-based;
+//! every line has the same number `n` of pairs (8 for hexes, 4 for tets); weights must be
+//! finite. The format has no count: pass `num_render_vertices` to detect truncation.
 
 use nalgebra::{Point3, Vector3};
 
@@ -38,6 +50,213 @@ impl Interpolation {
     /// Interpolates positions.
     pub fn interpolate_points(&self, points: &[Point3<f64>]) -> Vec<Point3<f64>> {
         let coords: Vec<Vector3<f64>> = points.iter().map(|p| p.coords).collect();
-        self.interpolate(&coords).into_iter().map(Point3::from).collect()
+        self.interpolate(&coords)
+            .into_iter()
+            .map(Point3::from)
+            .collect()
+    }
+}
+
+// Reading and writing Vega `.interp` files (grammar in the module documentation).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::error::{excerpt, Location, MeshError};
+use super::text::{as_utf8, numbered_lines, parse_f64, parse_usize, read_bytes, strip_comment};
+
+/// Reads a Vega `.interp` file. With `num_render_vertices`, the file must have exactly
+/// that many lines (so a truncated file is an error); with `num_sim_vertices`, every
+/// simulation index must be below it.
+pub fn read_interp(
+    path: &Path,
+    num_render_vertices: Option<usize>,
+    num_sim_vertices: Option<usize>,
+) -> Result<Interpolation, MeshError> {
+    let bytes = read_bytes(path)?;
+    parse_interp(
+        as_utf8(&bytes, path)?,
+        path,
+        num_render_vertices,
+        num_sim_vertices,
+    )
+}
+
+/// Parses `.interp` text; `path` is only used in error messages.
+pub fn parse_interp(
+    text: &str,
+    path: &Path,
+    num_render_vertices: Option<usize>,
+    num_sim_vertices: Option<usize>,
+) -> Result<Interpolation, MeshError> {
+    let mut nodes: Option<usize> = None;
+    let mut indices = Vec::new();
+    let mut weights = Vec::new();
+    let mut count = 0usize;
+    let mut last = 0;
+    for (ln, line) in numbered_lines(text) {
+        last = ln;
+        let body = strip_comment(line);
+        if body.is_empty() {
+            continue;
+        }
+        let toks: Vec<&str> = body.split_ascii_whitespace().collect();
+        let (first, pairs) = toks.split_first().unwrap_or((&"", &[]));
+        let r = parse_usize(first, path, ln, "a 0-based render vertex index")?;
+        if r != count {
+            return Err(MeshError::syntax(
+                path,
+                Location::Line(ln),
+                format!("render vertex index {count} (indices count 0, 1, 2, ...)"),
+                excerpt(first),
+            ));
+        }
+        let n = pairs.len() / 2;
+        if pairs.len() % 2 != 0 || n == 0 {
+            return Err(MeshError::syntax(
+                path,
+                Location::Line(ln),
+                "pairs 'simVertexIndex weight' after the render vertex index",
+                format!("{} numbers", pairs.len()),
+            ));
+        }
+        match nodes {
+            None => nodes = Some(n),
+            Some(m) if m != n => {
+                return Err(MeshError::syntax(
+                    path,
+                    Location::Line(ln),
+                    format!("{m} (index, weight) pairs as on the first line"),
+                    format!("{n} pairs"),
+                ))
+            }
+            _ => {}
+        }
+        for pair in pairs.chunks_exact(2) {
+            let (s, w) = (pair[0], pair[1]);
+            let si = parse_usize(s, path, ln, "a 0-based simulation vertex index")?;
+            if let Some(ns) = num_sim_vertices {
+                if si >= ns {
+                    return Err(MeshError::IndexOutOfRange {
+                        path: path.to_path_buf(),
+                        location: Location::Line(ln),
+                        index: si as i64,
+                        count: ns,
+                    });
+                }
+            }
+            indices.push(si);
+            weights.push(parse_f64(w, path, ln, "an interpolation weight")?);
+        }
+        count += 1;
+    }
+    if let Some(nr) = num_render_vertices {
+        if count < nr {
+            return Err(MeshError::truncated(
+                path,
+                Location::Line(last + 1),
+                format!("{nr} render vertices (found {count})"),
+            ));
+        }
+        if count > nr {
+            return Err(MeshError::syntax(
+                path,
+                Location::File,
+                format!("{nr} render vertices"),
+                format!("{count}"),
+            ));
+        }
+    }
+    let Some(nodes_per_vertex) = nodes else {
+        return Err(MeshError::truncated(
+            path,
+            Location::Line(last + 1),
+            "at least one render vertex line",
+        ));
+    };
+    Ok(Interpolation {
+        nodes_per_vertex,
+        indices,
+        weights,
+    })
+}
+
+/// Writes `interp` as a Vega `.interp` file (weights with shortest round-trip formatting).
+pub fn write_interp(path: &Path, interp: &Interpolation) -> Result<(), MeshError> {
+    let n = interp.nodes_per_vertex;
+    if n == 0 || interp.indices.len() != interp.weights.len() || interp.indices.len() % n != 0 {
+        return Err(MeshError::Unsupported {
+            path: path.to_path_buf(),
+            what: "an interpolation whose index and weight arrays do not match nodes_per_vertex"
+                .into(),
+        });
+    }
+    let mut s = String::with_capacity(interp.indices.len() * 16);
+    for (r, (idx, w)) in interp
+        .indices
+        .chunks(n)
+        .zip(interp.weights.chunks(n))
+        .enumerate()
+    {
+        let _ = write!(s, "{r}");
+        for (i, w) in idx.iter().zip(w) {
+            let _ = write!(s, " {i} {w}");
+        }
+        s.push('\n');
+    }
+    std::fs::write(path, s).map_err(|e| MeshError::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_interpolate() {
+        let p = Path::new("t.interp");
+        let it = parse_interp("0 0 0.25 1 0.75\n1 1 1 0 0\n", p, Some(2), Some(2)).unwrap();
+        assert_eq!(it.nodes_per_vertex, 2);
+        assert_eq!(it.num_vertices(), 2);
+        let x = it.interpolate_points(&[Point3::new(0.0, 0.0, 0.0), Point3::new(4.0, 0.0, 0.0)]);
+        assert_eq!(x[0].x, 3.0);
+        assert_eq!(x[1].x, 4.0);
+    }
+
+    #[test]
+    fn errors() {
+        let p = Path::new("t.interp");
+        let cases: &[(&str, usize)] = &[
+            ("0 0 0.5 1 0.5\n2 0 0.5 1 0.5\n", 2),
+            ("0 0 0.5 1 0.5\n1 0 0.5\n", 2),
+            ("0 0 0.5 1 0.5\n1 0 0.5 1\n", 2),
+            ("0 0 0.5 1 nan\n", 1),
+            ("0 0 0.5 x 0.5\n", 1),
+            ("0 0 0.5 7 0.5\n", 1),
+        ];
+        for (t, line) in cases {
+            let e = parse_interp(t, p, None, Some(3)).unwrap_err();
+            assert_eq!(e.location(), Some(&Location::Line(*line)), "{t:?} {e}");
+        }
+        let e = parse_interp("0 0 0.5 1 0.5\n", p, Some(2), None).unwrap_err();
+        assert!(matches!(
+            e,
+            MeshError::Truncated {
+                location: Location::Line(2),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.interp");
+        let it = Interpolation {
+            nodes_per_vertex: 4,
+            indices: vec![0, 1, 2, 3, 3, 2, 1, 0],
+            weights: vec![0.1, 0.2, 0.3, 0.4, 1.0 / 3.0, 0.0, 2.0 / 3.0, 0.0],
+        };
+        write_interp(&path, &it).unwrap();
+        assert_eq!(read_interp(&path, Some(2), Some(4)).unwrap(), it);
     }
 }

@@ -305,7 +305,12 @@ impl VolumeMesh {
 }
 
 /// Signed volume of a tetrahedron, positive for Vega's node order.
-pub fn tet_signed_volume(a: &Point3<f64>, b: &Point3<f64>, c: &Point3<f64>, d: &Point3<f64>) -> f64 {
+pub fn tet_signed_volume(
+    a: &Point3<f64>,
+    b: &Point3<f64>,
+    c: &Point3<f64>,
+    d: &Point3<f64>,
+) -> f64 {
     (b - a).dot(&(c - a).cross(&(d - a))) / 6.0
 }
 

@@ -1,0 +1,426 @@
+//! TetGen `.node` / `.ele` tetrahedral meshes (reader).
+//!
+//! Hand-written because the project requires typed [`MeshError`]s with the file and the
+//! 1-based line. Grammar (`#` starts a comment anywhere on a line; blank lines skipped):
+//!
+//! ```text
+//! node file := n dim(=3) nattr nbm(0|1) NL  (i x y z attr{nattr} [marker if nbm=1] NL){n}
+//! ele file  := m nodes(4|10) nattr NL       (i v0 v1 v2 v3 attr{nattr} NL){m}
+//! ```
+//!
+//! The first node (element) index, 0 or 1, sets the numbering of the file; indices must
+//! then be consecutive, and the element files' vertex indices use the node numbering.
+//! Quadratic (10-node) tetrahedra are `Unsupported`.
+//!
+//! Materials: with no element attribute every element gets `material`; with attributes,
+//! the first one is TetGen's region number and each distinct value gets a clone of
+//! `material` named `region<attr>` (in order of first appearance).
+//!
+//! Orientation: Vega's positive tet has `(v1-v0) . ((v2-v0) x (v3-v0)) > 0`. TetGen
+//! versions differ in the sign convention of their output, so when *every* element has
+//! a negative signed volume the mesh is taken to use the opposite convention and nodes 1
+//! and 2 of every element are swapped. A mesh with mixed orientations is left as it is
+//! (`check_elements` reports the inverted elements).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use nalgebra::Point3;
+
+use super::error::{excerpt, Location, MeshError};
+use super::text::{
+    as_utf8, numbered_lines, parse_f64, parse_i64, parse_index, parse_usize, read_bytes,
+    strip_comment,
+};
+use super::volume::{tet_signed_volume, ElementKind, Material, VolumeMesh};
+
+/// Non-comment, non-blank lines as `(line number, tokens)`.
+fn content_lines(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
+    numbered_lines(text).filter_map(|(ln, l)| {
+        let body = strip_comment(l);
+        if body.is_empty() {
+            None
+        } else {
+            Some((ln, body.split_ascii_whitespace().collect()))
+        }
+    })
+}
+
+fn last_line(text: &str) -> usize {
+    numbered_lines(text).count()
+}
+
+fn tokens_count(
+    path: &Path,
+    ln: usize,
+    toks: &[&str],
+    n: usize,
+    what: &str,
+) -> Result<(), MeshError> {
+    if toks.len() != n {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            format!("{n} numbers: {what}"),
+            format!("{} numbers", toks.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the running index of a list entry; the first one (0 or 1) sets the base.
+fn check_running_index(
+    path: &Path,
+    ln: usize,
+    tok: &str,
+    k: usize,
+    base: &mut usize,
+) -> Result<(), MeshError> {
+    let idx = parse_i64(tok, path, ln, "an index")?;
+    if k == 0 && (idx == 0 || idx == 1) {
+        *base = idx as usize;
+        return Ok(());
+    }
+    if idx != (*base + k) as i64 {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            format!("index {}", *base + k),
+            excerpt(tok),
+        ));
+    }
+    Ok(())
+}
+
+fn read_text(path: &Path) -> Result<String, MeshError> {
+    let bytes = read_bytes(path)?;
+    Ok(as_utf8(&bytes, path)?.to_string())
+}
+
+/// Reads a TetGen `.node` / `.ele` pair (see the module documentation).
+pub fn read_tetgen(
+    node_path: &Path,
+    ele_path: &Path,
+    material: &Material,
+) -> Result<VolumeMesh, MeshError> {
+    let node_text = read_text(node_path)?;
+    let ele_text = read_text(ele_path)?;
+    parse_tetgen(&node_text, node_path, &ele_text, ele_path, material)
+}
+
+/// Parses TetGen `.node` and `.ele` text; the paths are only used in error messages.
+pub fn parse_tetgen(
+    node_text: &str,
+    node_path: &Path,
+    ele_text: &str,
+    ele_path: &Path,
+    material: &Material,
+) -> Result<VolumeMesh, MeshError> {
+    // --- nodes
+    let path = node_path;
+    let mut lines = content_lines(node_text);
+    let Some((hl, h)) = lines.next() else {
+        return Err(MeshError::truncated(
+            path,
+            Location::Line(last_line(node_text) + 1),
+            "the header 'n 3 nattr nbm'",
+        ));
+    };
+    let n = parse_usize(
+        h.first().copied().unwrap_or(""),
+        path,
+        hl,
+        "the number of nodes",
+    )?;
+    let dim = h
+        .get(1)
+        .map(|t| parse_usize(t, path, hl, "the dimension 3"))
+        .transpose()?
+        .unwrap_or(3);
+    if dim != 3 {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(hl),
+            "dimension 3",
+            dim.to_string(),
+        ));
+    }
+    let nattr = h
+        .get(2)
+        .map(|t| parse_usize(t, path, hl, "the number of attributes"))
+        .transpose()?
+        .unwrap_or(0);
+    let nbm = h
+        .get(3)
+        .map(|t| parse_usize(t, path, hl, "the boundary marker flag 0 or 1"))
+        .transpose()?
+        .unwrap_or(0);
+    if nbm > 1 {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(hl),
+            "boundary marker flag 0 or 1",
+            nbm.to_string(),
+        ));
+    }
+    let per_node = 4 + nattr.min(1 << 16) + nbm;
+    let mut vertices = Vec::with_capacity(n.min(1 << 20));
+    let mut node_base = 0;
+    for k in 0..n {
+        let Some((ln, t)) = lines.next() else {
+            return Err(MeshError::truncated(
+                path,
+                Location::Line(last_line(node_text) + 1),
+                format!("{n} nodes as declared on line {hl} (found {k})"),
+            ));
+        };
+        tokens_count(
+            path,
+            ln,
+            &t,
+            per_node,
+            "index x y z, attributes and marker as in the header",
+        )?;
+        check_running_index(
+            path,
+            ln,
+            t.first().copied().unwrap_or(""),
+            k,
+            &mut node_base,
+        )?;
+        let mut c = [0.0; 3];
+        for (ck, tok) in c.iter_mut().zip(t.iter().skip(1)) {
+            *ck = parse_f64(tok, path, ln, "a node coordinate")?;
+        }
+        for tok in t.iter().skip(4) {
+            parse_f64(tok, path, ln, "a node attribute or marker")?;
+        }
+        vertices.push(Point3::new(c[0], c[1], c[2]));
+    }
+    if let Some((ln, t)) = lines.next() {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            format!("the end of the file after the {n} nodes declared on line {hl}"),
+            excerpt(&t.join(" ")),
+        ));
+    }
+
+    // --- elements
+    let path = ele_path;
+    let mut lines = content_lines(ele_text);
+    let Some((hl, h)) = lines.next() else {
+        return Err(MeshError::truncated(
+            path,
+            Location::Line(last_line(ele_text) + 1),
+            "the header 'm 4 nattr'",
+        ));
+    };
+    let m = parse_usize(
+        h.first().copied().unwrap_or(""),
+        path,
+        hl,
+        "the number of tetrahedra",
+    )?;
+    let npt = h
+        .get(1)
+        .map(|t| parse_usize(t, path, hl, "nodes per tetrahedron (4)"))
+        .transpose()?
+        .unwrap_or(4);
+    if npt == 10 {
+        return Err(MeshError::Unsupported {
+            path: path.to_path_buf(),
+            what: format!(
+                "line {hl}: quadratic 10-node tetrahedra (only linear 4-node tetrahedra)"
+            ),
+        });
+    }
+    if npt != 4 {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(hl),
+            "4 (or 10) nodes per tetrahedron",
+            npt.to_string(),
+        ));
+    }
+    let eattr = h
+        .get(2)
+        .map(|t| parse_usize(t, path, hl, "the number of attributes"))
+        .transpose()?
+        .unwrap_or(0);
+    let per_ele = 1 + npt + eattr.min(1 << 16);
+    let mut connectivity = Vec::with_capacity(m.saturating_mul(4).min(1 << 22));
+    let mut regions: Vec<u64> = Vec::new();
+    let mut region_of: HashMap<u64, usize> = HashMap::new();
+    let mut element_material = Vec::with_capacity(m.min(1 << 20));
+    let mut ele_base = 0;
+    for k in 0..m {
+        let Some((ln, t)) = lines.next() else {
+            return Err(MeshError::truncated(
+                path,
+                Location::Line(last_line(ele_text) + 1),
+                format!("{m} tetrahedra as declared on line {hl} (found {k})"),
+            ));
+        };
+        tokens_count(
+            path,
+            ln,
+            &t,
+            per_ele,
+            "index, 4 node indices and the attributes as in the header",
+        )?;
+        check_running_index(path, ln, t.first().copied().unwrap_or(""), k, &mut ele_base)?;
+        for tok in t.iter().skip(1).take(4) {
+            connectivity.push(parse_index(tok, node_base, n, path, ln, "a node index")?);
+        }
+        let mut mat = 0;
+        if eattr > 0 {
+            let a = parse_f64(
+                t.get(5).copied().unwrap_or(""),
+                path,
+                ln,
+                "a region attribute",
+            )?;
+            let key = (a + 0.0).to_bits();
+            let next = regions.len();
+            mat = *region_of.entry(key).or_insert(next);
+            if mat == next {
+                regions.push(key);
+            }
+        }
+        element_material.push(mat);
+    }
+    if let Some((ln, t)) = lines.next() {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            format!("the end of the file after the {m} tetrahedra declared on line {hl}"),
+            excerpt(&t.join(" ")),
+        ));
+    }
+
+    let materials = if regions.is_empty() {
+        vec![material.clone()]
+    } else {
+        regions
+            .iter()
+            .map(|&bits| {
+                let mut mat = material.clone();
+                mat.name = format!("region{}", f64::from_bits(bits));
+                mat
+            })
+            .collect()
+    };
+
+    // Orientation: flip only if every element is negatively oriented.
+    let volume = |c: &[usize]| -> f64 {
+        let g = |i: usize| {
+            c.get(i)
+                .and_then(|&v| vertices.get(v))
+                .copied()
+                .unwrap_or_else(Point3::origin)
+        };
+        tet_signed_volume(&g(0), &g(1), &g(2), &g(3))
+    };
+    let all_negative =
+        !connectivity.is_empty() && connectivity.chunks_exact(4).all(|c| volume(c) < 0.0);
+    if all_negative {
+        for c in connectivity.chunks_exact_mut(4) {
+            c.swap(1, 2);
+        }
+    }
+    Ok(VolumeMesh {
+        vertices,
+        kind: ElementKind::Tet,
+        connectivity,
+        materials,
+        element_material,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mat() -> Material {
+        Material::new("m", 1000.0, 1e6, 0.3)
+    }
+
+    const NODE0: &str = "# cube corner\n5 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n4 1 1 1\n";
+
+    #[test]
+    fn zero_based_positive() {
+        let ele = "2 4 0\n0 0 1 2 3\n1 1 2 3 4 # positive? \n";
+        let m = parse_tetgen(NODE0, Path::new("a.node"), ele, Path::new("a.ele"), &mat());
+        let m = m.unwrap();
+        assert_eq!(m.num_elements(), 2);
+        assert_eq!(m.element(0), &[0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn one_based_negative_with_regions_is_flipped() {
+        let node = "4 3 1 1\n1 0 0 0 7 1\n2 1 0 0 7 1\n3 0 1 0 7 1\n4 0 0 1 7 1\n5 1 1 1 7 0\n";
+        let node = node.replacen("4 3 1 1", "5 3 1 1", 1);
+        let ele = "2 4 1\n1 1 3 2 4 1\n2 2 3 5 4 2\n";
+        let m = parse_tetgen(&node, Path::new("b.node"), ele, Path::new("b.ele"), &mat()).unwrap();
+        assert_eq!(m.element(0), &[0, 1, 2, 3]);
+        assert!(m.element_defects().is_empty());
+        assert_eq!(m.materials.len(), 2);
+        assert_eq!(m.materials[0].name, "region1");
+        assert_eq!(m.materials[1].name, "region2");
+        assert_eq!(m.element_material, vec![0, 1]);
+    }
+
+    #[test]
+    fn errors() {
+        let (np, ep) = (Path::new("c.node"), Path::new("c.ele"));
+        let e = parse_tetgen(NODE0, np, "1 10 0\n0 0 1 2 3 4 4 4 4 4 4\n", ep, &mat()).unwrap_err();
+        assert!(matches!(e, MeshError::Unsupported { .. }));
+        let e = parse_tetgen(NODE0, np, "1 4 0\n0 0 1 2 5\n", ep, &mat()).unwrap_err();
+        assert!(matches!(
+            e,
+            MeshError::IndexOutOfRange {
+                index: 5,
+                count: 5,
+                location: Location::Line(2),
+                ..
+            }
+        ));
+        let e = parse_tetgen(NODE0, np, "2 4 0\n0 0 1 2 3\n", ep, &mat()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::Truncated {
+                    location: Location::Line(3),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = parse_tetgen(
+            &NODE0.replace("2 0 1 0", "2 0 inf 0"),
+            np,
+            "1 4 0\n0 0 1 2 3\n",
+            ep,
+            &mat(),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            MeshError::NonFinite {
+                location: Location::Line(5),
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("c.node"));
+        let e = parse_tetgen(
+            NODE0,
+            np,
+            "4611686018427387904 4 0\n0 0 1 2 3\n",
+            ep,
+            &mat(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
+    }
+}

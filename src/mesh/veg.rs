@@ -1,0 +1,909 @@
+//! Vega FEM `.veg` volumetric meshes (reader and writer).
+//!
+//! Hand-written because the project requires typed [`MeshError`]s with the file and the
+//! 1-based line of every problem (and no crate reads `.veg`). Grammar, as read by Vega's
+//! `VolumetricMesh::loadFromAscii`:
+//!
+//! ```text
+//! file      := (comment | blank | section)*
+//! comment   := "#" ...                         (a line whose first non-blank is '#')
+//! section   := vertices | elements | material | set | region | include
+//! vertices  := "*VERTICES" NL  n [3 [0 [0]]] NL  (index x y z NL){n}
+//! elements  := "*ELEMENTS" NL  ("TET" | "CUBIC") NL  m k [0] NL  (index v1 .. vk NL){m}
+//!                                              (k = 4 for TET, 8 for CUBIC)
+//! material  := "*MATERIAL" name NL  "ENU," density "," E "," nu NL
+//! set       := "*SET" name NL  (element-index ("," | blank)* NL)*
+//!                                              (ends at a blank line or the next '*')
+//! region    := "*REGION" NL  setName "," materialName NL
+//! include   := "*INCLUDE" filename NL         (relative to the including file)
+//! ```
+//!
+//! Numbers on data lines may be separated by blanks, tabs or commas. Indices are 1-based
+//! (as Vega, a vertex or element list whose first index is 0 is read as 0-based) and must
+//! be consecutive. The set `allElements` is implicit. Names have their blanks removed, as
+//! Vega does. The element node order is Vega's, kept as is (see [`super::volume`]).
+//! `*INCLUDE`d text is read in place; errors inside it name the included file and its
+//! line; include cycles are errors.
+//!
+//! Materials: every element must get one. Regions are applied in file order (a later
+//! region overrides an earlier one for the elements they share). A file without
+//! `*REGION` but with exactly one material gives it to all elements; otherwise an element
+//! no region covers is `MissingMaterial` (Vega would silently use a default material).
+//! Only Vega's isotropic `ENU` material is supported; `ORTHOTROPIC*` and `MOONEYRIVLIN`
+//! are `Unsupported`.
+//!
+//! Element types: Vega accepts `TET` and `CUBIC` (by prefix: it would also read `TETS`);
+//! this reader accepts exactly `TET` and `CUBIC`.
+//!
+//! The reader does not reject inverted or degenerate elements (`haptics inspect` reports
+//! them); [`check_elements`] does, for the finite element stage.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use nalgebra::Point3;
+
+use super::error::{excerpt, Location, MeshError};
+use super::text::{
+    as_utf8, numbered_lines, parse_f64, parse_i64, parse_index, parse_usize, read_bytes,
+};
+use super::volume::{ElementKind, Material, VolumeMesh};
+
+/// Deepest `*INCLUDE` nesting accepted.
+const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// One line of the flattened (include-expanded) input.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    path: &'a Path,
+    no: usize,
+    text: &'a str,
+}
+
+impl<'a> Line<'a> {
+    fn loc(&self) -> Location {
+        Location::Line(self.no)
+    }
+    fn is_blank(&self) -> bool {
+        self.text.trim().is_empty()
+    }
+    fn is_comment(&self) -> bool {
+        self.text.trim_start().starts_with('#')
+    }
+    fn is_section(&self) -> bool {
+        self.text.trim_start().starts_with('*')
+    }
+    fn syntax(&self, expected: impl Into<String>) -> MeshError {
+        MeshError::syntax(self.path, self.loc(), expected, excerpt(self.text))
+    }
+    /// Tokens separated by blanks, tabs or commas.
+    fn tokens(&self) -> impl Iterator<Item = &'a str> {
+        self.text
+            .split(|c: char| c == ',' || c.is_ascii_whitespace())
+            .filter(|t| !t.is_empty())
+    }
+}
+
+/// Reads a `.veg` file (see the module documentation).
+pub fn read_veg(path: &Path) -> Result<VolumeMesh, MeshError> {
+    let mut sources: Vec<(PathBuf, String)> = Vec::new();
+    let mut spans: Vec<(usize, usize, usize, usize)> = Vec::new(); // source, line no, start, end
+    let mut stack: Vec<PathBuf> = Vec::new();
+    load(path, &mut stack, &mut sources, &mut spans)?;
+    let lines: Vec<Line> = spans
+        .iter()
+        .filter_map(|&(s, no, a, b)| {
+            let (p, text) = sources.get(s)?;
+            Some(Line {
+                path: p.as_path(),
+                no,
+                text: text.get(a..b)?,
+            })
+        })
+        .collect();
+    parse_lines(&lines, path)
+}
+
+/// Parses `.veg` text that has no `*INCLUDE`s (an `*INCLUDE` is an `Unsupported` error
+/// here); `path` is only used in error messages.
+pub fn parse_veg(text: &str, path: &Path) -> Result<VolumeMesh, MeshError> {
+    let lines: Vec<Line> = numbered_lines(text)
+        .map(|(no, text)| Line { path, no, text })
+        .collect();
+    parse_lines(&lines, path)
+}
+
+fn include_target(text: &str) -> Option<&str> {
+    text.trim_start().strip_prefix("*INCLUDE").map(str::trim)
+}
+
+/// Reads `path` and, recursively, the files it includes, recording every line in order.
+fn load(
+    path: &Path,
+    stack: &mut Vec<PathBuf>,
+    sources: &mut Vec<(PathBuf, String)>,
+    spans: &mut Vec<(usize, usize, usize, usize)>,
+) -> Result<(), MeshError> {
+    let bytes = read_bytes(path)?;
+    let text = as_utf8(&bytes, path)?.to_string();
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    stack.push(canonical);
+    let me = sources.len();
+    sources.push((path.to_path_buf(), text));
+    let base = sources.get(me).map(|s| s.1.as_ptr() as usize).unwrap_or(0);
+    let mut includes: Vec<(usize, usize, PathBuf)> = Vec::new(); // (position in own lines, line no, target)
+    let mut own: Vec<(usize, usize, usize, usize)> = Vec::new();
+    if let Some((_, text)) = sources.get(me) {
+        for (no, line) in numbered_lines(text) {
+            let start = line.as_ptr() as usize - base;
+            if let Some(target) = include_target(line) {
+                if target.is_empty() {
+                    return Err(MeshError::syntax(
+                        path,
+                        Location::Line(no),
+                        "a file name after *INCLUDE",
+                        "nothing",
+                    ));
+                }
+                let dir = path.parent().unwrap_or(Path::new(""));
+                includes.push((own.len(), no, dir.join(target)));
+                continue;
+            }
+            own.push((me, no, start, start + line.len()));
+        }
+    }
+    let mut next = 0;
+    for (pos, no, target) in includes {
+        spans.extend(own.get(next..pos).unwrap_or(&[]).iter().copied());
+        next = pos;
+        let canonical = std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
+        if stack.contains(&canonical) || stack.len() >= MAX_INCLUDE_DEPTH {
+            let chain: Vec<String> = stack.iter().map(|p| p.display().to_string()).collect();
+            return Err(MeshError::syntax(
+                path,
+                Location::Line(no),
+                format!(
+                    "an *INCLUDE that does not form a cycle (at most {MAX_INCLUDE_DEPTH} deep)"
+                ),
+                format!("{} -> {}", chain.join(" -> "), canonical.display()),
+            ));
+        }
+        load(&target, stack, sources, spans)?;
+    }
+    spans.extend(own.get(next..).unwrap_or(&[]).iter().copied());
+    stack.pop();
+    Ok(())
+}
+
+/// A cursor over the flattened lines.
+struct Cursor<'l, 'a> {
+    lines: &'l [Line<'a>],
+    pos: usize,
+    top: &'a Path,
+}
+
+impl<'l, 'a> Cursor<'l, 'a> {
+    /// The next line that is neither blank nor a comment, without consuming it.
+    fn peek_content(&mut self) -> Option<Line<'a>> {
+        while let Some(l) = self.lines.get(self.pos) {
+            if l.is_blank() || l.is_comment() {
+                self.pos += 1;
+            } else {
+                return Some(*l);
+            }
+        }
+        None
+    }
+
+    fn next_content(&mut self) -> Option<Line<'a>> {
+        let l = self.peek_content()?;
+        self.pos += 1;
+        Some(l)
+    }
+
+    /// The next content line, which must be data (not a section): `Truncated` at the end
+    /// of input or at a section line.
+    fn data_line(&mut self, expected: &str) -> Result<Line<'a>, MeshError> {
+        match self.peek_content() {
+            Some(l) if !l.is_section() => {
+                self.pos += 1;
+                Ok(l)
+            }
+            Some(l) => Err(MeshError::truncated(l.path, l.loc(), expected)),
+            None => Err(self.at_end(expected)),
+        }
+    }
+
+    fn at_end(&self, expected: &str) -> MeshError {
+        match self.lines.last() {
+            Some(l) => MeshError::truncated(l.path, Location::Line(l.no + 1), expected),
+            None => MeshError::truncated(self.top, Location::Line(1), expected),
+        }
+    }
+
+    /// After a counted list, the next content line must start a section.
+    fn expect_section_after(&mut self, what: &str) -> Result<(), MeshError> {
+        match self.peek_content() {
+            Some(l) if !l.is_section() => Err(l.syntax(format!("a '*' section after {what}"))),
+            _ => Ok(()),
+        }
+    }
+}
+
+struct Elements {
+    kind: ElementKind,
+    connectivity: Vec<usize>,
+    base: usize,
+}
+
+fn name_without_blanks(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+fn parse_lines(lines: &[Line], top: &Path) -> Result<VolumeMesh, MeshError> {
+    let mut cur = Cursor { lines, pos: 0, top };
+    let mut vertices: Option<Vec<Point3<f64>>> = None;
+    let mut vertex_base = 1;
+    let mut elements: Option<Elements> = None;
+    let mut materials: Vec<Material> = Vec::new();
+    let mut material_index: HashMap<String, usize> = HashMap::new();
+    let mut sets: HashMap<String, Vec<(i64, Line)>> = HashMap::new();
+    let mut regions: Vec<(String, String, Line)> = Vec::new();
+
+    while let Some(l) = cur.next_content() {
+        if !l.is_section() {
+            return Err(
+                l.syntax("a section (*VERTICES, *ELEMENTS, *MATERIAL, *SET, *REGION, *INCLUDE)")
+            );
+        }
+        let text = l.text.trim_start();
+        let keyword = text
+            .split(|c: char| c == ',' || c.is_ascii_whitespace())
+            .next()
+            .unwrap_or(text);
+        let rest = text
+            .get(keyword.len()..)
+            .unwrap_or("")
+            .trim()
+            .trim_start_matches(',');
+        match keyword {
+            "*VERTICES" => {
+                if vertices.is_some() {
+                    return Err(l.syntax("only one *VERTICES section"));
+                }
+                let h = cur.data_line("the vertex count line 'n 3 0 0' after *VERTICES")?;
+                let mut t = h.tokens();
+                let n = parse_usize(
+                    t.next().unwrap_or(""),
+                    h.path,
+                    h.no,
+                    "the number of vertices",
+                )?;
+                if let Some(d) = t.next() {
+                    if d != "3" {
+                        return Err(h.syntax("dimension 3 in 'n 3 0 0'"));
+                    }
+                }
+                let mut v = Vec::with_capacity(n.min(1 << 20));
+                for k in 0..n {
+                    let expected = format!("{n} vertices as declared on line {} (found {k})", h.no);
+                    let d = cur.data_line(&expected)?;
+                    let mut t = d.tokens();
+                    let idx = parse_i64(t.next().unwrap_or(""), d.path, d.no, "a vertex index")?;
+                    if k == 0 && (idx == 0 || idx == 1) {
+                        vertex_base = idx as usize;
+                    } else if idx != (vertex_base + k) as i64 {
+                        return Err(MeshError::syntax(
+                            d.path,
+                            d.loc(),
+                            format!("vertex index {}", vertex_base + k),
+                            excerpt(&idx.to_string()),
+                        ));
+                    }
+                    let mut c = [0.0; 3];
+                    for ck in &mut c {
+                        let tok = t.next().ok_or_else(|| d.syntax("'index x y z'"))?;
+                        *ck = parse_f64(tok, d.path, d.no, "a vertex coordinate")?;
+                    }
+                    if t.next().is_some() {
+                        return Err(d.syntax("'index x y z' (four numbers)"));
+                    }
+                    v.push(Point3::new(c[0], c[1], c[2]));
+                }
+                cur.expect_section_after(&format!("the {n} vertices declared on line {}", h.no))?;
+                vertices = Some(v);
+            }
+            "*ELEMENTS" => {
+                let Some(verts) = vertices.as_ref() else {
+                    return Err(l.syntax("*VERTICES before *ELEMENTS"));
+                };
+                if elements.is_some() {
+                    return Err(l.syntax("only one *ELEMENTS section"));
+                }
+                let tl = cur.data_line("the element type (TET or CUBIC) after *ELEMENTS")?;
+                let kind = match tl.text.trim() {
+                    "TET" => ElementKind::Tet,
+                    "CUBIC" => ElementKind::Hex,
+                    _ => return Err(tl.syntax("element type TET or CUBIC")),
+                };
+                let h = cur.data_line("the element count line 'm k 0'")?;
+                let mut t = h.tokens();
+                let m = parse_usize(
+                    t.next().unwrap_or(""),
+                    h.path,
+                    h.no,
+                    "the number of elements",
+                )?;
+                let k = parse_usize(
+                    t.next().unwrap_or(""),
+                    h.path,
+                    h.no,
+                    "the number of nodes per element",
+                )?;
+                if k != kind.nodes() {
+                    return Err(h.syntax(format!(
+                        "{} nodes per element for {}",
+                        kind.nodes(),
+                        tl.text.trim()
+                    )));
+                }
+                let mut conn = Vec::with_capacity(m.saturating_mul(k).min(1 << 22));
+                let mut base = 1;
+                for e in 0..m {
+                    let expected = format!("{m} elements as declared on line {} (found {e})", h.no);
+                    let d = cur.data_line(&expected)?;
+                    let mut t = d.tokens();
+                    let idx = parse_i64(t.next().unwrap_or(""), d.path, d.no, "an element index")?;
+                    if e == 0 && (idx == 0 || idx == 1) {
+                        base = idx as usize;
+                    } else if idx != (base + e) as i64 {
+                        return Err(MeshError::syntax(
+                            d.path,
+                            d.loc(),
+                            format!("element index {}", base + e),
+                            excerpt(&idx.to_string()),
+                        ));
+                    }
+                    for _ in 0..k {
+                        let tok = t
+                            .next()
+                            .ok_or_else(|| d.syntax(format!("'index' and {k} vertex indices")))?;
+                        conn.push(parse_index(
+                            tok,
+                            vertex_base,
+                            verts.len(),
+                            d.path,
+                            d.no,
+                            "a vertex index",
+                        )?);
+                    }
+                    if t.next().is_some() {
+                        return Err(d.syntax(format!("'index' and {k} vertex indices (no more)")));
+                    }
+                }
+                cur.expect_section_after(&format!("the {m} elements declared on line {}", h.no))?;
+                elements = Some(Elements {
+                    kind,
+                    connectivity: conn,
+                    base,
+                });
+            }
+            "*MATERIAL" => {
+                let name = name_without_blanks(rest);
+                if name.is_empty() {
+                    return Err(l.syntax("'*MATERIAL name'"));
+                }
+                if material_index.contains_key(&name) {
+                    return Err(l.syntax("a material name not defined before"));
+                }
+                let d = cur.data_line(&format!(
+                    "the parameters of material '{name}' ('ENU, density, E, nu')"
+                ))?;
+                let fields: Vec<&str> = d.text.split(',').map(str::trim).collect();
+                let ty = fields.first().copied().unwrap_or("");
+                if ty == "ENU" {
+                    if fields.len() != 4 {
+                        return Err(d.syntax("'ENU, density, E, nu'"));
+                    }
+                    let mut p = [0.0; 3];
+                    for (pk, f) in p.iter_mut().zip(fields.iter().skip(1)) {
+                        *pk = parse_f64(f, d.path, d.no, "a material parameter")?;
+                    }
+                    let mat = Material::new(&name, p[0], p[1], p[2]);
+                    if let Err(reason) = mat.validate() {
+                        return Err(MeshError::InvalidMaterial {
+                            path: d.path.to_path_buf(),
+                            location: d.loc(),
+                            name,
+                            reason,
+                        });
+                    }
+                    material_index.insert(name, materials.len());
+                    materials.push(mat);
+                } else if ty.starts_with("ORTHOTROPIC") || ty.starts_with("MOONEYRIVLIN") {
+                    return Err(MeshError::Unsupported {
+                        path: d.path.to_path_buf(),
+                        what: format!(
+                            "line {}: material type {ty} of material '{name}' (only Vega's isotropic ENU materials are supported)",
+                            d.no
+                        ),
+                    });
+                } else {
+                    return Err(d.syntax(
+                        "a material type (ENU; ORTHOTROPIC and MOONEYRIVLIN are not supported)",
+                    ));
+                }
+            }
+            "*SET" => {
+                let name = name_without_blanks(rest);
+                if name.is_empty() {
+                    return Err(l.syntax("'*SET name'"));
+                }
+                if name == "allElements" || sets.contains_key(&name) {
+                    return Err(l.syntax("a set name not defined before (allElements is implicit)"));
+                }
+                let mut members = Vec::new();
+                while let Some(d) = lines.get(cur.pos) {
+                    if d.is_blank() || d.is_section() {
+                        if d.is_blank() {
+                            cur.pos += 1;
+                        }
+                        break;
+                    }
+                    cur.pos += 1;
+                    if d.is_comment() {
+                        continue;
+                    }
+                    for tok in d.tokens() {
+                        members.push((parse_i64(tok, d.path, d.no, "an element index")?, *d));
+                    }
+                }
+                sets.insert(name, members);
+            }
+            "*REGION" => {
+                let d = cur.data_line("a line 'setName, materialName' after *REGION")?;
+                let Some((set, mat)) = d.text.split_once(',') else {
+                    return Err(d.syntax("'setName, materialName'"));
+                };
+                let (set, mat) = (name_without_blanks(set), name_without_blanks(mat));
+                if set.is_empty() || mat.is_empty() {
+                    return Err(d.syntax("'setName, materialName'"));
+                }
+                regions.push((set, mat, d));
+            }
+            _ => {
+                return Err(l.syntax(
+                    "a section (*VERTICES, *ELEMENTS, *MATERIAL, *SET, *REGION, *INCLUDE)",
+                ));
+            }
+        }
+    }
+
+    let vertices = vertices.ok_or_else(|| cur.at_end("a *VERTICES section"))?;
+    let el = elements.ok_or_else(|| cur.at_end("an *ELEMENTS section"))?;
+    let nel = el.connectivity.len() / el.kind.nodes();
+
+    // Resolve sets to 0-based element indices.
+    let mut resolved: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (name, members) in &sets {
+        let mut v = Vec::with_capacity(members.len());
+        for (i, d) in members {
+            let z = i.checked_sub(el.base as i64).unwrap_or(-1);
+            if z < 0 || z as u64 >= nel as u64 {
+                return Err(MeshError::syntax(
+                    d.path,
+                    d.loc(),
+                    format!(
+                        "an element index of set '{name}' between {} and {}",
+                        el.base,
+                        el.base + nel.saturating_sub(1)
+                    ),
+                    excerpt(&i.to_string()),
+                ));
+            }
+            v.push(z as usize);
+        }
+        resolved.insert(name.as_str(), v);
+    }
+
+    let mut assigned: Vec<Option<usize>> = vec![None; nel];
+    if regions.is_empty() && materials.len() == 1 {
+        assigned.iter_mut().for_each(|a| *a = Some(0));
+    }
+    for (set, mat, d) in &regions {
+        let undefined = |what: &'static str, name: &str| MeshError::Undefined {
+            path: d.path.to_path_buf(),
+            location: d.loc(),
+            what,
+            name: name.to_string(),
+        };
+        let &m = material_index
+            .get(mat)
+            .ok_or_else(|| undefined("material", mat))?;
+        if set == "allElements" {
+            assigned.iter_mut().for_each(|a| *a = Some(m));
+        } else {
+            let members = resolved
+                .get(set.as_str())
+                .ok_or_else(|| undefined("set", set))?;
+            for &e in members {
+                if let Some(a) = assigned.get_mut(e) {
+                    *a = Some(m);
+                }
+            }
+        }
+    }
+    let missing: Vec<usize> = (0..nel)
+        .filter(|&e| assigned.get(e).is_some_and(|a| a.is_none()))
+        .collect();
+    if let Some(&first) = missing.first() {
+        return Err(MeshError::MissingMaterial {
+            path: top.to_path_buf(),
+            count: missing.len(),
+            first,
+            first_one_based: first + 1,
+        });
+    }
+    Ok(VolumeMesh {
+        vertices,
+        kind: el.kind,
+        connectivity: el.connectivity,
+        materials,
+        element_material: assigned.into_iter().map(|a| a.unwrap_or(0)).collect(),
+    })
+}
+
+/// The first inverted or degenerate element of `mesh` (by
+/// [`VolumeMesh::element_defects`]) as a `BadElement` error; `path` names the mesh file.
+pub fn check_elements(mesh: &VolumeMesh, path: &Path) -> Result<(), MeshError> {
+    match mesh.element_defects().first() {
+        Some(d) => Err(MeshError::BadElement {
+            path: path.to_path_buf(),
+            index: d.element,
+            one_based: d.element + 1,
+            kind: d.kind,
+            volume: d.measure,
+        }),
+        None => Ok(()),
+    }
+}
+
+fn writable_name(path: &Path, what: &str, name: &str) -> Result<(), MeshError> {
+    if name.is_empty()
+        || name.contains(|c: char| c.is_whitespace() || c == ',')
+        || name == "allElements"
+    {
+        return Err(MeshError::Unsupported {
+            path: path.to_path_buf(),
+            what: format!("{what} name '{name}' cannot be written to .veg (empty, blank, comma or 'allElements')"),
+        });
+    }
+    Ok(())
+}
+
+/// Writes `mesh` as `.veg`: one `*MATERIAL` per material and, when elements use more than
+/// one material, a `*SET` per material (`<material>_elements`) and a `*REGION` for each.
+/// Numbers use shortest round-trip formatting, so [`read_veg`] gives the mesh back exactly.
+pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
+    let n = mesh.vertices.len();
+    let k = mesh.kind.nodes();
+    let nel = mesh.num_elements();
+    if let Some(&bad) = mesh.connectivity.iter().find(|&&v| v >= n) {
+        return Err(MeshError::IndexOutOfRange {
+            path: path.to_path_buf(),
+            location: Location::File,
+            index: bad as i64,
+            count: n,
+        });
+    }
+    if mesh.element_material.len() != nel
+        || mesh
+            .element_material
+            .iter()
+            .any(|&m| m >= mesh.materials.len())
+    {
+        return Err(MeshError::Unsupported {
+            path: path.to_path_buf(),
+            what: "a mesh whose element_material does not match its elements and materials".into(),
+        });
+    }
+    for m in &mesh.materials {
+        writable_name(path, "material", &m.name)?;
+    }
+    let mut s = String::with_capacity(60 * (n + nel) + 256);
+    let _ = writeln!(
+        s,
+        "# Vega mesh file.\n# {n} vertices, {nel} elements\n\n*VERTICES\n{n} 3 0 0"
+    );
+    for (i, p) in mesh.vertices.iter().enumerate() {
+        let _ = writeln!(s, "{} {} {} {}", i + 1, p.x, p.y, p.z);
+    }
+    let ty = match mesh.kind {
+        ElementKind::Tet => "TET",
+        ElementKind::Hex => "CUBIC",
+    };
+    let _ = writeln!(s, "\n*ELEMENTS\n{ty}\n{nel} {k} 0");
+    for (e, el) in mesh.elements().enumerate() {
+        let _ = write!(s, "{}", e + 1);
+        for v in el {
+            let _ = write!(s, " {}", v + 1);
+        }
+        s.push('\n');
+    }
+    for m in &mesh.materials {
+        let _ = writeln!(
+            s,
+            "\n*MATERIAL {}\nENU, {}, {}, {}",
+            m.name, m.density, m.youngs_modulus, m.poisson_ratio
+        );
+    }
+    let used: Vec<usize> = (0..mesh.materials.len())
+        .filter(|m| mesh.element_material.contains(m))
+        .collect();
+    if let [only] = used.as_slice() {
+        if let Some(m) = mesh.materials.get(*only) {
+            let _ = writeln!(s, "\n*REGION\nallElements, {}", m.name);
+        }
+    } else {
+        for &mi in &used {
+            let Some(m) = mesh.materials.get(mi) else {
+                continue;
+            };
+            let _ = writeln!(s, "\n*SET {}_elements", m.name);
+            let members: Vec<usize> = (0..nel)
+                .filter(|&e| mesh.element_material.get(e) == Some(&mi))
+                .collect();
+            for chunk in members.chunks(8) {
+                for e in chunk {
+                    let _ = write!(s, "{}, ", e + 1);
+                }
+                s.push('\n');
+            }
+        }
+        for &mi in &used {
+            if let Some(m) = mesh.materials.get(mi) {
+                let _ = writeln!(s, "\n*REGION\n{0}_elements, {0}", m.name);
+            }
+        }
+    }
+    std::fs::write(path, s).map_err(|e| MeshError::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mesh::error::ElementDefectKind;
+
+    const TET: &str = "# test\n*VERTICES\n4 3 0 0\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n\n\
+                       *ELEMENTS\nTET\n1 4 0\n1 1 2 3 4\n\n*MATERIAL M\nENU, 1000, 1e6, 0.3\n\n*REGION\nallElements, M\n";
+
+    fn p() -> &'static Path {
+        Path::new("t.veg")
+    }
+
+    #[test]
+    fn reads_minimal_tet() {
+        let m = parse_veg(TET, p()).unwrap();
+        assert_eq!(m.vertices.len(), 4);
+        assert_eq!(m.kind, ElementKind::Tet);
+        assert_eq!(m.connectivity, vec![0, 1, 2, 3]);
+        assert_eq!(m.materials, vec![Material::new("M", 1000.0, 1e6, 0.3)]);
+        assert_eq!(m.element_material, vec![0]);
+        check_elements(&m, p()).unwrap();
+    }
+
+    #[test]
+    fn errors_have_lines_and_variants() {
+        let e = parse_veg(&TET.replace("2 1 0 0", "2 1 abc 0"), p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::Syntax {
+                    location: Location::Line(5),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = parse_veg(&TET.replace("2 1 0 0", "2 1 nan 0"), p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::NonFinite {
+                    location: Location::Line(5),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = parse_veg(&TET.replace("1 1 2 3 4", "1 1 2 3 5"), p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::IndexOutOfRange {
+                    index: 5,
+                    count: 4,
+                    location: Location::Line(12),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = parse_veg(&TET.replace("1 4 0", "2 4 0"), p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::Truncated {
+                    location: Location::Line(14),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = parse_veg(&TET.replace("allElements, M", "allElements, N"), p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::Undefined {
+                    what: "material",
+                    location: Location::Line(18),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = parse_veg(&TET.replace("allElements, M", "S, M"), p()).unwrap_err();
+        assert!(matches!(e, MeshError::Undefined { what: "set", .. }), "{e}");
+        let e = parse_veg(&TET.replace("0.3", "0.5"), p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::InvalidMaterial {
+                    location: Location::Line(15),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = parse_veg(
+            &TET.replace("ENU, 1000, 1e6, 0.3", "MOONEYRIVLIN, 1000, 1, 1, 1"),
+            p(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, MeshError::Unsupported { .. }), "{e}");
+        let e = parse_veg(&TET.replace("TET", "CUBIC"), p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::Syntax {
+                    location: Location::Line(11),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let two = TET.replace("*REGION\nallElements, M\n", "*MATERIAL N\nENU, 1, 1, 0\n");
+        let e = parse_veg(&two, p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::MissingMaterial {
+                    count: 1,
+                    first: 0,
+                    first_one_based: 1,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("t.veg"));
+    }
+
+    #[test]
+    fn huge_declared_counts_are_errors_not_panics() {
+        let e = parse_veg(&TET.replace("1 4 0", "4611686018427387904 4 0"), p()).unwrap_err();
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
+        let e = parse_veg(&TET.replace("4 3 0 0", "18446744073709551615 3 0 0"), p()).unwrap_err();
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
+    }
+
+    #[test]
+    fn single_material_without_region_and_sets() {
+        let m = parse_veg(&TET.replace("*REGION\nallElements, M\n", ""), p()).unwrap();
+        assert_eq!(m.element_material, vec![0]);
+        let t = TET.replace(
+            "*REGION\nallElements, M\n",
+            "*MATERIAL N\nENU, 2000, 1e6, 0.3\n*SET s\n1,\n\n*REGION\nallElements, M\n*REGION\ns, N\n",
+        );
+        let m = parse_veg(&t, p()).unwrap();
+        assert_eq!(m.element_material, vec![1]);
+        let e = parse_veg(&t.replace("*SET s\n1,", "*SET s\n2,"), p()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::Syntax {
+                    location: Location::Line(20),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn inverted_elements_are_read_but_checked() {
+        let m = parse_veg(&TET.replace("1 1 2 3 4", "1 1 3 2 4"), p()).unwrap();
+        let e = check_elements(&m, p()).unwrap_err();
+        assert!(matches!(
+            e,
+            MeshError::BadElement {
+                index: 0,
+                one_based: 1,
+                kind: ElementDefectKind::Inverted,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn include_in_place_and_cycles() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(
+            sub.join("mat.veg"),
+            "# m\n*MATERIAL M\nENU, 1000, 1e6, 0.3\n",
+        )
+        .unwrap();
+        let main = dir.path().join("main.veg");
+        std::fs::write(
+            &main,
+            TET.replace(
+                "*MATERIAL M\nENU, 1000, 1e6, 0.3\n",
+                "*INCLUDE sub/mat.veg\n",
+            ),
+        )
+        .unwrap();
+        let m = read_veg(&main).unwrap();
+        assert_eq!(m.materials[0].density, 1000.0);
+        std::fs::write(sub.join("mat.veg"), "# m\n*MATERIAL M\nENU, -1, 1e6, 0.3\n").unwrap();
+        let e = read_veg(&main).unwrap_err();
+        match &e {
+            MeshError::InvalidMaterial { path, location, .. } => {
+                assert!(path.ends_with("sub/mat.veg"));
+                assert_eq!(*location, Location::Line(3));
+            }
+            _ => panic!("{e}"),
+        }
+        std::fs::write(sub.join("mat.veg"), "*INCLUDE ../main.veg\n").unwrap();
+        let e = read_veg(&main).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MeshError::Syntax {
+                    location: Location::Line(1),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("cycle"), "{e}");
+    }
+
+    #[test]
+    fn write_read_round_trip_multi_material() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.veg");
+        let mut m = parse_veg(TET, p()).unwrap();
+        m.vertices.push(Point3::new(1.0 / 3.0, 1.0, 1.0));
+        m.connectivity.extend([1, 2, 3, 4]);
+        m.materials.push(Material::new("soft", 1100.5, 2.5e5, 0.49));
+        m.element_material.push(1);
+        write_veg(&path, &m).unwrap();
+        assert_eq!(read_veg(&path).unwrap(), m);
+        m.element_material = vec![1, 1];
+        write_veg(&path, &m).unwrap();
+        assert_eq!(read_veg(&path).unwrap(), m);
+    }
+}
