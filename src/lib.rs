@@ -1,3 +1,8 @@
+//! A real-time 6-DOF haptic renderer for reduced deformable contact, after Barbic's
+//! 2007 thesis. One module per stage of the data flow (DESIGN.md):
+//! mesh -> fem -> reduction -> dynamics, and the command line in cli.
+
+pub mod cli;
 pub mod dynamics;
 pub mod fem;
 pub mod mesh;

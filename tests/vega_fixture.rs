@@ -2,10 +2,9 @@
 //! Vega FEM 4.0 computed for that basis (../shared/models/vega-beam3-fixture).
 
 use haptics::fem::{FemModel, MaterialLaw};
-use haptics::mesh::generate::box_hex_mesh;
-use haptics::mesh::Material;
+use haptics::mesh::read_veg;
 use haptics::reduction::vega::{read_cub, read_matrix, Precision};
-use nalgebra::{DVector, Point3, Vector3};
+use nalgebra::DVector;
 use std::path::PathBuf;
 
 fn models() -> PathBuf {
@@ -18,12 +17,7 @@ fn projected_hex_forces_reproduce_vega_cub() {
     let u = read_matrix(&dir.join("beam3_lin10.U"), Precision::F64).unwrap();
     let cub = read_cub(&dir.join("beam3_lin10.cub")).unwrap();
     assert_eq!((u.nrows(), u.ncols(), cub.r), (624, 10, 10));
-    let mesh = box_hex_mesh(
-        Vector3::new(0.12, 1.0, 0.04),
-        [3, 25, 1],
-        Point3::new(-0.06, 0.0, -0.02),
-        Material::new("BODY", 1000.0, 1e7, 0.45),
-    );
+    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
     let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
     let mut seed = 1u64;
     let mut rnd = || {
