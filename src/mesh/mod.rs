@@ -9,8 +9,14 @@ pub mod error;
 pub mod surface;
 pub mod interp;
 pub mod volume;
+pub mod voxelize;
+pub mod generate;
+pub mod embed;
 
 pub use interp::Interpolation;
 pub use error::{Location, MeshError};
 pub use surface::{Aabb, SurfaceMesh};
 pub use volume::{ElementKind, Material, VolumeMesh};
+pub use voxelize::{hex_to_tets, voxelize, Voxelization, VoxelizeError, VoxelizeOptions};
+pub use generate::{box_hex_mesh, box_tet_mesh, vertices_where};
+pub use embed::{embed, EmbedError, Embedding};
