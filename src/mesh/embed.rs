@@ -285,7 +285,7 @@ impl ElementGrid {
         // Cell edge: the mean largest extent of an element, grown if that would give
         // more than about 4 cells per element.
         let mut h = boxes.iter().map(|b| b.extent().max()).sum::<f64>() / n_el as f64;
-        if !(h > 0.0) {
+        if h.is_nan() || h <= 0.0 || h.is_infinite() {
             h = ext.max().max(1.0);
         }
         let dims_for = |h: f64| ext.map(|e| ((e / h).ceil() as usize).clamp(1, 1 << 20));

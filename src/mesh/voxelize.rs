@@ -114,8 +114,10 @@ pub enum VoxelizeError {
         index: usize,
         count: usize,
     },
-    #[error("the surface has zero extent (all its vertices coincide)")]
-    ZeroExtent,
+    /// The largest extent of the surface's bounding box is zero (all vertices coincide)
+    /// or overflows.
+    #[error("the surface's largest extent is {0}: it must be positive and finite")]
+    BadExtent(f64),
 }
 
 fn gib(bytes: u64) -> f64 {
@@ -171,11 +173,11 @@ pub fn voxelize(
     let grid_bytes = grid_bytes as u64;
 
     let bb = surface.bounding_box();
-    let side = bb.extent().max();
-    if !(side > 0.0) {
-        return Err(VoxelizeError::ZeroExtent);
+    let extent = bb.extent().max();
+    let side = extent * opts.box_enlarge;
+    if side.is_nan() || side <= 0.0 || side.is_infinite() {
+        return Err(VoxelizeError::BadExtent(extent));
     }
-    let side = side * opts.box_enlarge;
     let voxel_size = side / res as f64;
     let grid_origin = bb.center() - Vector3::repeat(0.5 * side);
 
@@ -759,7 +761,7 @@ mod tests {
         };
         assert_eq!(
             voxelize(&point, &o(4), None),
-            Err(VoxelizeError::ZeroExtent)
+            Err(VoxelizeError::BadExtent(0.0))
         );
         let e = VoxelizeOptions {
             box_enlarge: 0.5,
