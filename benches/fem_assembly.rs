@@ -39,11 +39,11 @@ fn bench_bridge_hex(c: &mut Criterion) {
     g.finish();
 }
 
-/// The bridge surface voxelized at resolution 128 and split into tets.
+/// The bridge surface voxelized at resolution 160 and split into tets.
 pub fn bridge_tets() -> haptics::mesh::VolumeMesh {
     let surface = read_surface(&models().join("simpleBridge/simpleBridge.obj")).expect("bridge surface");
     let opts = VoxelizeOptions {
-        resolution: 128,
+        resolution: 160,
         material: Material::new("bridge", 1000.0, 1e7, 0.45),
         ..VoxelizeOptions::default()
     };

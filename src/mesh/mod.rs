@@ -5,29 +5,31 @@
 //! elements, reduction, contact, rendering) starts from these types. Every reader returns
 //! a [`MeshError`] naming the file, the line or byte offset, and what was expected.
 
+pub mod bou;
+pub mod embed;
 pub mod error;
 pub mod generate;
 pub mod interp;
-pub mod surface;
-pub mod volume;
-
-pub use error::{Location, MeshError};
-pub use interp::Interpolation;
-pub use surface::{Aabb, SurfaceMesh};
-pub use volume::{ElementKind, Material, VolumeMesh};
-
-pub mod bou;
 pub mod obj;
 pub mod read;
 pub mod stl;
+pub mod surface;
 pub mod tetgen;
 pub(crate) mod text;
 pub mod veg;
+pub mod volume;
+pub mod voxelize;
 
 pub use bou::{read_bou, write_bou};
-pub use interp::{read_interp, write_interp};
+pub use embed::{embed, EmbedError, Embedding};
+pub use error::{Location, MeshError};
+pub use generate::{box_hex_mesh, box_tet_mesh, vertices_where};
+pub use interp::{read_interp, write_interp, Interpolation};
 pub use obj::{parse_obj, read_obj, write_obj};
 pub use read::{read_any, read_surface, read_volume, AnyMesh};
 pub use stl::{read_stl, write_stl_ascii, write_stl_binary};
+pub use surface::{Aabb, SurfaceMesh};
 pub use tetgen::read_tetgen;
 pub use veg::{check_elements, read_veg, write_veg};
+pub use volume::{ElementKind, Material, VolumeMesh};
+pub use voxelize::{hex_to_tets, voxelize, Voxelization, VoxelizeError, VoxelizeOptions};
