@@ -41,7 +41,8 @@ fn bench_bridge_hex(c: &mut Criterion) {
 
 /// The bridge surface voxelized at resolution 160 and split into tets.
 pub fn bridge_tets() -> haptics::mesh::VolumeMesh {
-    let surface = read_surface(&models().join("simpleBridge/simpleBridge.obj")).expect("bridge surface");
+    let surface =
+        read_surface(&models().join("simpleBridge/simpleBridge.obj")).expect("bridge surface");
     let opts = VoxelizeOptions {
         resolution: 160,
         material: Material::new("bridge", 1000.0, 1e7, 0.45),
@@ -53,21 +54,35 @@ pub fn bridge_tets() -> haptics::mesh::VolumeMesh {
 
 fn bench_tets(c: &mut Criterion) {
     let mesh = bridge_tets();
-    assert!(mesh.num_elements() >= 20_000, "only {} tets", mesh.num_elements());
+    assert!(
+        mesh.num_elements() >= 20_000,
+        "only {} tets",
+        mesh.num_elements()
+    );
     let model = FemModel::new(&mesh, MaterialLaw::StVK).expect("tet model");
     let edge = EdgeStvk::new(&model).expect("edge kernel");
     let u = displacement(model.num_dofs(), 0.01);
     let mut f = vec![0.0; model.num_dofs()];
     let mut k = model.new_matrix();
-    let name = format!("assembly/bridge_tets_{}", mesh.num_elements());
+    let name = format!(
+        "assembly/bridge_tets_{}_edges_{}_tseps_{}",
+        mesh.num_elements(),
+        edge.num_edges(),
+        edge.num_tseps()
+    );
     let mut g = c.benchmark_group(name);
     g.bench_function("force+stiffness TL", |b| {
         b.iter(|| model.forces_and_stiffness(&u, &mut f, &mut k))
     });
+    let mut scratch = edge.scratch();
     g.bench_function("force+stiffness edge-based", |b| {
-        b.iter(|| edge.forces_and_stiffness(&model.rest_positions, &u, &mut f, &mut k))
+        b.iter(|| {
+            edge.forces_and_stiffness_with(&model.rest_positions, &u, &mut f, &mut k, &mut scratch)
+        })
     });
-    g.bench_function("force only TL", |b| b.iter(|| model.internal_forces(&u, &mut f)));
+    g.bench_function("force only TL", |b| {
+        b.iter(|| model.internal_forces(&u, &mut f))
+    });
     g.bench_function("force only edge-based", |b| {
         b.iter(|| edge.internal_forces(&model.rest_positions, &u, &mut f))
     });

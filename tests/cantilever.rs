@@ -60,13 +60,23 @@ fn euler_bernoulli(p: f64) -> f64 {
 }
 
 fn check_convergence(name: &str, deflections: &[f64], exact: f64) {
-    let errors: Vec<f64> = deflections.iter().map(|d| (d - exact).abs() / exact).collect();
+    let errors: Vec<f64> = deflections
+        .iter()
+        .map(|d| (d - exact).abs() / exact)
+        .collect();
     eprintln!("{name}: deflections {deflections:?}, Euler-Bernoulli {exact:.6e}, relative errors {errors:?}");
     for w in errors.windows(2) {
-        assert!(w[1] < w[0], "{name}: error does not decrease with refinement: {errors:?}");
+        assert!(
+            w[1] < w[0],
+            "{name}: error does not decrease with refinement: {errors:?}"
+        );
     }
     let finest = *errors.last().unwrap();
-    assert!(finest < 0.03, "{name}: finest mesh is {:.2}% from Euler-Bernoulli", 100.0 * finest);
+    assert!(
+        finest < 0.03,
+        "{name}: finest mesh is {:.2}% from Euler-Bernoulli",
+        100.0 * finest
+    );
 }
 
 #[test]
@@ -77,7 +87,12 @@ fn hex_cantilever_converges_to_euler_bernoulli() {
     let d: Vec<f64> = [1, 2, 4]
         .iter()
         .map(|&k| {
-            let mesh = box_hex_mesh(Vector3::new(L, H, H), [20 * k, k, k], Point3::origin(), material());
+            let mesh = box_hex_mesh(
+                Vector3::new(L, H, H),
+                [20 * k, k, k],
+                Point3::origin(),
+                material(),
+            );
             tip_deflection(mesh, p)
         })
         .collect();
@@ -91,7 +106,12 @@ fn tet_cantilever_converges_to_euler_bernoulli() {
     let d: Vec<f64> = [2, 4, 8]
         .iter()
         .map(|&k| {
-            let mesh = box_tet_mesh(Vector3::new(L, H, H), [40 * k, k, k], Point3::origin(), material());
+            let mesh = box_tet_mesh(
+                Vector3::new(L, H, H),
+                [40 * k, k, k],
+                Point3::origin(),
+                material(),
+            );
             tip_deflection(mesh, p)
         })
         .collect();
@@ -102,8 +122,18 @@ fn tet_cantilever_converges_to_euler_bernoulli() {
 fn rotating_the_support_by_90_degrees_gives_a_rigid_rotation() {
     let mat = Material::new("rubber", 1000.0, 1.0e6, 0.4);
     for mesh in [
-        box_hex_mesh(Vector3::new(L, H, H), [10, 1, 1], Point3::origin(), mat.clone()),
-        box_tet_mesh(Vector3::new(L, H, H), [10, 1, 1], Point3::origin(), mat.clone()),
+        box_hex_mesh(
+            Vector3::new(L, H, H),
+            [10, 1, 1],
+            Point3::origin(),
+            mat.clone(),
+        ),
+        box_tet_mesh(
+            Vector3::new(L, H, H),
+            [10, 1, 1],
+            Point3::origin(),
+            mat.clone(),
+        ),
     ] {
         let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
         let clamped = vertices_where(&mesh, |x| x.x.abs() < 1e-9);
@@ -114,7 +144,10 @@ fn rotating_the_support_by_90_degrees_gives_a_rigid_rotation() {
         let steps = 10;
         let mut rot = Rotation3::identity();
         for s in 1..=steps {
-            rot = Rotation3::from_axis_angle(&Vector3::z_axis(), std::f64::consts::FRAC_PI_2 * s as f64 / steps as f64);
+            rot = Rotation3::from_axis_angle(
+                &Vector3::z_axis(),
+                std::f64::consts::FRAC_PI_2 * s as f64 / steps as f64,
+            );
             let mut presc = vec![0.0; sim.num_dofs()];
             for &v in &clamped {
                 let x = mesh.vertices[v];

@@ -47,7 +47,10 @@ fn norm(x: &[f64]) -> f64 {
 }
 
 fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 #[test]
@@ -69,7 +72,11 @@ fn stiffness_matches_finite_differences_of_forces() {
             let um: Vec<f64> = u.iter().zip(&dir).map(|(a, b)| a - h * b).collect();
             model.internal_forces(&up, &mut fp);
             model.internal_forces(&um, &mut fm);
-            let fd: Vec<f64> = fp.iter().zip(&fm).map(|(a, b)| (a - b) / (2.0 * h)).collect();
+            let fd: Vec<f64> = fp
+                .iter()
+                .zip(&fm)
+                .map(|(a, b)| (a - b) / (2.0 * h))
+                .collect();
             let mut kd = vec![0.0; n];
             k.mul_vec(&dir, &mut kd);
             // R is cubic: the central-difference truncation error is h^2/6 |R'''| ~ 1e-12
@@ -160,9 +167,15 @@ fn stvk_force_is_exactly_cubic() {
             .collect();
         let scale = norm(&f2p).max(norm(&f2m));
         // Pure rounding: 16 terms of size |R| at eps 2.2e-16.
-        assert!(norm(&d4) < 1e-13 * scale, "{name}: fourth difference {:e}", norm(&d4) / scale);
+        assert!(
+            norm(&d4) < 1e-13 * scale,
+            "{name}: fourth difference {:e}",
+            norm(&d4) / scale
+        );
         // The third difference does not vanish (the force really is cubic, not quadratic).
-        let d3: Vec<f64> = (0..n).map(|i| f2p[i] - 3.0 * f1p[i] + 3.0 * f0[i] - f1m[i]).collect();
+        let d3: Vec<f64> = (0..n)
+            .map(|i| f2p[i] - 3.0 * f1p[i] + 3.0 * f0[i] - f1m[i])
+            .collect();
         assert!(norm(&d3) > 1e-6 * scale);
     }
 }
@@ -191,7 +204,11 @@ fn rigid_motions_give_zero_force_and_net_force_torque_vanish() {
             .collect();
         let mut fs = vec![0.0; n];
         model.internal_forces(&stretch, &mut fs);
-        assert!(norm(&f) < 1e-12 * norm(&fs), "{name}: rigid force {:e}", norm(&f) / norm(&fs));
+        assert!(
+            norm(&f) < 1e-12 * norm(&fs),
+            "{name}: rigid force {:e}",
+            norm(&f) / norm(&fs)
+        );
 
         let mut rng = Lcg(23);
         let u = rng.vec(n, 0.03);
@@ -205,8 +222,16 @@ fn rigid_motions_give_zero_force_and_net_force_torque_vanish() {
             torque += x.cross(&fv);
         }
         let fscale = norm(&f);
-        assert!(net.norm() < 1e-12 * fscale, "{name}: net force {:e}", net.norm() / fscale);
-        assert!(torque.norm() < 1e-12 * fscale, "{name}: net torque {:e}", torque.norm() / fscale);
+        assert!(
+            net.norm() < 1e-12 * fscale,
+            "{name}: net force {:e}",
+            net.norm() / fscale
+        );
+        assert!(
+            torque.norm() < 1e-12 * fscale,
+            "{name}: net torque {:e}",
+            torque.norm() / fscale
+        );
     }
 }
 
@@ -244,7 +269,10 @@ fn total_lagrangian_edge_based_and_fvm_tet_kernels_agree() {
         assert!(max_abs_diff(&f_tl, &f_e) < 1e-12 * fs, "edge force");
         assert!(max_abs_diff(&f_tl, &f_v) < 1e-12 * fs, "fvm force");
         let ks = k_tl.values.iter().map(|v| v.abs()).fold(0.0, f64::max);
-        assert!(max_abs_diff(&k_tl.values, &k_e.values) < 1e-12 * ks, "edge stiffness");
+        assert!(
+            max_abs_diff(&k_tl.values, &k_e.values) < 1e-12 * ks,
+            "edge stiffness"
+        );
         let mut fe_only = vec![0.0; n];
         edge.internal_forces(&model.rest_positions, &u, &mut fe_only);
         assert!(max_abs_diff(&f_e, &fe_only) < 1e-14 * fs);
@@ -260,11 +288,16 @@ fn mass_totals_equal_density_times_volume() {
         for kind in [MassKind::Consistent, MassKind::Lumped] {
             let m = model.mass_matrix(kind);
             // Total mass along one axis: 1^T M 1 over the x dofs.
-            let ones: Vec<f64> = (0..model.num_dofs()).map(|d| if d % 3 == 0 { 1.0 } else { 0.0 }).collect();
+            let ones: Vec<f64> = (0..model.num_dofs())
+                .map(|d| if d % 3 == 0 { 1.0 } else { 0.0 })
+                .collect();
             let mut mo = vec![0.0; ones.len()];
             m.mul_vec(&ones, &mut mo);
             let total: f64 = mo.iter().zip(&ones).map(|(a, b)| a * b).sum();
-            assert!((total - expected).abs() < 1e-12 * expected, "{name} {kind:?}: {total} vs {expected}");
+            assert!(
+                (total - expected).abs() < 1e-12 * expected,
+                "{name} {kind:?}: {total} vs {expected}"
+            );
         }
         let lumped: f64 = model.lumped_vertex_masses().iter().sum();
         assert!((lumped - expected).abs() < 1e-12 * expected);
@@ -274,7 +307,12 @@ fn mass_totals_equal_density_times_volume() {
 
 #[test]
 fn hex_quadrature_2x2x2_is_inexact_for_stvk_but_exact_for_linear() {
-    let mesh = box_hex_mesh(Vector3::new(0.2, 0.3, 0.2), [2, 3, 2], Point3::origin(), material());
+    let mesh = box_hex_mesh(
+        Vector3::new(0.2, 0.3, 0.2),
+        [2, 3, 2],
+        Point3::origin(),
+        material(),
+    );
     let n = 3 * mesh.vertices.len();
     let u = Lcg(41).vec(n, 0.02);
     for (law, should_match) in [(MaterialLaw::Linear, true), (MaterialLaw::StVK, false)] {
@@ -287,15 +325,25 @@ fn hex_quadrature_2x2x2_is_inexact_for_stvk_but_exact_for_linear() {
         if should_match {
             assert!(rel < 1e-13, "linear law: 2x2x2 and 3x3x3 differ by {rel:e}");
         } else {
-            assert!(rel > 1e-8, "StVK: 2x2x2 should be inexact, differs by only {rel:e}");
+            assert!(
+                rel > 1e-8,
+                "StVK: 2x2x2 should be inexact, differs by only {rel:e}"
+            );
         }
     }
 }
 
 #[test]
 fn inverted_element_is_named() {
-    let mut mesh = box_tet_mesh(Vector3::new(1.0, 1.0, 1.0), [1, 1, 1], Point3::origin(), material());
+    let mut mesh = box_tet_mesh(
+        Vector3::new(1.0, 1.0, 1.0),
+        [1, 1, 1],
+        Point3::origin(),
+        material(),
+    );
     mesh.connectivity.swap(5, 6); // swap two nodes of element 1
-    let err = FemModel::new(&mesh, MaterialLaw::StVK).unwrap_err().to_string();
+    let err = FemModel::new(&mesh, MaterialLaw::StVK)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("element 2 (0-based 1) is inverted"), "{err}");
 }

@@ -21,7 +21,9 @@ fn projected_hex_forces_reproduce_vega_cub() {
     let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
     let mut seed = 1u64;
     let mut rnd = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     };
     let mut worst: f64 = 0.0;

@@ -19,45 +19,10 @@ const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/models");
 /// Reads the `v` and `f` lines of an OBJ file (faces fan-triangulated, `v/vt/vn` indices
 /// reduced to `v`, negative indices relative). Enough for the bundled models; the real
 /// reader lives elsewhere.
-fn read_obj_vf(path: &Path) -> SurfaceMesh {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let mut m = SurfaceMesh::default();
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        match it.next() {
-            Some("v") => {
-                let c: Vec<f64> = it.take(3).map(|t| t.parse().unwrap()).collect();
-                m.vertices.push(Point3::new(c[0], c[1], c[2]));
-            }
-            Some("f") => {
-                let idx: Vec<usize> = it
-                    .map(|t| {
-                        let i: i64 = t.split('/').next().unwrap().parse().unwrap();
-                        if i < 0 {
-                            (m.vertices.len() as i64 + i) as usize
-                        } else {
-                            (i - 1) as usize
-                        }
-                    })
-                    .collect();
-                for k in 1..idx.len() - 1 {
-                    m.triangles.push([idx[0], idx[k], idx[k + 1]]);
-                }
-            }
-            _ => {}
-        }
-    }
-    m
-}
-
-fn model(rel: &str) -> Option<SurfaceMesh> {
+/// A model from ../shared/models; a missing file fails the test (never a silent skip).
+fn model(rel: &str) -> SurfaceMesh {
     let p = Path::new(MODELS).join(rel);
-    if p.exists() {
-        Some(read_obj_vf(&p))
-    } else {
-        eprintln!("skipping: {p:?} not found");
-        None
-    }
+    haptics::mesh::read_obj(&p).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The closed surface of the box `[lo, hi]` rotated by `rot` about `lo`, outward.
@@ -291,9 +256,7 @@ fn shell_equals_exact_reference_and_contains_samples() {
 
 #[test]
 fn beam3_voxelization() {
-    let Some(s) = model("beam3/beam3.obj") else {
-        return;
-    };
+    let s = model("beam3/beam3.obj");
     let (open, nonmanifold) = s.boundary_and_nonmanifold_edges();
     let enclosed = s.signed_volume().abs();
     let bb = s.bounding_box();
@@ -330,9 +293,7 @@ fn beam3_voxelization() {
 
 #[test]
 fn bridge_soup_voxelizes_quickly() {
-    let Some(s) = model("simpleBridge/simpleBridge.obj") else {
-        return;
-    };
+    let s = model("simpleBridge/simpleBridge.obj");
     let t = Instant::now();
     let v = voxelize(&s, &opts(64, true), None).unwrap();
     let dt = t.elapsed();
@@ -357,9 +318,7 @@ fn bridge_soup_voxelizes_quickly() {
 /// so only the sizes are compared: within 10%.
 #[test]
 fn bridge_at_vegas_resolution() {
-    let Some(s) = model("simpleBridge/simpleBridge.obj") else {
-        return;
-    };
+    let s = model("simpleBridge/simpleBridge.obj");
     let o = VoxelizeOptions {
         resolution: 92,
         box_enlarge: 1.155,
@@ -385,25 +344,6 @@ fn bridge_at_vegas_resolution() {
     );
     assert!((filled.voxel_size - 0.25108695652174).abs() < 1e-6);
     assert!((filled.num_voxels() as f64 / 1736.0 - 1.0).abs() < 0.1);
-}
-
-#[test]
-#[ignore = "timing: cargo test --release --test voxelize -- --ignored --nocapture"]
-fn bridge_timing_64_and_128() {
-    let Some(s) = model("simpleBridge/simpleBridge.obj") else {
-        return;
-    };
-    for res in [64, 128, 256] {
-        for fill in [false, true] {
-            let t = Instant::now();
-            let v = voxelize(&s, &opts(res, fill), None).unwrap();
-            println!(
-                "simpleBridge res {res} fill {fill}: {} voxels, {:.3} s",
-                v.num_voxels(),
-                t.elapsed().as_secs_f64()
-            );
-        }
-    }
 }
 
 /// Tet faces shared by exactly two tets inside, one on the boundary.
@@ -446,7 +386,8 @@ fn hex_to_tets_is_conforming() {
         box_tet_mesh(Vector3::new(2.0, 1.0, 0.5), [4, 3, 2], Point3::origin(), m),
         hex_to_tets(&b)
     );
-    if let Some(s) = model("beam3/beam3.obj") {
+    {
+        let s = model("beam3/beam3.obj");
         let v = voxelize(&s, &opts(40, true), None).unwrap();
         assert_conforming(&hex_to_tets(&v.mesh), &v.mesh);
     }
@@ -606,9 +547,7 @@ fn embedding_in_tet_mesh() {
 
 #[test]
 fn embedding_bridge_render_mesh_in_its_voxels() {
-    let Some(s) = model("simpleBridge/simpleBridge.obj") else {
-        return;
-    };
+    let s = model("simpleBridge/simpleBridge.obj");
     let v = voxelize(&s, &opts(32, true), None).unwrap();
     let t = Instant::now();
     let emb = embed(&s.vertices, &v.mesh).unwrap();

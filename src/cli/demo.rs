@@ -99,25 +99,41 @@ pub fn run_demo(args: &DemoArgs) -> anyhow::Result<()> {
 
 /// Runs a full-space simulation and prints a summary.
 pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.dt > 0.0 && args.dt.is_finite(), "--dt must be positive, got {}", args.dt);
+    anyhow::ensure!(
+        args.dt > 0.0 && args.dt.is_finite(),
+        "--dt must be positive, got {}",
+        args.dt
+    );
     let mesh = read_volume(&args.mesh)?;
     let fixed = match &args.fixed {
         Some(p) => read_bou(p, Some(mesh.vertices.len()))?,
         None => Vec::new(),
     };
-    let law = if args.linear { MaterialLaw::Linear } else { MaterialLaw::StVK };
-    let model = FemModel::new(&mesh, law)
-        .with_context(|| format!("{}: cannot build the finite element model", args.mesh.display()))?;
+    let law = if args.linear {
+        MaterialLaw::Linear
+    } else {
+        MaterialLaw::StVK
+    };
+    let model = FemModel::new(&mesh, law).with_context(|| {
+        format!(
+            "{}: cannot build the finite element model",
+            args.mesh.display()
+        )
+    })?;
     let params = FullSimParams {
         newmark: NewmarkParams::average_acceleration(args.dt),
         damping_mass: args.damping_mass,
         damping_stiffness: args.damping_stiffness,
-        mass: if args.lumped { MassKind::Lumped } else { MassKind::Consistent },
+        mass: if args.lumped {
+            MassKind::Lumped
+        } else {
+            MassKind::Consistent
+        },
         tolerance: args.tolerance,
         max_newton_iterations: 30,
     };
     println!(
-        "{}: {} vertices, {} {}s, {} fixed vertices, {} free dofs; dt = {} s, {} steps, gravity {:?} m/s^2",
+        "{}: {} vertices, {} elements ({}), {} fixed vertices, {} free dofs; dt = {} s, {} steps, gravity {:?} m/s^2",
         args.mesh.display(),
         mesh.vertices.len(),
         mesh.num_elements(),
@@ -132,7 +148,10 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
     let loads = vec![Load::Gravity(args.gravity)];
     let v = match args.report_vertex {
         Some(v) if v >= mesh.vertices.len() => {
-            anyhow::bail!("--report-vertex {v} is out of range (the mesh has {} vertices)", mesh.vertices.len())
+            anyhow::bail!(
+                "--report-vertex {v} is out of range (the mesh has {} vertices)",
+                mesh.vertices.len()
+            )
         }
         Some(v) => v,
         None => farthest_from(&mesh.vertices, &fixed),
@@ -155,12 +174,22 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
         let rep = sim.step(&f)?;
         step_times.push(start.elapsed().as_secs_f64());
         newton += rep.newton_iterations;
-        history.push(Vector3::new(sim.u[3 * v], sim.u[3 * v + 1], sim.u[3 * v + 2]));
+        history.push(Vector3::new(
+            sim.u[3 * v],
+            sim.u[3 * v + 1],
+            sim.u[3 * v + 2],
+        ));
         bar.inc(1);
     }
     bar.finish_and_clear();
-    println!("tip = vertex {v} (0-based) at rest position {:?}", mesh.vertices[v].coords.as_slice());
-    println!("{:>10} {:>12} {:>12} {:>12} {:>12}", "t (s)", "ux (m)", "uy (m)", "uz (m)", "|u| (m)");
+    println!(
+        "tip = vertex {v} (0-based) at rest position {:?}",
+        mesh.vertices[v].coords.as_slice()
+    );
+    println!(
+        "{:>10} {:>12} {:>12} {:>12} {:>12}",
+        "t (s)", "ux (m)", "uy (m)", "uz (m)", "|u| (m)"
+    );
     let every = (args.steps / 10).max(1);
     for (i, d) in history.iter().enumerate() {
         if (i + 1) % every == 0 || i + 1 == history.len() {
@@ -189,11 +218,20 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
     }
     if let Some(out) = &args.out {
         let mut w = std::io::BufWriter::new(
-            std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?,
+            std::fs::File::create(out)
+                .with_context(|| format!("cannot create {}", out.display()))?,
         );
         writeln!(w, "step,t,ux,uy,uz")?;
         for (i, d) in history.iter().enumerate() {
-            writeln!(w, "{},{},{},{},{}", i + 1, (i + 1) as f64 * args.dt, d.x, d.y, d.z)?;
+            writeln!(
+                w,
+                "{},{},{},{},{}",
+                i + 1,
+                (i + 1) as f64 * args.dt,
+                d.x,
+                d.y,
+                d.z
+            )?;
         }
         w.flush()?;
         println!("wrote {}", out.display());
@@ -211,6 +249,10 @@ fn farthest_from(vertices: &[nalgebra::Point3<f64>], fixed: &[usize]) -> usize {
     };
     let c = pts.iter().fold(Vector3::zeros(), |a, p| a + p.coords) / pts.len().max(1) as f64;
     (0..vertices.len())
-        .max_by(|&a, &b| (vertices[a].coords - c).norm().total_cmp(&(vertices[b].coords - c).norm()))
+        .max_by(|&a, &b| {
+            (vertices[a].coords - c)
+                .norm()
+                .total_cmp(&(vertices[b].coords - c).norm())
+        })
         .unwrap_or(0)
 }

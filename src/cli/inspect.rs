@@ -41,9 +41,12 @@ pub fn describe_surface(m: &SurfaceMesh) -> String {
         m.triangles.len()
     );
     s += &bbox_lines(&m.bounding_box());
-    s += &format!("area: {:.6}\n", m.area());
+    s += &format!("area: {:.6}\nconnected components: {}\n", m.area(), m.connected_components());
     if boundary == 0 && nonmanifold == 0 {
-        s += &format!("closed: yes\nenclosed volume: {:.6}\n", m.signed_volume());
+        s += &format!(
+            "closed: yes (every edge joins exactly two triangles)\nenclosed volume: {:.6} (components that intersect each other are counted twice)\n",
+            m.signed_volume()
+        );
     } else {
         s += &format!(
             "closed: no ({boundary} boundary edges, {nonmanifold} non-manifold edges): a polygon soup; enclosed volume undefined\n"
@@ -62,7 +65,7 @@ pub fn describe_surface(m: &SurfaceMesh) -> String {
 /// The report for a volumetric mesh.
 pub fn describe_volume(m: &VolumeMesh, max_listed: usize) -> String {
     let mut s = format!(
-        "volumetric mesh\nvertices: {}\nelements: {} ({}s)\nboundary faces (triangles): {}\n",
+        "volumetric mesh\nvertices: {}\nelements: {} ({})\nboundary faces (triangles): {}\n",
         m.vertices.len(),
         m.num_elements(),
         m.kind.name(),

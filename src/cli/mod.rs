@@ -62,7 +62,9 @@ pub fn assets_dir() -> PathBuf {
 pub fn parse_vec3(s: &str) -> Result<nalgebra::Vector3<f64>, String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.len() != 3 {
-        return Err(format!("expected three comma-separated numbers like 0,0,-9.81, got '{s}'"));
+        return Err(format!(
+            "expected three comma-separated numbers like 0,0,-9.81, got '{s}'"
+        ));
     }
     let mut v = [0.0; 3];
     for (i, p) in parts.iter().enumerate() {

@@ -44,7 +44,12 @@ pub struct VoxelizeArgs {
 
 pub fn run(args: &VoxelizeArgs) -> anyhow::Result<()> {
     let surface = read_surface(&args.mesh)?;
-    let material = Material::new("voxels", args.density, args.youngs_modulus, args.poisson_ratio);
+    let material = Material::new(
+        "voxels",
+        args.density,
+        args.youngs_modulus,
+        args.poisson_ratio,
+    );
     material
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid material: {e}"))?;

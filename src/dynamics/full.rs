@@ -292,7 +292,13 @@ impl FullSimulator {
                 });
             }
             let (cm, ck) = (c.a1 + c.a4 * alpha, 1.0 + c.a4 * beta);
-            for ((s, m), k) in self.system.values.iter_mut().zip(&self.mass.values).zip(&self.k.values) {
+            for ((s, m), k) in self
+                .system
+                .values
+                .iter_mut()
+                .zip(&self.mass.values)
+                .zip(&self.k.values)
+            {
                 *s = cm * m + ck * k;
             }
             self.solver.factor(&self.system)?;

@@ -406,7 +406,11 @@ impl FemModel {
             return;
         }
         let nn = self.nodes;
-        let (mut ue, mut ve, mut we) = ([Vector3::zeros(); 8], [Vector3::zeros(); 8], [Vector3::zeros(); 8]);
+        let (mut ue, mut ve, mut we) = (
+            [Vector3::zeros(); 8],
+            [Vector3::zeros(); 8],
+            [Vector3::zeros(); 8],
+        );
         for e in 0..self.num_elements() {
             self.gather(e, u, &mut ue);
             self.gather(e, v, &mut ve);
@@ -416,7 +420,8 @@ impl FemModel {
             let mut fe = [Vector3::zeros(); 8];
             for (q, &wq) in qw.iter().enumerate() {
                 let g = &qg[q * nn..(q + 1) * nn];
-                let (mut gu, mut gv, mut gw) = (Matrix3::zeros(), Matrix3::zeros(), Matrix3::zeros());
+                let (mut gu, mut gv, mut gw) =
+                    (Matrix3::zeros(), Matrix3::zeros(), Matrix3::zeros());
                 for a in 0..nn {
                     gu += ue[a] * g[a].transpose();
                     gv += ve[a] * g[a].transpose();
@@ -482,7 +487,10 @@ impl FemModel {
                         if a != b {
                             continue;
                         }
-                        ((0..nn).map(|c| local[a * nn + c]).sum::<f64>(), map[b * nn + a])
+                        (
+                            (0..nn).map(|c| local[a * nn + c]).sum::<f64>(),
+                            map[b * nn + a],
+                        )
                     } else {
                         (local[a * nn + b], map[b * nn + a])
                     };
@@ -512,7 +520,11 @@ impl FemModel {
     fn element_mass(&self, e: usize) -> Vec<f64> {
         let nn = self.nodes;
         let rho = self.density[e];
-        let x: Vec<Point3<f64>> = self.element(e).iter().map(|&v| self.rest_positions[v]).collect();
+        let x: Vec<Point3<f64>> = self
+            .element(e)
+            .iter()
+            .map(|&v| self.rest_positions[v])
+            .collect();
         let mut m = vec![0.0; nn * nn];
         match self.kind {
             ElementKind::Tet => {

@@ -50,7 +50,10 @@ mod tests {
             for deg in 0..(2 * n) {
                 let q: f64 = x.iter().zip(&w).map(|(x, w)| w * x.powi(deg as i32)).sum();
                 // Exact integral of x^deg over [0,1] is 1/(deg+1); rounding only.
-                assert!((q - 1.0 / (deg as f64 + 1.0)).abs() < 1e-15, "n={n} deg={deg}");
+                assert!(
+                    (q - 1.0 / (deg as f64 + 1.0)).abs() < 1e-15,
+                    "n={n} deg={deg}"
+                );
             }
         }
         let cube: f64 = gauss_cube(3)

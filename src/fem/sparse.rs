@@ -265,7 +265,10 @@ impl FreeDofSolver {
     /// Solves A x = b on the free dofs; `b` and `x` are full-length vectors, the fixed
     /// entries of `x` are set to zero.
     pub fn solve(&self, b: &[f64], x: &mut [f64]) {
-        let llt = self.llt.as_ref().expect("factor() must be called before solve()");
+        let llt = self
+            .llt
+            .as_ref()
+            .expect("factor() must be called before solve()");
         let mut rhs: Vec<f64> = self.free_dofs.iter().map(|&d| b[d]).collect();
         llt.solve_in_place(faer::ColMut::from_slice_mut(&mut rhs));
         x.iter_mut().for_each(|v| *v = 0.0);

@@ -98,7 +98,11 @@ mod tests {
                 fm[(i, j)] -= h;
                 let fd = (energy_density(&fp, l, m) - energy_density(&fm, l, m)) / (2.0 * h);
                 // Central difference error O(h^2 W''') ~ 1e-12, rounding eps W / h ~ 1e-10.
-                assert!((fd - p[(i, j)]).abs() < 1e-8, "({i},{j}) {fd} vs {}", p[(i, j)]);
+                assert!(
+                    (fd - p[(i, j)]).abs() < 1e-8,
+                    "({i},{j}) {fd} vs {}",
+                    p[(i, j)]
+                );
             }
         }
     }

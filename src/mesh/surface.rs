@@ -111,4 +111,33 @@ impl SurfaceMesh {
         }
         (boundary, nonmanifold)
     }
+
+    /// Number of connected components (triangles linked through shared vertices).
+    pub fn connected_components(&self) -> usize {
+        let mut parent: Vec<usize> = (0..self.vertices.len()).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        for t in &self.triangles {
+            for k in 1..3 {
+                let (a, b) = (find(&mut parent, t[0]), find(&mut parent, t[k]));
+                if a != b {
+                    parent[a] = b;
+                }
+            }
+        }
+        let mut used = vec![false; self.vertices.len()];
+        for t in &self.triangles {
+            for &v in t {
+                used[v] = true;
+            }
+        }
+        (0..self.vertices.len())
+            .filter(|&v| used[v] && find(&mut parent, v) == v)
+            .count()
+    }
 }

@@ -28,8 +28,8 @@ impl ElementKind {
 
     pub fn name(self) -> &'static str {
         match self {
-            ElementKind::Tet => "tetrahedron",
-            ElementKind::Hex => "hexahedron",
+            ElementKind::Tet => "tetrahedra",
+            ElementKind::Hex => "hexahedra",
         }
     }
 }

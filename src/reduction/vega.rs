@@ -61,7 +61,11 @@ impl<'a> Reader<'a> {
 
     fn i32(&mut self, what: &str) -> Result<i32, VegaError> {
         self.need(4, what)?;
-        let v = i32::from_le_bytes(self.bytes[self.pos..self.pos + 4].try_into().unwrap_or([0; 4]));
+        let v = i32::from_le_bytes(
+            self.bytes[self.pos..self.pos + 4]
+                .try_into()
+                .unwrap_or([0; 4]),
+        );
         self.pos += 4;
         Ok(v)
     }
@@ -80,7 +84,12 @@ impl<'a> Reader<'a> {
         Ok(v as usize)
     }
 
-    fn values(&mut self, n: usize, precision: Precision, what: &str) -> Result<Vec<f64>, VegaError> {
+    fn values(
+        &mut self,
+        n: usize,
+        precision: Precision,
+        what: &str,
+    ) -> Result<Vec<f64>, VegaError> {
         let size = match precision {
             Precision::F64 => 8,
             Precision::F32 => 4,
@@ -252,7 +261,11 @@ pub fn read_cub(path: &Path) -> Result<CubFile, VegaError> {
         }
     }
     let linear = rd.values(r * r, Precision::F64, "linear coefficients")?;
-    let quadratic = rd.values(r * num_quadratic(r), Precision::F64, "quadratic coefficients")?;
+    let quadratic = rd.values(
+        r * num_quadratic(r),
+        Precision::F64,
+        "quadratic coefficients",
+    )?;
     let cubic = rd.values(r * num_cubic(r), Precision::F64, "cubic coefficients")?;
     rd.finish()?;
     Ok(CubFile {

@@ -1,0 +1,214 @@
+//! The `haptics` binary driven the way a user drives it: help, the demo, inspect,
+//! voxelize and fullsim, and readable failures on bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn haptics(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_haptics"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run haptics")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models")
+}
+
+fn model(rel: &str) -> String {
+    models().join(rel).to_string_lossy().into_owned()
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let o = haptics(&["--help"]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    for cmd in ["demo", "fullsim", "inspect", "voxelize"] {
+        assert!(s.contains(cmd), "--help does not mention {cmd}:\n{s}");
+    }
+}
+
+#[test]
+fn demo_reports_tip_displacement_and_step_time() {
+    let o = haptics(&["demo", "--steps", "40"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("tip = vertex"), "{s}");
+    assert!(s.contains("time per step: median"), "{s}");
+    // After 40 ms under gravity along -x the free end has moved along -x: the
+    // last table row's ux is negative and of the order g t^2 / 2 = 8 mm or less.
+    let last_row = s
+        .lines()
+        .filter(|l| l.trim_start().starts_with("0.04"))
+        .next_back()
+        .expect("a row at t = 0.04 s");
+    let ux: f64 = last_row.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(ux < 0.0 && ux > -0.01, "ux = {ux}");
+}
+
+#[test]
+fn inspect_volume_mesh_reports_counts_volume_and_mass() {
+    let o = haptics(&["inspect", &model("beam3/beam3.veg")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("vertices: 208"), "{s}");
+    assert!(s.contains("elements: 75 (hexahedra)"), "{s}");
+    // 0.12 x 1 x 0.04 m at 1000 kg/m^3.
+    assert!(s.contains("total volume: 4.800000e-3"), "{s}");
+    assert!(s.contains("total mass: 4.800000e0"), "{s}");
+    assert!(s.contains("BODY: density 1000 kg/m^3, E 10000000 Pa, nu 0.45 (75 elements)"), "{s}");
+    assert!(s.contains("inverted or degenerate elements: none"), "{s}");
+}
+
+#[test]
+fn inspect_surface_mesh_reports_closedness() {
+    let o = haptics(&["inspect", &model("beam3/beam3.obj")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("surface mesh"), "{s}");
+    assert!(s.contains("closed: yes"), "{s}");
+    assert!(s.contains("connected components: 1"), "{s}");
+    // The same beam with its last face removed has a hole.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(models().join("beam3/beam3.obj")).unwrap();
+    let last_face = text.rfind("\nf ").unwrap();
+    let end = text[last_face + 1..].find('\n').map_or(text.len(), |e| last_face + 1 + e);
+    // Drop the face count from the header comment too, or the reader rightly reports
+    // a truncated file.
+    let holed = format!("{}{}", &text[..last_face], &text[end..])
+        .lines()
+        .filter(|l| !l.starts_with("# Number of faces"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let path = dir.path().join("holed.obj");
+    std::fs::write(&path, holed).unwrap();
+    let o = haptics(&["inspect", path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    // The removed face was a quad: its four edges are now on the boundary.
+    assert!(s.contains("closed: no (4 boundary edges"), "{s}");
+    // The bridge is a set of separate closed parts that intersect (a polygon soup).
+    let o = haptics(&["inspect", &model("simpleBridge/simpleBridge.obj")]);
+    let s = stdout(&o);
+    let comps: usize = s
+        .lines()
+        .find_map(|l| l.strip_prefix("connected components: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(comps > 1, "{s}");
+}
+
+#[test]
+fn inspect_lists_inverted_elements_by_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(models().join("beam3/beam3_tet.veg")).unwrap();
+    // Element 3 is "3 3 2 54 4": swap two nodes to invert it.
+    let bad = text.replacen("\n3 3 2 54 4\n", "\n3 2 3 54 4\n", 1);
+    assert_ne!(bad, text);
+    let path = dir.path().join("inverted.veg");
+    std::fs::write(&path, bad).unwrap();
+    let o = haptics(&["inspect", path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("inverted or degenerate elements: 1"), "{s}");
+    assert!(s.contains("element 3 (0-based 2): inverted"), "{s}");
+    // Simulating it is refused, naming the element.
+    let o = haptics(&["fullsim", path.to_str().unwrap(), "--steps", "1"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("element 3 (0-based 2) is inverted"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_input_gives_file_and_line_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(models().join("beam3/beam3.veg")).unwrap();
+    let cases = [
+        // (name, edit, expected fragment of the message)
+        ("nan.veg", text.replacen("1 -0.06 0 -0.02", "1 nan 0 -0.02", 1), "line 6"),
+        ("garbled.veg", text.replacen("1 -0.06 0 -0.02", "1 -0.06 abc -0.02", 1), "line 6"),
+        ("range.veg", text.replacen("1 1 53 55 3 2 54 56 4", "1 1 53 55 3 2 54 56 999", 1), "out of range"),
+        ("nomaterial.veg", text.replacen("*MATERIAL BODY", "*MATERIAL OTHER", 1), "BODY"),
+        ("truncated.veg", text[..text.len() / 2].to_string(), "truncated.veg"),
+    ];
+    for (name, content, fragment) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        let o = haptics(&["inspect", path.to_str().unwrap()]);
+        assert!(!o.status.success(), "{name} was accepted");
+        let e = stderr(&o);
+        assert!(!e.contains("panicked"), "{name} panicked: {e}");
+        assert!(e.contains(name), "{name}: message does not name the file: {e}");
+        assert!(e.contains(fragment), "{name}: message lacks '{fragment}': {e}");
+    }
+    let o = haptics(&["inspect", "no/such/file.veg"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no/such/file.veg"));
+    let o = haptics(&["inspect", "Cargo.toml"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("unsupported"), "{}", stderr(&o));
+}
+
+#[test]
+fn voxelize_writes_a_mesh_that_inspects_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam_vox.veg");
+    let interp = dir.path().join("beam_vox.interp");
+    let o = haptics(&[
+        "voxelize",
+        &model("beam3/beam3.obj"),
+        "--resolution",
+        "40",
+        "--out",
+        out.to_str().unwrap(),
+        "--interp",
+        interp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("render vertices embedded"));
+    let o = haptics(&["inspect", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("hexahedra"), "{s}");
+    assert!(s.contains("inverted or degenerate elements: none"), "{s}");
+    let interp = haptics::mesh::read_interp(&interp, None, None).unwrap();
+    assert_eq!(interp.nodes_per_vertex, 8);
+}
+
+#[test]
+fn fullsim_writes_a_csv_of_the_reported_vertex() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("u.csv");
+    let o = haptics(&[
+        "fullsim",
+        &model("beam3/beam3_tet.veg"),
+        "--fixed",
+        &model("beam3/beam3.bou"),
+        "--steps",
+        "20",
+        "--gravity",
+        "0,0,-9.81",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "step,t,ux,uy,uz");
+    assert_eq!(lines.len(), 21);
+    let uz: f64 = lines[20].split(',').nth(4).unwrap().parse().unwrap();
+    assert!(uz < 0.0, "the tip falls along -z: uz = {uz}");
+    let o = haptics(&["fullsim", &model("beam3/beam3.veg"), "--gravity", "0,0"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("three comma-separated numbers"), "{}", stderr(&o));
+}
