@@ -229,7 +229,26 @@ impl FullSimulator {
         }
     }
 
-    /// External force vector of `loads` at the simulator's current time plus `dt_ahead`.
+    /// Sets the acceleration consistent with the equations of motion at the current state,
+    /// M a = f_ext - R(u) - (alpha M + beta K(u)) v, so that a simulation started from a
+    /// deformed or moving state is a solution from its first step (Newmark's energy
+    /// conservation for linear systems depends on it).
+    pub fn initialize_acceleration(&mut self, f_ext: &[f64]) -> Result<(), SimError> {
+        let n = self.u.len();
+        let (alpha, beta) = (self.params.damping_mass, self.params.damping_stiffness);
+        self.model
+            .forces_and_stiffness(&self.u, &mut self.f_int, &mut self.k);
+        self.mass.mul_vec(&self.v, &mut self.tmp);
+        self.k.mul_vec(&self.v, &mut self.tmp2);
+        for d in 0..n {
+            self.residual[d] = f_ext[d] - self.f_int[d] - alpha * self.tmp[d] - beta * self.tmp2[d];
+        }
+        self.solver.factor(&self.mass)?;
+        self.solver.solve(&self.residual, &mut self.a);
+        Ok(())
+    }
+
+    /// External force vector of `loads` at time `t`.
     pub fn loads_at(&self, loads: &[Load], t: f64) -> Vec<f64> {
         let mut f = vec![0.0; self.u.len()];
         assemble_loads(loads, &self.vertex_masses, t, &mut f);
