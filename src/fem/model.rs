@@ -246,8 +246,9 @@ impl FemModel {
         m
     }
 
-    /// Quadrature weights (times |det J|) and gradients of element e.
-    fn quadrature(&self, e: usize) -> (&[f64], &[Vector3<f64>]) {
+    /// Quadrature weights (times |det J|) and shape-function gradients dN_a/dX of element
+    /// e: `weights[q]` and `gradients[q * nodes + a]`.
+    pub fn quadrature(&self, e: usize) -> (&[f64], &[Vector3<f64>]) {
         let (nq, nn) = (self.nq, self.nodes);
         (
             &self.qw[e * nq..(e + 1) * nq],

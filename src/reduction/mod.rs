@@ -1,4 +1,9 @@
 //! Model reduction: reduced bases and the cubic reduced StVK force polynomials (thesis
 //! Ch. 2), and Vega FEM interoperability for bases and polynomials.
 
+pub mod polynomial;
+pub mod precompute;
 pub mod vega;
+
+pub use polynomial::CubicPolynomial;
+pub use precompute::{reduced_polynomial, PrecomputeTimings};

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::DMatrix;
 
+use super::polynomial::{num_cubic, num_quadratic, CubicPolynomial};
+
 /// Errors reading Vega binary files.
 #[derive(Debug, thiserror::Error)]
 pub enum VegaError {
@@ -177,66 +179,8 @@ pub fn write_matrix(path: &Path, m: &DMatrix<f64>, precision: Precision) -> Resu
     })
 }
 
-/// Number of monomials q_i q_j with i <= j.
-pub fn num_quadratic(r: usize) -> usize {
-    r * (r + 1) / 2
-}
-
-/// Number of monomials q_i q_j q_k with i <= j <= k.
-pub fn num_cubic(r: usize) -> usize {
-    r * (r + 1) * (r + 2) / 6
-}
-
-/// The coefficients of a cubic reduced-force polynomial as stored in a `.cub` file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CubFile {
-    pub r: usize,
-    /// r x r, output-major (output l, variable i at `l * r + i`).
-    pub linear: Vec<f64>,
-    /// r x r(r+1)/2, output-major.
-    pub quadratic: Vec<f64>,
-    /// r x r(r+1)(r+2)/6, output-major.
-    pub cubic: Vec<f64>,
-}
-
-impl CubFile {
-    /// Direct term-by-term evaluation of R~(q) = sum_i P_i q_i + sum_{i<=j} Q_ij q_i q_j
-    /// + sum_{i<=j<=k} S_ijk q_i q_j q_k (a reference for faster evaluators).
-    pub fn evaluate_direct(&self, q: &[f64]) -> Vec<f64> {
-        let r = self.r;
-        let (nq, nc) = (num_quadratic(r), num_cubic(r));
-        let mut out = vec![0.0; r];
-        for (i, qi) in q.iter().enumerate().take(r) {
-            for l in 0..r {
-                out[l] += self.linear[l * r + i] * qi;
-            }
-        }
-        let mut m = 0;
-        for i in 0..r {
-            for j in i..r {
-                for l in 0..r {
-                    out[l] += self.quadratic[l * nq + m] * q[i] * q[j];
-                }
-                m += 1;
-            }
-        }
-        let mut m = 0;
-        for i in 0..r {
-            for j in i..r {
-                for k in j..r {
-                    for l in 0..r {
-                        out[l] += self.cubic[l * nc + m] * q[i] * q[j] * q[k];
-                    }
-                    m += 1;
-                }
-            }
-        }
-        out
-    }
-}
-
 /// Reads a Vega `.cub` file.
-pub fn read_cub(path: &Path) -> Result<CubFile, VegaError> {
+pub fn read_cub(path: &Path) -> Result<CubicPolynomial, VegaError> {
     let bytes = read_bytes(path)?;
     let mut rd = Reader {
         path,
@@ -268,7 +212,7 @@ pub fn read_cub(path: &Path) -> Result<CubFile, VegaError> {
     )?;
     let cubic = rd.values(r * num_cubic(r), Precision::F64, "cubic coefficients")?;
     rd.finish()?;
-    Ok(CubFile {
+    Ok(CubicPolynomial {
         r,
         linear,
         quadratic,
@@ -277,7 +221,7 @@ pub fn read_cub(path: &Path) -> Result<CubFile, VegaError> {
 }
 
 /// Writes a Vega `.cub` file.
-pub fn write_cub(path: &Path, cub: &CubFile) -> Result<(), VegaError> {
+pub fn write_cub(path: &Path, cub: &CubicPolynomial) -> Result<(), VegaError> {
     let r = cub.r;
     let mut out = Vec::new();
     for v in [r, r, num_quadratic(r), num_cubic(r)] {
