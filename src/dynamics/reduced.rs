@@ -1,0 +1,250 @@
+//! Reduced implicit Newmark dynamics (thesis 2.9, REFERENCE.md): q'' + D~ + R~(q) = f~ in
+//! a mass-orthonormal basis (identity reduced mass), with reduced Rayleigh damping
+//! D~ = (alpha I + beta K~(q)) q'.
+//!
+//! Each step runs `newton_iterations` Newton iterations (1 is the real-time setting) on
+//! res = a1 dq - a2 v0 - a3 a0 + C (a4 dq + a5 v0 + a6 a0) + R~(q1) - f~,
+//! A = (a1 + a4 alpha) I + (1 + a4 beta) K~(q1), solved by a dense Cholesky
+//! factorization in place. The step allocates nothing. A non-finite or exploding state
+//! is detected, the object is reset to rest (as Vega does), and the step reports it.
+
+use super::newmark::{NewmarkCoefficients, NewmarkParams};
+use crate::reduction::evaluator::ReducedForces;
+
+/// Settings of the reduced integrator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReducedParams {
+    pub newmark: NewmarkParams,
+    pub damping_mass: f64,
+    pub damping_stiffness: f64,
+    pub newton_iterations: usize,
+    /// |q| above which the state counts as diverged.
+    pub divergence_limit: f64,
+}
+
+impl Default for ReducedParams {
+    fn default() -> Self {
+        ReducedParams {
+            newmark: NewmarkParams::average_acceleration(1e-3),
+            damping_mass: 0.0,
+            damping_stiffness: 0.0,
+            newton_iterations: 1,
+            divergence_limit: 1e6,
+        }
+    }
+}
+
+/// What a step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepEvent {
+    Ok,
+    /// The state became non-finite or exceeded the divergence limit (or the system matrix
+    /// lost definiteness) and was reset to rest.
+    DivergedAndReset,
+}
+
+/// Reduced implicit Newmark integrator with preallocated buffers.
+#[derive(Debug, Clone)]
+pub struct ReducedNewmark {
+    pub forces: ReducedForces,
+    pub params: ReducedParams,
+    coeffs: NewmarkCoefficients,
+    pub q: Vec<f64>,
+    pub qvel: Vec<f64>,
+    pub qacc: Vec<f64>,
+    q0: Vec<f64>,
+    r_int: Vec<f64>,
+    k: Vec<f64>,
+    a: Vec<f64>,
+    res: Vec<f64>,
+    kv: Vec<f64>,
+    /// Number of divergence resets so far.
+    pub resets: usize,
+}
+
+impl ReducedNewmark {
+    pub fn new(forces: ReducedForces, params: ReducedParams) -> Self {
+        let r = forces.r();
+        ReducedNewmark {
+            coeffs: params.newmark.coefficients(),
+            params,
+            q: vec![0.0; r],
+            qvel: vec![0.0; r],
+            qacc: vec![0.0; r],
+            q0: vec![0.0; r],
+            r_int: vec![0.0; r],
+            k: vec![0.0; r * r],
+            a: vec![0.0; r * r],
+            res: vec![0.0; r],
+            kv: vec![0.0; r],
+            resets: 0,
+            forces,
+        }
+    }
+
+    pub fn r(&self) -> usize {
+        self.q.len()
+    }
+
+    /// Resets to rest.
+    pub fn reset(&mut self) {
+        for x in self.q.iter_mut().chain(&mut self.qvel).chain(&mut self.qacc) {
+            *x = 0.0;
+        }
+    }
+
+    /// One step under the reduced external force `f` (length r). Allocates nothing.
+    pub fn step(&mut self, f: &[f64]) -> StepEvent {
+        let r = self.r();
+        let c = self.coeffs;
+        let (alpha, beta) = (self.params.damping_mass, self.params.damping_stiffness);
+        self.q0.copy_from_slice(&self.q);
+        for _ in 0..self.params.newton_iterations.max(1) {
+            self.forces.evaluate(&self.q, &mut self.r_int, &mut self.k);
+            // vel (into kv temporarily) and the residual.
+            for i in 0..r {
+                let dq = self.q[i] - self.q0[i];
+                self.res[i] = c.acceleration(dq, self.qvel[i], self.qacc[i]);
+                self.kv[i] = c.velocity(dq, self.qvel[i], self.qacc[i]);
+            }
+            // res += alpha vel + beta K vel + R - f.
+            for i in 0..r {
+                self.res[i] += alpha * self.kv[i] + self.r_int[i] - f[i];
+            }
+            if beta != 0.0 {
+                for j in 0..r {
+                    let vj = beta * self.kv[j];
+                    let col = &self.k[j * r..(j + 1) * r];
+                    for i in 0..r {
+                        self.res[i] += col[i] * vj;
+                    }
+                }
+            }
+            // A = (a1 + a4 alpha) I + (1 + a4 beta) K.
+            let (ci, ck) = (c.a1 + c.a4 * alpha, 1.0 + c.a4 * beta);
+            for (a, k) in self.a.iter_mut().zip(&self.k) {
+                *a = ck * k;
+            }
+            for i in 0..r {
+                self.a[i * r + i] += ci;
+            }
+            if !cholesky_solve_in_place(&mut self.a, r, &mut self.res) {
+                return self.recover();
+            }
+            for i in 0..r {
+                self.q[i] -= self.res[i];
+            }
+        }
+        let mut norm2 = 0.0;
+        for i in 0..r {
+            let dq = self.q[i] - self.q0[i];
+            let acc = c.acceleration(dq, self.qvel[i], self.qacc[i]);
+            let vel = c.velocity(dq, self.qvel[i], self.qacc[i]);
+            self.qacc[i] = acc;
+            self.qvel[i] = vel;
+            norm2 += self.q[i] * self.q[i];
+        }
+        if !norm2.is_finite() || norm2.sqrt() > self.params.divergence_limit {
+            return self.recover();
+        }
+        StepEvent::Ok
+    }
+
+    fn recover(&mut self) -> StepEvent {
+        self.reset();
+        self.resets += 1;
+        StepEvent::DivergedAndReset
+    }
+
+    /// Reduced potential energy W(q) = int_0^1 R~(t q) . q dt, exact by 2-point Gauss
+    /// (the integrand is a cubic in t). Allocates; for monitors and tests.
+    pub fn potential_energy(&self, q: &[f64]) -> f64 {
+        let r = self.r();
+        let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+        let g = 0.5 / 3f64.sqrt();
+        let mut w = 0.0;
+        for t in [0.5 - g, 0.5 + g] {
+            let qt: Vec<f64> = q.iter().map(|x| t * x).collect();
+            self.forces.evaluate(&qt, &mut f, &mut k);
+            w += 0.5 * f.iter().zip(q).map(|(a, b)| a * b).sum::<f64>();
+        }
+        w
+    }
+
+    /// Kinetic plus potential energy of the current state.
+    pub fn energy(&self) -> f64 {
+        0.5 * self.qvel.iter().map(|v| v * v).sum::<f64>() + self.potential_energy(&self.q)
+    }
+}
+
+/// Solves A x = b for a symmetric positive definite A (column-major n x n, overwritten
+/// by its Cholesky factor), x overwriting b. Returns false if A is not positive
+/// definite. Hand-written: the 1 kHz loop needs an in-place solve on preallocated
+/// memory, which nalgebra's owned decompositions do not offer.
+pub fn cholesky_solve_in_place(a: &mut [f64], n: usize, b: &mut [f64]) -> bool {
+    // Lower factor L in the lower triangle (column-major: L[i][j] at a[j*n + i]).
+    for j in 0..n {
+        let mut d = a[j * n + j];
+        for k in 0..j {
+            d -= a[k * n + j] * a[k * n + j];
+        }
+        if !(d > 0.0) || !d.is_finite() {
+            return false;
+        }
+        let d = d.sqrt();
+        a[j * n + j] = d;
+        for i in j + 1..n {
+            let mut s = a[j * n + i];
+            for k in 0..j {
+                s -= a[k * n + i] * a[k * n + j];
+            }
+            a[j * n + i] = s / d;
+        }
+    }
+    // L y = b.
+    for i in 0..n {
+        let mut s = b[i];
+        for k in 0..i {
+            s -= a[k * n + i] * b[k];
+        }
+        b[i] = s / a[i * n + i];
+    }
+    // L^T x = y.
+    for i in (0..n).rev() {
+        let mut s = b[i];
+        for k in i + 1..n {
+            s -= a[i * n + k] * b[k];
+        }
+        b[i] = s / a[i * n + i];
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cholesky_solves_spd_systems_and_rejects_indefinite_ones() {
+        let n = 4;
+        // A = B B^T + I.
+        let b: Vec<f64> = (0..16).map(|i| ((i * 7 % 5) as f64 - 2.0) * 0.3).collect();
+        let mut a = vec![0.0; 16];
+        for i in 0..n {
+            for j in 0..n {
+                a[j * n + i] = (0..n).map(|k| b[k * n + i] * b[k * n + j]).sum::<f64>() + if i == j { 1.0 } else { 0.0 };
+            }
+        }
+        let a0 = a.clone();
+        let rhs = vec![1.0, -2.0, 0.5, 3.0];
+        let mut x = rhs.clone();
+        assert!(cholesky_solve_in_place(&mut a, n, &mut x));
+        for i in 0..n {
+            let ax: f64 = (0..n).map(|j| a0[j * n + i] * x[j]).sum();
+            assert!((ax - rhs[i]).abs() < 1e-12);
+        }
+        let mut bad = vec![1.0, 2.0, 2.0, 1.0];
+        let mut y = vec![1.0, 1.0];
+        assert!(!cholesky_solve_in_place(&mut bad, 2, &mut y));
+    }
+}
