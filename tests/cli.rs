@@ -66,7 +66,10 @@ fn inspect_volume_mesh_reports_counts_volume_and_mass() {
     // 0.12 x 1 x 0.04 m at 1000 kg/m^3.
     assert!(s.contains("total volume: 4.800000e-3"), "{s}");
     assert!(s.contains("total mass: 4.800000e0"), "{s}");
-    assert!(s.contains("BODY: density 1000 kg/m^3, E 10000000 Pa, nu 0.45 (75 elements)"), "{s}");
+    assert!(
+        s.contains("BODY: density 1000 kg/m^3, E 10000000 Pa, nu 0.45 (75 elements)"),
+        "{s}"
+    );
     assert!(s.contains("inverted or degenerate elements: none"), "{s}");
 }
 
@@ -82,7 +85,9 @@ fn inspect_surface_mesh_reports_closedness() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(models().join("beam3/beam3.obj")).unwrap();
     let last_face = text.rfind("\nf ").unwrap();
-    let end = text[last_face + 1..].find('\n').map_or(text.len(), |e| last_face + 1 + e);
+    let end = text[last_face + 1..]
+        .find('\n')
+        .map_or(text.len(), |e| last_face + 1 + e);
     // Drop the face count from the header comment too, or the reader rightly reports
     // a truncated file.
     let holed = format!("{}{}", &text[..last_face], &text[end..])
@@ -126,7 +131,11 @@ fn inspect_lists_inverted_elements_by_index() {
     // Simulating it is refused, naming the element.
     let o = haptics(&["fullsim", path.to_str().unwrap(), "--steps", "1"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("element 3 (0-based 2) is inverted"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("element 3 (0-based 2) is inverted"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -135,11 +144,31 @@ fn bad_input_gives_file_and_line_not_a_panic() {
     let text = std::fs::read_to_string(models().join("beam3/beam3.veg")).unwrap();
     let cases = [
         // (name, edit, expected fragment of the message)
-        ("nan.veg", text.replacen("1 -0.06 0 -0.02", "1 nan 0 -0.02", 1), "line 6"),
-        ("garbled.veg", text.replacen("1 -0.06 0 -0.02", "1 -0.06 abc -0.02", 1), "line 6"),
-        ("range.veg", text.replacen("1 1 53 55 3 2 54 56 4", "1 1 53 55 3 2 54 56 999", 1), "out of range"),
-        ("nomaterial.veg", text.replacen("*MATERIAL BODY", "*MATERIAL OTHER", 1), "BODY"),
-        ("truncated.veg", text[..text.len() / 2].to_string(), "truncated.veg"),
+        (
+            "nan.veg",
+            text.replacen("1 -0.06 0 -0.02", "1 nan 0 -0.02", 1),
+            "line 6",
+        ),
+        (
+            "garbled.veg",
+            text.replacen("1 -0.06 0 -0.02", "1 -0.06 abc -0.02", 1),
+            "line 6",
+        ),
+        (
+            "range.veg",
+            text.replacen("1 1 53 55 3 2 54 56 4", "1 1 53 55 3 2 54 56 999", 1),
+            "out of range",
+        ),
+        (
+            "nomaterial.veg",
+            text.replacen("*MATERIAL BODY", "*MATERIAL OTHER", 1),
+            "BODY",
+        ),
+        (
+            "truncated.veg",
+            text[..text.len() / 2].to_string(),
+            "truncated.veg",
+        ),
     ];
     for (name, content, fragment) in cases {
         let path = dir.path().join(name);
@@ -148,8 +177,14 @@ fn bad_input_gives_file_and_line_not_a_panic() {
         assert!(!o.status.success(), "{name} was accepted");
         let e = stderr(&o);
         assert!(!e.contains("panicked"), "{name} panicked: {e}");
-        assert!(e.contains(name), "{name}: message does not name the file: {e}");
-        assert!(e.contains(fragment), "{name}: message lacks '{fragment}': {e}");
+        assert!(
+            e.contains(name),
+            "{name}: message does not name the file: {e}"
+        );
+        assert!(
+            e.contains(fragment),
+            "{name}: message lacks '{fragment}': {e}"
+        );
     }
     let o = haptics(&["inspect", "no/such/file.veg"]);
     assert!(!o.status.success());
@@ -210,5 +245,9 @@ fn fullsim_writes_a_csv_of_the_reported_vertex() {
     assert!(uz < 0.0, "the tip falls along -z: uz = {uz}");
     let o = haptics(&["fullsim", &model("beam3/beam3.veg"), "--gravity", "0,0"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("three comma-separated numbers"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("three comma-separated numbers"),
+        "{}",
+        stderr(&o)
+    );
 }

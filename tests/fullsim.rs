@@ -37,7 +37,8 @@ fn deflect(sim: &mut FullSimulator, mesh: &VolumeMesh, load: f64) {
         f[3 * v + 2] = -load / tip.len() as f64;
     }
     sim.solve_static(&f).unwrap();
-    sim.initialize_acceleration(&vec![0.0; sim.num_dofs()]).unwrap();
+    sim.initialize_acceleration(&vec![0.0; sim.num_dofs()])
+        .unwrap();
 }
 
 #[test]
@@ -87,7 +88,10 @@ fn rayleigh_damping_dissipates_energy_monotonically() {
         last = e;
     }
     // Mass damping alone would decay the energy as exp(-alpha t) = 0.30 after 0.6 s.
-    assert!(last < 0.35 * e0, "damping removed too little: {last} of {e0}");
+    assert!(
+        last < 0.35 * e0,
+        "damping removed too little: {last} of {e0}"
+    );
 }
 
 #[test]
@@ -106,8 +110,11 @@ fn free_vibration_period_matches_the_lowest_eigenfrequency() {
     let mut k = model.new_matrix();
     model.tangent_stiffness(&vec![0.0; model.num_dofs()], &mut k);
     let m = model.mass_matrix(MassKind::Consistent);
-    let free: Vec<usize> = (0..model.num_dofs()).filter(|&d| !sim.is_fixed(d)).collect();
-    let sub = |a: &DMatrix<f64>| DMatrix::from_fn(free.len(), free.len(), |i, j| a[(free[i], free[j])]);
+    let free: Vec<usize> = (0..model.num_dofs())
+        .filter(|&d| !sim.is_fixed(d))
+        .collect();
+    let sub =
+        |a: &DMatrix<f64>| DMatrix::from_fn(free.len(), free.len(), |i, j| a[(free[i], free[j])]);
     let (kf, mf) = (sub(&k.to_dense()), sub(&m.to_dense()));
     let l = mf.cholesky().unwrap().l();
     let linv = l.clone().try_inverse().unwrap();
@@ -137,7 +144,10 @@ fn free_vibration_period_matches_the_lowest_eigenfrequency() {
     // The tip release excites higher modes too (a few percent of the amplitude), which
     // shift zero crossings slightly: 1% covers that.
     let rel = (period - expected_period).abs() / expected_period;
-    assert!(rel < 0.01, "period {period} vs {expected_period} (rel {rel:e})");
+    assert!(
+        rel < 0.01,
+        "period {period} vs {expected_period} (rel {rel:e})"
+    );
 }
 
 #[test]
@@ -189,5 +199,8 @@ fn loads_act_only_inside_their_time_window() {
     let without = run(&[loads[0].clone(), loads[2].clone()]);
     // Step s ends at t = s ms; the load is first evaluated at t = 10 ms (step index 9).
     assert_eq!(with[..9], without[..9]);
-    assert!(with[19] - without[19] > 1e-6, "the vertex load had no effect");
+    assert!(
+        with[19] - without[19] > 1e-6,
+        "the vertex load had no effect"
+    );
 }

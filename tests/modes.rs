@@ -12,7 +12,8 @@ fn dense_eigenvalues(model: &FemModel, fixed: &[bool]) -> Vec<f64> {
     model.tangent_stiffness(&vec![0.0; model.num_dofs()], &mut k);
     let m = model.mass_matrix(MassKind::Consistent);
     let free: Vec<usize> = (0..model.num_dofs()).filter(|&d| !fixed[d]).collect();
-    let sub = |a: &DMatrix<f64>| DMatrix::from_fn(free.len(), free.len(), |i, j| a[(free[i], free[j])]);
+    let sub =
+        |a: &DMatrix<f64>| DMatrix::from_fn(free.len(), free.len(), |i, j| a[(free[i], free[j])]);
     let (kf, mf) = (sub(&k.to_dense()), sub(&m.to_dense()));
     let l = mf.cholesky().unwrap().l();
     let linv = l.try_inverse().unwrap();
@@ -22,7 +23,12 @@ fn dense_eigenvalues(model: &FemModel, fixed: &[bool]) -> Vec<f64> {
     ev
 }
 
-fn modes_of(mesh: &VolumeMesh, fixed_vertices: &[usize], count: usize, unconstrained: bool) -> (FemModel, Vec<bool>, haptics::reduction::modes::LinearModes) {
+fn modes_of(
+    mesh: &VolumeMesh,
+    fixed_vertices: &[usize],
+    count: usize,
+    unconstrained: bool,
+) -> (FemModel, Vec<bool>, haptics::reduction::modes::LinearModes) {
     let model = FemModel::new(mesh, MaterialLaw::StVK).unwrap();
     let mut fixed = vec![false; model.num_dofs()];
     for &v in fixed_vertices {
@@ -48,7 +54,12 @@ fn modes_of(mesh: &VolumeMesh, fixed_vertices: &[usize], count: usize, unconstra
 #[test]
 fn constrained_square_beam_modes_match_dense_solver_including_repeated_ones() {
     // A square cross-section: the two bending directions have equal eigenvalues.
-    let mesh = box_hex_mesh(Vector3::new(1.0, 0.1, 0.1), [8, 2, 2], Point3::origin(), Material::new("m", 1000.0, 1e7, 0.3));
+    let mesh = box_hex_mesh(
+        Vector3::new(1.0, 0.1, 0.1),
+        [8, 2, 2],
+        Point3::origin(),
+        Material::new("m", 1000.0, 1e7, 0.3),
+    );
     let clamped = vertices_where(&mesh, |x| x.x.abs() < 1e-9);
     let (model, fixed, modes) = modes_of(&mesh, &clamped, 10, false);
     let dense = dense_eigenvalues(&model, &fixed);
@@ -56,12 +67,20 @@ fn constrained_square_beam_modes_match_dense_solver_including_repeated_ones() {
         // Lanczos Ritz values converge to the working precision of the factorization.
         assert!((a - b).abs() < 1e-8 * b, "mode {i}: {a} vs dense {b}");
     }
-    assert!((modes.eigenvalues[0] - modes.eigenvalues[1]).abs() < 1e-8 * modes.eigenvalues[0], "the first bending pair is repeated");
+    assert!(
+        (modes.eigenvalues[0] - modes.eigenvalues[1]).abs() < 1e-8 * modes.eigenvalues[0],
+        "the first bending pair is repeated"
+    );
 }
 
 #[test]
 fn unconstrained_modes_skip_the_six_rigid_modes() {
-    let mesh = box_tet_mesh(Vector3::new(0.5, 0.2, 0.1), [5, 2, 1], Point3::origin(), Material::new("m", 1000.0, 1e6, 0.4));
+    let mesh = box_tet_mesh(
+        Vector3::new(0.5, 0.2, 0.1),
+        [5, 2, 1],
+        Point3::origin(),
+        Material::new("m", 1000.0, 1e6, 0.4),
+    );
     let (model, fixed, modes) = modes_of(&mesh, &[], 8, true);
     let dense = dense_eigenvalues(&model, &fixed);
     // The dense spectrum starts with six (numerically) zero eigenvalues.
@@ -75,10 +94,16 @@ fn unconstrained_modes_skip_the_six_rigid_modes() {
 fn cantilever_frequencies_converge_to_euler_bernoulli() {
     // f1 = (1.8751^2 / 2 pi) sqrt(E I / (rho A L^4)) for a clamped-free beam; nu = 0.
     let (e, rho, l, h): (f64, f64, f64, f64) = (1.0e7, 1000.0, 1.0, 0.1);
-    let exact = 1.875104f64.powi(2) / (2.0 * std::f64::consts::PI) * (e * h.powi(4) / 12.0 / (rho * h * h * l.powi(4))).sqrt();
+    let exact = 1.875104f64.powi(2) / (2.0 * std::f64::consts::PI)
+        * (e * h.powi(4) / 12.0 / (rho * h * h * l.powi(4))).sqrt();
     let mut errors = Vec::new();
     for k in [1usize, 2, 4] {
-        let mesh = box_hex_mesh(Vector3::new(l, h, h), [20 * k, k, k], Point3::origin(), Material::new("m", rho, e, 0.0));
+        let mesh = box_hex_mesh(
+            Vector3::new(l, h, h),
+            [20 * k, k, k],
+            Point3::origin(),
+            Material::new("m", rho, e, 0.0),
+        );
         let clamped = vertices_where(&mesh, |x| x.x.abs() < 1e-9);
         let (_, _, modes) = modes_of(&mesh, &clamped, 2, false);
         let f = modes.frequencies_hz()[0];

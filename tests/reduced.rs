@@ -18,7 +18,12 @@ fn models() -> PathBuf {
 
 /// A clamped tet beam and its first r mass-orthonormal linear modes.
 fn beam_and_modes(r: usize) -> (FemModel, DMatrix<f64>) {
-    let mesh = box_tet_mesh(Vector3::new(1.0, 0.2, 0.1), [10, 2, 1], Point3::origin(), Material::new("m", 1000.0, 1e6, 0.4));
+    let mesh = box_tet_mesh(
+        Vector3::new(1.0, 0.2, 0.1),
+        [10, 2, 1],
+        Point3::origin(),
+        Material::new("m", 1000.0, 1e6, 0.4),
+    );
     let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
     let clamped = vertices_where(&mesh, |x| x.x.abs() < 1e-9);
     let mut fixed = vec![false; model.num_dofs()];
@@ -28,7 +33,18 @@ fn beam_and_modes(r: usize) -> (FemModel, DMatrix<f64>) {
     let mut k = model.new_matrix();
     model.tangent_stiffness(&vec![0.0; model.num_dofs()], &mut k);
     let m = model.mass_matrix(MassKind::Consistent);
-    let modes = linear_modes(&k, &m, &fixed, &model.rest_positions, &ModesOptions { count: r, unconstrained: false, tolerance: 1e-10 }).unwrap();
+    let modes = linear_modes(
+        &k,
+        &m,
+        &fixed,
+        &model.rest_positions,
+        &ModesOptions {
+            count: r,
+            unconstrained: false,
+            tolerance: 1e-10,
+        },
+    )
+    .unwrap();
     (model, modes.vectors)
 }
 
@@ -41,7 +57,9 @@ fn reduced_forces_and_stiffness_equal_projected_full_ones() {
     let n = model.num_dofs();
     let mut seed = 5u64;
     let mut rnd = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
     };
     for trial in 0..5 {
@@ -49,7 +67,9 @@ fn reduced_forces_and_stiffness_equal_projected_full_ones() {
         // deformation, where the cubic and quadratic terms dominate.
         let mut q = DVector::from_fn(r, |_, _| rnd());
         let x = &u * &q;
-        let max_disp = (0..n / 3).map(|v| x.fixed_rows::<3>(3 * v).norm()).fold(0.0, f64::max);
+        let max_disp = (0..n / 3)
+            .map(|v| x.fixed_rows::<3>(3 * v).norm())
+            .fold(0.0, f64::max);
         q *= 0.3 / max_disp;
         let x = &u * &q;
         let mut f = vec![0.0; n];
@@ -59,12 +79,15 @@ fn reduced_forces_and_stiffness_equal_projected_full_ones() {
         let kd = k.to_dense();
         let rk = u.transpose() * kd * &u;
         let (mut fr, mut kr) = (vec![0.0; r], vec![0.0; r * r]);
-        ev.evaluate(q.as_slice(), &mut fr, &mut kr);
+        ev.evaluate(q.as_slice(), &mut fr, &mut kr, &mut ev.scratch());
         let ferr = (DVector::from_vec(fr) - &rf).norm() / rf.norm();
         let kerr = (DMatrix::from_column_slice(r, r, &kr) - &rk).norm() / rk.norm();
         // Exact polynomial identities; rounding of sums over ~400 elements: 1e-10 allowed.
         assert!(ferr < 1e-10, "trial {trial}: force relative error {ferr:e}");
-        assert!(kerr < 1e-10, "trial {trial}: stiffness relative error {kerr:e}");
+        assert!(
+            kerr < 1e-10,
+            "trial {trial}: stiffness relative error {kerr:e}"
+        );
     }
 }
 
@@ -99,7 +122,10 @@ fn divergence_is_detected_and_the_object_reset() {
     let r = 4;
     let (model, u) = beam_and_modes(r);
     let (poly, _) = reduced_polynomial(&model, &u, faer::Par::Seq).unwrap();
-    let mut sim = ReducedNewmark::new(ReducedForces::new(&poly, r).unwrap(), ReducedParams::default());
+    let mut sim = ReducedNewmark::new(
+        ReducedForces::new(&poly, r).unwrap(),
+        ReducedParams::default(),
+    );
     let huge = vec![1e30; r];
     let mut events = Vec::new();
     for _ in 0..5 {
@@ -142,4 +168,33 @@ fn vegas_realtime_bridge_simulates_stably() {
     let end = energy(&sim);
     eprintln!("energy after release {after_release:e}, at 2 s {end:e}");
     assert!(end < 0.5 * after_release, "{end} vs {after_release}");
+}
+
+#[test]
+fn evaluating_vegas_cub_equals_direct_term_by_term_evaluation() {
+    let cub = read_cub(&models().join("vega-realtime-bridge/simpleBridge.cub")).unwrap();
+    let r = cub.r;
+    let ev = ReducedForces::new(&cub, r).unwrap();
+    let mut scratch = ev.scratch();
+    // Amplitudes reached in the simulation test above (|q| of a few units).
+    for trial in 0..5 {
+        let q: Vec<f64> = (0..r)
+            .map(|i| 2.0 * ((i * 7 + trial * 3) as f64).sin())
+            .collect();
+        let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+        ev.evaluate(&q, &mut f, &mut k, &mut scratch);
+        let direct = cub.evaluate_direct(&q);
+        let scale = direct.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let err = f
+            .iter()
+            .zip(&direct)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt()
+            / scale;
+        // The evaluator rebuilds the symmetric energy tensors from Vega's packed force
+        // coefficients; Vega's polynomial is a gradient up to its rounding, so only
+        // rounding separates the two.
+        assert!(err < 1e-10, "trial {trial}: relative difference {err:e}");
+    }
 }

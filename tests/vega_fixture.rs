@@ -62,7 +62,12 @@ fn baking_beam3_with_vegas_basis_reproduces_vegas_cub_coefficientwise() {
     ] {
         assert_eq!(a.len(), b.len(), "{name} size");
         let scale = b.iter().map(|v| v.abs()).fold(0.0, f64::max);
-        let err = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale;
+        let err = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max)
+            / scale;
         eprintln!("{name}: max coefficient error {err:e} relative to the block's largest");
         assert!(err < 1e-10, "{name}: {err:e}");
     }

@@ -41,7 +41,11 @@ pub fn describe_surface(m: &SurfaceMesh) -> String {
         m.triangles.len()
     );
     s += &bbox_lines(&m.bounding_box());
-    s += &format!("area: {:.6}\nconnected components: {}\n", m.area(), m.connected_components());
+    s += &format!(
+        "area: {:.6}\nconnected components: {}\n",
+        m.area(),
+        m.connected_components()
+    );
     if boundary == 0 && nonmanifold == 0 {
         s += &format!(
             "closed: yes (every edge joins exactly two triangles)\nenclosed volume: {:.6} (components that intersect each other are counted twice)\n",

@@ -9,7 +9,7 @@
 //! is detected, the object is reset to rest (as Vega does), and the step reports it.
 
 use super::newmark::{NewmarkCoefficients, NewmarkParams};
-use crate::reduction::evaluator::ReducedForces;
+use crate::reduction::evaluator::{EvalScratch, ReducedForces};
 
 /// Settings of the reduced integrator.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +58,7 @@ pub struct ReducedNewmark {
     a: Vec<f64>,
     res: Vec<f64>,
     kv: Vec<f64>,
+    scratch: EvalScratch,
     /// Number of divergence resets so far.
     pub resets: usize,
 }
@@ -77,6 +78,7 @@ impl ReducedNewmark {
             a: vec![0.0; r * r],
             res: vec![0.0; r],
             kv: vec![0.0; r],
+            scratch: forces.scratch(),
             resets: 0,
             forces,
         }
@@ -88,7 +90,12 @@ impl ReducedNewmark {
 
     /// Resets to rest.
     pub fn reset(&mut self) {
-        for x in self.q.iter_mut().chain(&mut self.qvel).chain(&mut self.qacc) {
+        for x in self
+            .q
+            .iter_mut()
+            .chain(&mut self.qvel)
+            .chain(&mut self.qacc)
+        {
             *x = 0.0;
         }
     }
@@ -100,7 +107,8 @@ impl ReducedNewmark {
         let (alpha, beta) = (self.params.damping_mass, self.params.damping_stiffness);
         self.q0.copy_from_slice(&self.q);
         for _ in 0..self.params.newton_iterations.max(1) {
-            self.forces.evaluate(&self.q, &mut self.r_int, &mut self.k);
+            self.forces
+                .evaluate(&self.q, &mut self.r_int, &mut self.k, &mut self.scratch);
             // vel (into kv temporarily) and the residual.
             for i in 0..r {
                 let dq = self.q[i] - self.q0[i];
@@ -161,11 +169,12 @@ impl ReducedNewmark {
     pub fn potential_energy(&self, q: &[f64]) -> f64 {
         let r = self.r();
         let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+        let mut scratch = self.forces.scratch();
         let g = 0.5 / 3f64.sqrt();
         let mut w = 0.0;
         for t in [0.5 - g, 0.5 + g] {
             let qt: Vec<f64> = q.iter().map(|x| t * x).collect();
-            self.forces.evaluate(&qt, &mut f, &mut k);
+            self.forces.evaluate(&qt, &mut f, &mut k, &mut scratch);
             w += 0.5 * f.iter().zip(q).map(|(a, b)| a * b).sum::<f64>();
         }
         w
@@ -232,7 +241,8 @@ mod tests {
         let mut a = vec![0.0; 16];
         for i in 0..n {
             for j in 0..n {
-                a[j * n + i] = (0..n).map(|k| b[k * n + i] * b[k * n + j]).sum::<f64>() + if i == j { 1.0 } else { 0.0 };
+                a[j * n + i] = (0..n).map(|k| b[k * n + i] * b[k * n + j]).sum::<f64>()
+                    + if i == j { 1.0 } else { 0.0 };
             }
         }
         let a0 = a.clone();

@@ -1,81 +1,190 @@
 //! Run-time evaluation of the reduced internal force R~(q) and its stiffness
-//! K~(q) = dR~/dq from the cubic polynomial, in one pass over the coefficients.
+//! K~(q) = dR~/dq, from the fully symmetric energy tensors of the cubic polynomial.
 //!
-//! The coefficients are stored monomial-major (each monomial's r outputs contiguous), so
-//! every operation is an axpy of length r. For the cubic terms, with (i <= j) fixed and
-//! s_ijk the coefficient column of q_i q_j q_k (k >= j):
-//!   t_ij = sum_k s_ijk q_k,   K[:, k] += (q_i q_j) s_ijk,
-//!   R += (q_i q_j) t_ij,      K[:, i] += q_j t_ij,   K[:, j] += q_i t_ij,
-//! which is exactly d/dq of sum s_ijk q_i q_j q_k (a repeated index collects one term per
-//! slot). This reads each coefficient once for both R~ and K~ (ANCHORS.md: the step is
-//! memory-bound, and Vega reads a separate stiffness polynomial). The quadratic terms
-//! are handled the same way. Only the first r' <= r modes may be used.
+//! R~ is the gradient of the reduced energy W(q) = W2 + W3 + W4 (quadratic, cubic and
+//! quartic forms). Writing the cubic and quartic forms with fully symmetric tensors,
+//! W3 = sum C_lij q_l q_i q_j and W4 = 1/2 sum A_lijk q_l q_i q_j q_k (sums over all index
+//! orders), and using that each term is homogeneous (Euler's theorem):
+//! - K2_mn = 6 sum_k C_mnk q_k,           R2 = K2 q / 2,
+//! - K3_mn = 6 sum_{jk} A_mnjk q_j q_k,    R3 = K3 q / 3,
+//! - K~ = P + K2 + K3,                     R~ = P q + R2 + R3.
+//! With packed symmetric index pairs (m <= n), K3 is one symmetric matrix-vector product
+//! of the r(r+1)/2 x r(r+1)/2 matrix A[(mn),(jk)] with the packed vector of q_j q_k, and
+//! K2 one product of the r(r+1)/2 x r matrix C[(mn),k] with q. Every coefficient is read
+//! once per step for both R~ and K~, in storage order (ANCHORS.md: the step is
+//! memory-bound; Vega reads separate force and stiffness polynomials). The quartic
+//! matrix stores its upper triangle only, in f64 for r <= 40 and in f32 (accumulated in
+//! f64) above, where it outgrows the caches; tests state the f32 tolerance.
 //!
-//! The inner axpy is compiled twice, for the baseline x86-64 target and with AVX2+FMA,
-//! and picked at run time by CPU feature detection (no `target-cpu=native` builds).
+//! The tensors are recovered from Vega's `.cub` layout (the coefficient of each monomial
+//! of R~_l), so baked polynomials and Vega's files share one path. The kernels are
+//! compiled for the baseline x86-64 target and with AVX2+FMA, chosen at run time by CPU
+//! feature detection (no `target-cpu=native` builds).
+
+use std::collections::HashMap;
 
 use super::polynomial::{num_cubic, num_quadratic, CubicPolynomial};
 
-/// Monomial-major copy of a cubic polynomial, truncated to the first `r` modes.
+/// Storage precision of the quartic coefficients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuarticPrecision {
+    F64,
+    F32,
+}
+
+impl QuarticPrecision {
+    /// f64 up to r = 40, f32 beyond.
+    pub fn default_for(r: usize) -> Self {
+        if r <= 40 {
+            QuarticPrecision::F64
+        } else {
+            QuarticPrecision::F32
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Quartic {
+    F64(Vec<f64>),
+    F32(Vec<f32>),
+}
+
+/// The reduced force model in evaluation layout, for the first `r` modes of a polynomial.
 #[derive(Debug, Clone)]
 pub struct ReducedForces {
     r: usize,
-    /// r x r column-major: column i = d R / d q_i of the linear term.
+    /// r x r column-major linear stiffness P.
     linear: Vec<f64>,
-    /// Per monomial (i <= j), r outputs.
-    quadratic: Vec<f64>,
-    /// Per monomial (i <= j <= k), r outputs.
-    cubic: Vec<f64>,
+    /// np x r, row (mn) contiguous: 6 C_mnk.
+    cubic_energy: Vec<f64>,
+    /// Upper triangle of the np x np matrix 6 A[(mn),(jk)], row-packed.
+    quartic: Quartic,
+    /// Multiplicity of each packed pair in the q q^T packing (1 on the diagonal, else 2).
+    pair_mult: Vec<f64>,
+    pair_ij: Vec<(u16, u16)>,
     avx2: bool,
 }
 
+/// Largest supported basis size.
+pub const MAX_R: usize = 255;
+
+fn sorted<const N: usize>(mut a: [usize; N]) -> [usize; N] {
+    a.sort_unstable();
+    a
+}
+
+/// Number of distinct orderings of a multiset of indices.
+fn permutations(s: &[usize]) -> f64 {
+    let fact = |n: usize| (1..=n).product::<usize>() as f64;
+    let mut counts = HashMap::new();
+    for &x in s {
+        *counts.entry(x).or_insert(0usize) += 1;
+    }
+    fact(s.len()) / counts.values().map(|&c| fact(c)).product::<f64>()
+}
+
 impl ReducedForces {
-    /// Uses the first `r` modes of `poly` (r <= poly.r): the monomials of the first r
-    /// variables and the first r outputs.
+    /// Uses the first `r` modes of `poly` with the default quartic precision.
     pub fn new(poly: &CubicPolynomial, r: usize) -> Result<Self, String> {
+        Self::with_precision(poly, r, QuarticPrecision::default_for(r))
+    }
+
+    pub fn with_precision(
+        poly: &CubicPolynomial,
+        r: usize,
+        precision: QuarticPrecision,
+    ) -> Result<Self, String> {
         if r == 0 || r > poly.r || r > MAX_R {
             return Err(format!(
                 "cannot use {r} modes of a {}-mode polynomial (at most {MAX_R} are supported)",
                 poly.r
             ));
         }
-        let (pr, pq, pc) = (poly.r, num_quadratic(poly.r), num_cubic(poly.r));
+        let pr = poly.r;
+        let (pq, pc) = (num_quadratic(pr), num_cubic(pr));
+        let np = num_quadratic(r);
+        let q_index = |i: usize, j: usize| i * pr - i * (i + 1) / 2 + j;
+        let mut c_offsets = vec![0usize; pr + 1];
+        for i in 0..pr {
+            c_offsets[i + 1] = c_offsets[i] + (pr - i) * (pr - i + 1) / 2;
+        }
+        let c_index = |i: usize, j: usize, k: usize| {
+            let before_j: usize = (i..j).map(|b| pr - b).sum();
+            c_offsets[i] + before_j + (k - j)
+        };
         let mut linear = vec![0.0; r * r];
         for i in 0..r {
             for l in 0..r {
-                linear[i * r + l] = poly.linear[l * pr + i];
+                // Symmetrize: P is symmetric up to rounding.
+                linear[i * r + l] = 0.5 * (poly.linear[l * pr + i] + poly.linear[i * pr + l]);
             }
         }
-        // Packed monomial index in the full polynomial of (i <= j) and (i <= j <= k).
-        let q_index = |i: usize, j: usize| i * pr - i * (i + 1) / 2 + j;
-        let c_index = |i: usize, j: usize, k: usize| {
-            // Monomials before i: sum over i' < i of (pr - i')(pr - i' + 1)/2.
-            let before_i: usize = (0..i).map(|a| (pr - a) * (pr - a + 1) / 2).sum();
-            let before_j: usize = (i..j).map(|b| pr - b).sum();
-            before_i + before_j + (k - j)
-        };
-        let mut quadratic = Vec::with_capacity(num_quadratic(r) * r);
-        for i in 0..r {
-            for j in i..r {
-                let m = q_index(i, j);
-                quadratic.extend((0..r).map(|l| poly.quadratic[l * pq + m]));
-            }
-        }
-        let mut cubic = Vec::with_capacity(num_cubic(r) * r);
-        for i in 0..r {
-            for j in i..r {
-                let m0 = c_index(i, j, j);
-                for k in j..r {
-                    let m = m0 + (k - j);
-                    cubic.extend((0..r).map(|l| poly.cubic[l * pc + m]));
+        // Cubic energy coefficients v_abc (a <= b <= c) from Q_l,(ij) = mult_l * v.
+        let mut v3: HashMap<[usize; 3], (f64, usize)> = HashMap::new();
+        for l in 0..r {
+            for i in 0..r {
+                for j in i..r {
+                    let s = sorted([l, i, j]);
+                    let mult = s.iter().filter(|&&x| x == l).count() as f64;
+                    let e = v3.entry(s).or_insert((0.0, 0));
+                    e.0 += poly.quadratic[l * pq + q_index(i, j)] / mult;
+                    e.1 += 1;
                 }
             }
         }
+        let c_sym = |a: usize, b: usize, c: usize| {
+            let s = sorted([a, b, c]);
+            let (sum, n) = v3[&s];
+            sum / n as f64 / permutations(&s)
+        };
+        // Quartic energy coefficients w_abcd from S_l,(ijk) = mult_l * w.
+        let mut v4: HashMap<[usize; 4], (f64, usize)> = HashMap::new();
+        for l in 0..r {
+            for i in 0..r {
+                for j in i..r {
+                    for k in j..r {
+                        let s = sorted([l, i, j, k]);
+                        let mult = s.iter().filter(|&&x| x == l).count() as f64;
+                        let e = v4.entry(s).or_insert((0.0, 0));
+                        e.0 += poly.cubic[l * pc + c_index(i, j, k)] / mult;
+                        e.1 += 1;
+                    }
+                }
+            }
+        }
+        // W4 = sum_sorted w_s q^s = 1/2 sum_ordered A q q q q, so A_s = 2 w_s / perms(s).
+        let a_sym = |a: usize, b: usize, c: usize, d: usize| {
+            let s = sorted([a, b, c, d]);
+            let (sum, n) = v4[&s];
+            2.0 * sum / n as f64 / permutations(&s)
+        };
+        let pairs: Vec<(usize, usize)> = (0..r).flat_map(|i| (i..r).map(move |j| (i, j))).collect();
+        let mut cubic_energy = vec![0.0; np * r];
+        for (p, &(m, n)) in pairs.iter().enumerate() {
+            for k in 0..r {
+                cubic_energy[p * r + k] = 6.0 * c_sym(m, n, k);
+            }
+        }
+        let mut quartic64 = Vec::with_capacity(np * (np + 1) / 2);
+        for (p, &(m, n)) in pairs.iter().enumerate() {
+            for &(j, k) in &pairs[p..] {
+                quartic64.push(6.0 * a_sym(m, n, j, k));
+            }
+        }
+        let quartic = match precision {
+            QuarticPrecision::F64 => Quartic::F64(quartic64),
+            QuarticPrecision::F32 => Quartic::F32(quartic64.iter().map(|&x| x as f32).collect()),
+        };
         Ok(ReducedForces {
             r,
             linear,
-            quadratic,
-            cubic,
+            cubic_energy,
+            quartic,
+            pair_mult: pairs
+                .iter()
+                .map(|&(i, j)| if i == j { 1.0 } else { 2.0 })
+                .collect(),
+            pair_ij: pairs.iter().map(|&(i, j)| (i as u16, j as u16)).collect(),
             avx2: detect_avx2(),
         })
     }
@@ -84,86 +193,179 @@ impl ReducedForces {
         self.r
     }
 
-    /// Bytes of coefficient data read per evaluation.
-    pub fn coefficient_bytes(&self) -> usize {
-        8 * (self.linear.len() + self.quadratic.len() + self.cubic.len())
+    pub fn precision(&self) -> QuarticPrecision {
+        match self.quartic {
+            Quartic::F64(_) => QuarticPrecision::F64,
+            Quartic::F32(_) => QuarticPrecision::F32,
+        }
     }
 
-    /// R~(q) into `force` (length r) and K~(q) into `stiffness` (r x r, column-major).
-    /// Allocates nothing.
-    pub fn evaluate(&self, q: &[f64], force: &mut [f64], stiffness: &mut [f64]) {
+    /// Bytes of coefficient data read per evaluation.
+    pub fn coefficient_bytes(&self) -> usize {
+        8 * (self.linear.len() + self.cubic_energy.len())
+            + match &self.quartic {
+                Quartic::F64(v) => 8 * v.len(),
+                Quartic::F32(v) => 4 * v.len(),
+            }
+    }
+
+    /// R~(q) into `force` (length r) and K~(q) into `stiffness` (r x r column-major),
+    /// using `scratch` (from [`Self::scratch`]). Allocates nothing.
+    pub fn evaluate(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut EvalScratch,
+    ) {
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
             // SAFETY: AVX2 and FMA were detected on this CPU at construction.
-            unsafe { self.evaluate_avx2(q, force, stiffness) };
+            unsafe { self.evaluate_avx2(q, force, stiffness, scratch) };
             return;
         }
-        self.evaluate_generic(q, force, stiffness);
+        self.evaluate_generic(q, force, stiffness, scratch);
     }
 
-    /// R~(q) only (same cost order: the cubic pass dominates).
-    pub fn force(&self, q: &[f64], force: &mut [f64], scratch_stiffness: &mut [f64]) {
-        self.evaluate(q, force, scratch_stiffness);
+    /// Buffers for [`Self::evaluate`].
+    pub fn scratch(&self) -> EvalScratch {
+        let np = num_quadratic(self.r);
+        EvalScratch {
+            w: vec![0.0; np],
+            z: vec![0.0; np],
+            k2: vec![0.0; np],
+        }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn evaluate_avx2(&self, q: &[f64], force: &mut [f64], stiffness: &mut [f64]) {
-        self.evaluate_generic(q, force, stiffness);
+    unsafe fn evaluate_avx2(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        s: &mut EvalScratch,
+    ) {
+        self.evaluate_generic(q, force, stiffness, s);
     }
 
     #[inline(always)]
-    fn evaluate_generic(&self, q: &[f64], force: &mut [f64], stiffness: &mut [f64]) {
+    fn evaluate_generic(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        s: &mut EvalScratch,
+    ) {
         let r = self.r;
         let q = &q[..r];
-        let force = &mut force[..r];
+        let np = self.pair_ij.len();
+        // Packed q q^T with multiplicities.
+        for (p, &(i, j)) in self.pair_ij.iter().enumerate() {
+            s.w[p] = q[i as usize] * q[j as usize] * self.pair_mult[p];
+        }
+        // K2 (packed) = 6 C q.
+        for p in 0..np {
+            let row = &self.cubic_energy[p * r..(p + 1) * r];
+            s.k2[p] = dot(row, q);
+        }
+        // K3 (packed) = 6 A w: symmetric product from the upper triangle.
+        s.z.iter_mut().for_each(|x| *x = 0.0);
+        match &self.quartic {
+            Quartic::F64(a) => sym_packed_gemv(a, &s.w, &mut s.z),
+            Quartic::F32(a) => sym_packed_gemv(a, &s.w, &mut s.z),
+        }
+        // Assemble K~ = P + K2 + K3 and R~ = P q + K2 q / 2 + K3 q / 3.
         let stiffness = &mut stiffness[..r * r];
-        // Linear: K = P, R = P q.
-        stiffness.copy_from_slice(&self.linear);
+        let force = &mut force[..r];
         force.iter_mut().for_each(|f| *f = 0.0);
-        for i in 0..r {
-            axpy(q[i], &self.linear[i * r..(i + 1) * r], force);
-        }
-        // Quadratic: for monomial (i, j): R += q_i q_j s, K[:,i] += q_j s, K[:,j] += q_i s.
-        let mut off = 0;
-        for i in 0..r {
-            for j in i..r {
-                let s = &self.quadratic[off..off + r];
-                off += r;
-                axpy(q[i] * q[j], s, force);
-                axpy(q[j], s, &mut stiffness[i * r..(i + 1) * r]);
-                axpy(q[i], s, &mut stiffness[j * r..(j + 1) * r]);
-            }
-        }
-        // Cubic.
-        let mut t = [0.0f64; MAX_R];
-        let mut off = 0;
-        for i in 0..r {
-            for j in i..r {
-                let qij = q[i] * q[j];
-                let t = &mut t[..r];
-                t.iter_mut().for_each(|x| *x = 0.0);
-                for k in j..r {
-                    let s = &self.cubic[off..off + r];
-                    off += r;
-                    axpy(q[k], s, t);
-                    axpy(qij, s, &mut stiffness[k * r..(k + 1) * r]);
-                }
-                axpy(qij, t, force);
-                axpy(q[j], t, &mut stiffness[i * r..(i + 1) * r]);
-                axpy(q[i], t, &mut stiffness[j * r..(j + 1) * r]);
+        for (p, &(i, j)) in self.pair_ij.iter().enumerate() {
+            let (i, j) = (i as usize, j as usize);
+            let (k2, k3) = (s.k2[p], s.z[p]);
+            let kij = self.linear[j * r + i] + k2 + k3;
+            stiffness[j * r + i] = kij;
+            stiffness[i * r + j] = kij;
+            let c = self.linear[j * r + i] + 0.5 * k2 + k3 / 3.0;
+            force[i] += c * q[j];
+            if i != j {
+                force[j] += c * q[i];
             }
         }
     }
 }
 
-/// The largest supported basis size (a stack buffer in the evaluator).
-pub const MAX_R: usize = 256;
+/// Buffers of one evaluation.
+#[derive(Debug, Clone)]
+pub struct EvalScratch {
+    w: Vec<f64>,
+    z: Vec<f64>,
+    k2: Vec<f64>,
+}
 
+/// Scalar types the quartic matrix may be stored in.
+trait Coef: Copy {
+    fn f(self) -> f64;
+}
+impl Coef for f64 {
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self
+    }
+}
+impl Coef for f32 {
+    #[inline(always)]
+    fn f(self) -> f64 {
+        self as f64
+    }
+}
+
+/// Dot product with four independent accumulators (vectorizable without reassociation).
 #[inline(always)]
-fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += a * xi;
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (ac, ar) = a.split_at(a.len() / 4 * 4);
+    let (bc, br) = b.split_at(ac.len());
+    for (x, y) in ac.chunks_exact(4).zip(bc.chunks_exact(4)) {
+        for l in 0..4 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in ar.iter().zip(br) {
+        s += x * y;
+    }
+    s
+}
+
+/// z += A w for a symmetric matrix stored as its row-packed upper triangle.
+#[inline(always)]
+fn sym_packed_gemv<T: Coef>(a: &[T], w: &[f64], z: &mut [f64]) {
+    let n = w.len();
+    let mut off = 0;
+    for i in 0..n {
+        let len = n - i;
+        let row = &a[off..off + len];
+        off += len;
+        let wi = w[i];
+        let mut acc = [0.0f64; 4];
+        let tail_row = &row[1..];
+        let tail_w = &w[i + 1..];
+        let tail_z = &mut z[i + 1..];
+        let chunks = tail_row.len() / 4 * 4;
+        for c in (0..chunks).step_by(4) {
+            for l in 0..4 {
+                let t = tail_row[c + l].f();
+                acc[l] += t * tail_w[c + l];
+                tail_z[c + l] += t * wi;
+            }
+        }
+        let mut sum = row[0].f() * wi + (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        for c in chunks..tail_row.len() {
+            let t = tail_row[c].f();
+            sum += t * tail_w[c];
+            tail_z[c] += t * wi;
+        }
+        z[i] += sum;
     }
 }
 
@@ -182,44 +384,104 @@ fn detect_avx2() -> bool {
 mod tests {
     use super::*;
 
-    fn random_poly(r: usize) -> CubicPolynomial {
+    /// A random polynomial that is the gradient of a quartic energy (as every StVK
+    /// polynomial is): built from random symmetric tensors through Vega's packing.
+    fn random_gradient_poly(r: usize) -> CubicPolynomial {
         let mut s = 3u64;
         let mut rnd = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
         };
+        let mut w3: HashMap<[usize; 3], f64> = HashMap::new();
+        let mut w4: HashMap<[usize; 4], f64> = HashMap::new();
+        let mut lin = vec![0.0; r * r];
+        for i in 0..r {
+            for j in i..r {
+                let v = rnd();
+                lin[i * r + j] = v;
+                lin[j * r + i] = v;
+                for k in j..r {
+                    w3.insert([i, j, k], rnd());
+                    for l in k..r {
+                        w4.insert([i, j, k, l], rnd());
+                    }
+                }
+            }
+        }
+        let (nq, nc) = (num_quadratic(r), num_cubic(r));
+        let mut quadratic = vec![0.0; r * nq];
+        let mut cubic = vec![0.0; r * nc];
+        for l in 0..r {
+            let mut m = 0;
+            for i in 0..r {
+                for j in i..r {
+                    let s3 = sorted([l, i, j]);
+                    quadratic[l * nq + m] = w3[&s3] * s3.iter().filter(|&&x| x == l).count() as f64;
+                    m += 1;
+                }
+            }
+            let mut m = 0;
+            for i in 0..r {
+                for j in i..r {
+                    for k in j..r {
+                        let s4 = sorted([l, i, j, k]);
+                        cubic[l * nc + m] = w4[&s4] * s4.iter().filter(|&&x| x == l).count() as f64;
+                        m += 1;
+                    }
+                }
+            }
+        }
         CubicPolynomial {
             r,
-            linear: (0..r * r).map(|_| rnd()).collect(),
-            quadratic: (0..r * num_quadratic(r)).map(|_| rnd()).collect(),
-            cubic: (0..r * num_cubic(r)).map(|_| rnd()).collect(),
+            linear: lin,
+            quadratic,
+            cubic,
         }
     }
 
     #[test]
     fn force_matches_direct_evaluation_and_stiffness_matches_finite_differences() {
         let r = 7;
-        let poly = random_poly(r);
-        let ev = ReducedForces::new(&poly, r).unwrap();
-        let q: Vec<f64> = (0..r).map(|i| 0.3 * (i as f64 + 1.0).sin()).collect();
-        let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
-        ev.evaluate(&q, &mut f, &mut k);
-        let direct = poly.evaluate_direct(&q);
-        for l in 0..r {
-            // Same sums in a different order: rounding only.
-            assert!((f[l] - direct[l]).abs() < 1e-13, "{l}: {} vs {}", f[l], direct[l]);
-        }
-        let h = 1e-6;
-        for m in 0..r {
-            let mut qp = q.clone();
-            let mut qm = q.clone();
-            qp[m] += h;
-            qm[m] -= h;
-            let (fp, fm) = (poly.evaluate_direct(&qp), poly.evaluate_direct(&qm));
+        let poly = random_gradient_poly(r);
+        for precision in [QuarticPrecision::F64, QuarticPrecision::F32] {
+            let ev = ReducedForces::with_precision(&poly, r, precision).unwrap();
+            let mut sc = ev.scratch();
+            let q: Vec<f64> = (0..r).map(|i| 0.3 * (i as f64 + 1.0).sin()).collect();
+            let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+            ev.evaluate(&q, &mut f, &mut k, &mut sc);
+            let direct = poly.evaluate_direct(&q);
+            // f64: same sums in another order (rounding); f32: 6e-8 relative per
+            // quartic coefficient.
+            let tol = if precision == QuarticPrecision::F64 {
+                1e-13
+            } else {
+                1e-6
+            };
             for l in 0..r {
-                let fd = (fp[l] - fm[l]) / (2.0 * h);
-                // Cubic: central-difference truncation h^2 |R'''| / 6 ~ 1e-12; rounding 1e-10.
-                assert!((fd - k[m * r + l]).abs() < 1e-8, "K[{l},{m}] {} vs fd {fd}", k[m * r + l]);
+                assert!(
+                    (f[l] - direct[l]).abs() < tol,
+                    "{precision:?} {l}: {} vs {}",
+                    f[l],
+                    direct[l]
+                );
+            }
+            let h = 1e-6;
+            for m in 0..r {
+                let mut qp = q.clone();
+                let mut qm = q.clone();
+                qp[m] += h;
+                qm[m] -= h;
+                let (fp, fm) = (poly.evaluate_direct(&qp), poly.evaluate_direct(&qm));
+                for l in 0..r {
+                    let fd = (fp[l] - fm[l]) / (2.0 * h);
+                    assert!(
+                        (fd - k[m * r + l]).abs() < tol.max(1e-8),
+                        "K[{l},{m}] {} vs fd {fd}",
+                        k[m * r + l]
+                    );
+                }
             }
         }
     }
@@ -227,7 +489,7 @@ mod tests {
     #[test]
     fn truncation_to_fewer_modes_equals_zero_padding() {
         let r = 6;
-        let poly = random_poly(r);
+        let poly = random_gradient_poly(r);
         let small = ReducedForces::new(&poly, 4).unwrap();
         assert!(ReducedForces::new(&poly, 7).is_err());
         let q4 = [0.2, -0.1, 0.3, 0.05];
@@ -235,9 +497,9 @@ mod tests {
         q6.extend([0.0, 0.0]);
         let direct = poly.evaluate_direct(&q6);
         let (mut f, mut k) = (vec![0.0; 4], vec![0.0; 16]);
-        small.evaluate(&q4, &mut f, &mut k);
+        small.evaluate(&q4, &mut f, &mut k, &mut small.scratch());
         for l in 0..4 {
-            assert!((f[l] - direct[l]).abs() < 1e-14);
+            assert!((f[l] - direct[l]).abs() < 1e-13);
         }
     }
 }

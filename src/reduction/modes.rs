@@ -51,7 +51,11 @@ impl LinearModes {
 #[derive(Debug, thiserror::Error)]
 pub enum ModesError {
     #[error("asked for {asked} modes but the object has only {free} free degrees of freedom{}", if *.rigid { " (6 of them rigid)" } else { "" })]
-    TooManyModes { asked: usize, free: usize, rigid: bool },
+    TooManyModes {
+        asked: usize,
+        free: usize,
+        rigid: bool,
+    },
     #[error("the stiffness matrix is singular or indefinite on the free degrees of freedom: is the object unconstrained (no fixed vertices)? Bake it as unconstrained, or fix some vertices. ({0})")]
     Singular(SolveError),
     #[error("Lanczos did not converge: {converged} of {wanted} modes after {steps} steps")]
@@ -71,7 +75,10 @@ fn m_dot(m: &BlockSparseMatrix, a: &[f64], b: &[f64], tmp: &mut [f64]) -> f64 {
 /// centroid) of points `rest`, as full-length dof vectors.
 pub fn rigid_motions(rest: &[nalgebra::Point3<f64>]) -> Vec<Vec<f64>> {
     let n = rest.len();
-    let c = rest.iter().fold(nalgebra::Vector3::zeros(), |a, p| a + p.coords) / n.max(1) as f64;
+    let c = rest
+        .iter()
+        .fold(nalgebra::Vector3::zeros(), |a, p| a + p.coords)
+        / n.max(1) as f64;
     let mut out = Vec::with_capacity(6);
     for axis in 0..3 {
         let mut t = vec![0.0; 3 * n];
@@ -144,7 +151,9 @@ fn lanczos_run(
         let mut state = seed;
         let mut start: Vec<f64> = (0..n)
             .map(|d| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 if fixed[d] {
                     0.0
                 } else {
@@ -197,7 +206,11 @@ fn lanczos_run(
         let eig = t.symmetric_eigen();
         let mut order: Vec<usize> = (0..mlen).collect();
         order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
-        let last_beta = if breakdown { 0.0 } else { *beta.last().unwrap_or(&0.0) };
+        let last_beta = if breakdown {
+            0.0
+        } else {
+            *beta.last().unwrap_or(&0.0)
+        };
         let take = wanted.min(mlen);
         let ok = |i: usize| {
             let theta = eig.eigenvalues[i];

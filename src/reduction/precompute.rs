@@ -262,7 +262,8 @@ pub fn reduced_polynomial(
     for &(alpha, v, c) in &pd.c_forms {
         let v = v as usize;
         for i in 0..r {
-            amat[(alpha as usize, i)] += c[0] * urow(v, 0, i) + c[1] * urow(v, 1, i) + c[2] * urow(v, 2, i);
+            amat[(alpha as usize, i)] +=
+                c[0] * urow(v, 0, i) + c[1] * urow(v, 1, i) + c[2] * urow(v, 2, i);
         }
     }
     timings.pair_matrices = t0.elapsed().as_secs_f64();
@@ -273,12 +274,18 @@ pub fn reduced_polynomial(
     matmul(&mut x, Accum::Replace, &bmat, &amat, 1.0, par);
     let nq = num_quadratic(r);
     let mut quadratic = vec![0.0; r * nq];
-    let qt = |l: usize, i: usize, j: usize| 2.0 * x[(packed_index(r, l, i), j)] + x[(packed_index(r, i, j), l)];
+    let qt = |l: usize, i: usize, j: usize| {
+        2.0 * x[(packed_index(r, l, i), j)] + x[(packed_index(r, i, j), l)]
+    };
     for l in 0..r {
         let mut m = 0;
         for i in 0..r {
             for j in i..r {
-                quadratic[l * nq + m] = if i == j { qt(l, i, i) } else { qt(l, i, j) + qt(l, j, i) };
+                quadratic[l * nq + m] = if i == j {
+                    qt(l, i, i)
+                } else {
+                    qt(l, i, j) + qt(l, j, i)
+                };
                 m += 1;
             }
         }
@@ -325,7 +332,9 @@ pub fn reduced_polynomial(
     }
     let nc = num_cubic(r);
     let mut cubic = vec![0.0; r * nc];
-    let tt = |l: usize, i: usize, j: usize, k: usize| 2.0 * t[(packed_index(r, l, i), packed_index(r, j, k))];
+    let tt = |l: usize, i: usize, j: usize, k: usize| {
+        2.0 * t[(packed_index(r, l, i), packed_index(r, j, k))]
+    };
     for l in 0..r {
         let mut m = 0;
         for i in 0..r {
@@ -339,7 +348,12 @@ pub fn reduced_polynomial(
                     } else if j == k {
                         tt(l, i, j, j) + tt(l, j, i, j) + tt(l, j, j, i)
                     } else {
-                        tt(l, i, j, k) + tt(l, i, k, j) + tt(l, j, i, k) + tt(l, j, k, i) + tt(l, k, i, j) + tt(l, k, j, i)
+                        tt(l, i, j, k)
+                            + tt(l, i, k, j)
+                            + tt(l, j, i, k)
+                            + tt(l, j, k, i)
+                            + tt(l, k, i, j)
+                            + tt(l, k, j, i)
                     };
                     cubic[l * nc + m] = v;
                     m += 1;

@@ -1,0 +1,143 @@
+//! Reduced bases: modal derivatives (thesis 2.8.3) and mass-PCA (thesis 2.8.3, L779).
+//!
+//! - Modal derivatives of a constrained object: K Phi_ij = -(H : psi_i) psi_j, with H the
+//!   stiffness Hessian at rest (`FemModel::hessian_contraction` at u = 0); symmetric in
+//!   i, j. They are the second derivatives of the static response to loads
+//!   M U_lin Lambda p (thesis 2.8.4, tested that way).
+//! - Mass-PCA of a set of vectors Y (weighted modes and derivatives, or simulation
+//!   snapshots): with the mass Gram matrix G = Y^T M Y = W S W^T, the r dominant
+//!   directions U = Y W_r S_r^-1/2 are mass-orthonormal, U^T M U = I. This is the method
+//!   of snapshots, equal to the SVD of L^T Y (M = L L^T) without factoring M.
+
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+use crate::fem::{BlockSparseMatrix, FemModel, FreeDofSolver, SolveError};
+
+/// Errors building a basis.
+#[derive(Debug, thiserror::Error)]
+pub enum BasisError {
+    #[error(
+        "the stiffness matrix cannot be factored on the free dofs (unconstrained object?): {0}"
+    )]
+    Singular(#[from] SolveError),
+    #[error("asked for {asked} basis vectors but the input spans only {rank} (numerically independent) directions")]
+    RankTooLow { asked: usize, rank: usize },
+}
+
+/// Modal derivatives Phi_ij (i <= j, in Vega's packed order) of a constrained object.
+/// `modes` are the linear modes (columns); `fixed[d]` marks constrained dofs.
+pub fn modal_derivatives(
+    model: &FemModel,
+    k0: &BlockSparseMatrix,
+    fixed: &[bool],
+    modes: &DMatrix<f64>,
+) -> Result<Vec<DVector<f64>>, BasisError> {
+    let n = model.num_dofs();
+    let k = modes.ncols();
+    let mut solver = FreeDofSolver::new(k0, fixed)?;
+    solver.factor(k0)?;
+    let pairs: Vec<(usize, usize)> = (0..k).flat_map(|i| (i..k).map(move |j| (i, j))).collect();
+    let zero = vec![0.0; n];
+    Ok(pairs
+        .par_iter()
+        .map(|&(i, j)| {
+            let mut rhs = vec![0.0; n];
+            model.hessian_contraction(
+                &zero,
+                modes.column(i).as_slice(),
+                modes.column(j).as_slice(),
+                &mut rhs,
+            );
+            rhs.iter_mut().for_each(|x| *x = -*x);
+            let mut phi = vec![0.0; n];
+            solver.solve(&rhs, &mut phi);
+            DVector::from_vec(phi)
+        })
+        .collect())
+}
+
+/// The vectors of thesis eq. 2.52: (lambda_1/lambda_j) psi_j and
+/// (lambda_1^2/(lambda_i lambda_j)) Phi_ij, as columns.
+pub fn scaled_modes_and_derivatives(
+    eigenvalues: &[f64],
+    modes: &DMatrix<f64>,
+    derivatives: &[DVector<f64>],
+) -> DMatrix<f64> {
+    let k = modes.ncols();
+    let l1 = eigenvalues[0];
+    let mut y = DMatrix::zeros(modes.nrows(), k + derivatives.len());
+    for j in 0..k {
+        y.set_column(j, &(modes.column(j) * (l1 / eigenvalues[j])));
+    }
+    let mut c = k;
+    for i in 0..k {
+        for j in i..k {
+            y.set_column(
+                c,
+                &(&derivatives[c - k] * (l1 * l1 / (eigenvalues[i] * eigenvalues[j]))),
+            );
+            c += 1;
+        }
+    }
+    y
+}
+
+/// Mass-PCA: the `r` dominant mass-orthonormal directions of the columns of `y`, and the
+/// fraction of the (mass-weighted) variance they retain.
+pub fn mass_pca(
+    m: &BlockSparseMatrix,
+    y: &DMatrix<f64>,
+    r: usize,
+) -> Result<(DMatrix<f64>, f64), BasisError> {
+    let (n, cols) = (y.nrows(), y.ncols());
+    let mut my = DMatrix::zeros(n, cols);
+    for c in 0..cols {
+        let mut out = vec![0.0; n];
+        m.mul_vec(y.column(c).as_slice(), &mut out);
+        my.set_column(c, &DVector::from_vec(out));
+    }
+    let g = y.transpose() * my;
+    let eig = g.symmetric_eigen();
+    let mut order: Vec<usize> = (0..cols).collect();
+    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+    let total: f64 = eig.eigenvalues.iter().map(|v| v.max(0.0)).sum();
+    let top = eig.eigenvalues[order[0]].max(f64::MIN_POSITIVE);
+    let rank = order
+        .iter()
+        .filter(|&&i| eig.eigenvalues[i] > 1e-12 * top)
+        .count();
+    if r > rank {
+        return Err(BasisError::RankTooLow { asked: r, rank });
+    }
+    let mut u = DMatrix::zeros(n, r);
+    let mut kept = 0.0;
+    for (c, &i) in order[..r].iter().enumerate() {
+        let s = eig.eigenvalues[i];
+        kept += s;
+        u.set_column(c, &(y * eig.eigenvectors.column(i) / s.sqrt()));
+    }
+    // The Gram matrix squares the conditioning; one mass Gram-Schmidt pass (twice)
+    // restores U^T M U = I to rounding without changing the span.
+    let mut mu = vec![0.0; n];
+    for c in 0..r {
+        for _ in 0..2 {
+            m.mul_vec(u.column(c).as_slice(), &mut mu);
+            for p in 0..c {
+                let d: f64 = u.column(p).iter().zip(&mu).map(|(a, b)| a * b).sum();
+                let col_p = u.column(p).into_owned();
+                u.column_mut(c).axpy(-d, &col_p, 1.0);
+            }
+        }
+        m.mul_vec(u.column(c).as_slice(), &mut mu);
+        let nrm: f64 = u
+            .column(c)
+            .iter()
+            .zip(&mu)
+            .map(|(a, b)| a * b)
+            .sum::<f64>()
+            .sqrt();
+        u.column_mut(c).scale_mut(1.0 / nrm);
+    }
+    Ok((u, kept / total))
+}
