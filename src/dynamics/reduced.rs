@@ -197,7 +197,7 @@ pub fn cholesky_solve_in_place(a: &mut [f64], n: usize, b: &mut [f64]) -> bool {
         for k in 0..j {
             d -= a[k * n + j] * a[k * n + j];
         }
-        if !(d > 0.0) || !d.is_finite() {
+        if d.is_nan() || d <= 0.0 || !d.is_finite() {
             return false;
         }
         let d = d.sqrt();
