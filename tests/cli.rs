@@ -49,8 +49,7 @@ fn demo_reports_tip_displacement_and_step_time() {
     // last table row's ux is negative and of the order g t^2 / 2 = 8 mm or less.
     let last_row = s
         .lines()
-        .filter(|l| l.trim_start().starts_with("0.04"))
-        .next_back()
+        .rfind(|l| l.trim_start().starts_with("0.04"))
         .expect("a row at t = 0.04 s");
     let ux: f64 = last_row.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(ux < 0.0 && ux > -0.01, "ux = {ux}");

@@ -184,7 +184,10 @@ pub fn parse_interp(
 /// Writes `interp` as a Vega `.interp` file (weights with shortest round-trip formatting).
 pub fn write_interp(path: &Path, interp: &Interpolation) -> Result<(), MeshError> {
     let n = interp.nodes_per_vertex;
-    if n == 0 || interp.indices.len() != interp.weights.len() || interp.indices.len() % n != 0 {
+    if n == 0
+        || interp.indices.len() != interp.weights.len()
+        || !interp.indices.len().is_multiple_of(n)
+    {
         return Err(MeshError::Unsupported {
             path: path.to_path_buf(),
             what: "an interpolation whose index and weight arrays do not match nodes_per_vertex"

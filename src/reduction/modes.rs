@@ -117,6 +117,9 @@ fn m_orthonormalize(m: &BlockSparseMatrix, vectors: &mut [Vec<f64>], tmp: &mut [
     }
 }
 
+/// Converged (eigenvalue, vector) pairs of one Lanczos run and the steps it took.
+type LanczosResult = Result<(Vec<(f64, Vec<f64>)>, usize), (usize, usize)>;
+
 /// One Lanczos run with `deflate` (M-orthonormal) projected out; returns converged
 /// (lambda, vector) pairs, smallest lambda first, or the count converged on failure.
 #[allow(clippy::too_many_arguments)]
@@ -130,7 +133,7 @@ fn lanczos_run(
     free: usize,
     tolerance: f64,
     seed: u64,
-) -> Result<(Vec<(f64, Vec<f64>)>, usize), (usize, usize)> {
+) -> LanczosResult {
     let n = fixed.len();
     let avail = free.saturating_sub(deflate.len());
     let mut steps = (2 * wanted + 20).min(avail);

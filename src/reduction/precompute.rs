@@ -13,6 +13,7 @@
 //!   1/2 w [lambda tr(m_ab) g_c + 2 mu m_ab g_c] for every node c,
 //! - a quartic part 1/2 E2:C:E2 = 1/2 sum_{ab,cd} L_{ab,cd} P_ab P_cd with
 //!   L_{ab,cd} = 1/4 w [lambda tr(m_ab) tr(m_cd) + 2 mu m_ab : m_cd].
+//!
 //! Summed over elements, pairs become global vertex pairs alpha. In a basis u = U q,
 //! P_alpha = q^T B_alpha q with B_alpha = sym(U_a^T U_b), and a_alpha = U^T c_alpha, so
 //! - linear coefficients: U^T K0 U;
