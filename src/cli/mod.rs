@@ -2,8 +2,10 @@
 //!
 //! With no subcommand, `haptics` runs the bundled demo (see [`demo`]).
 
+pub mod bake;
 pub mod demo;
 pub mod inspect;
+pub mod simulate;
 pub mod voxelize;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +35,11 @@ pub enum Command {
     /// Turn a triangle mesh into a hexahedral voxel mesh (.veg), optionally embedding a
     /// render mesh (.interp).
     Voxelize(voxelize::VoxelizeArgs),
+    /// Bake a reduced model: linear modes, modal derivatives, mass-PCA basis and the cubic
+    /// reduced-force polynomial, into a directory with a manifest.
+    Bake(bake::BakeArgs),
+    /// Offline reduced dynamics of a baked model or a Vega .cub, writing q over time.
+    Simulate(simulate::SimulateArgs),
 }
 
 /// Parses the command line and runs the chosen subcommand.
@@ -44,6 +51,8 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::Fullsim(a)) => demo::run_fullsim(&a),
         Some(Command::Inspect(a)) => inspect::run(&a),
         Some(Command::Voxelize(a)) => voxelize::run(&a),
+        Some(Command::Bake(a)) => bake::run(&a),
+        Some(Command::Simulate(a)) => simulate::run(&a),
     }
 }
 

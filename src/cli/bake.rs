@@ -1,0 +1,146 @@
+//! `haptics bake`: a reduced model from a volumetric or surface mesh, with a progress bar
+//! per stage; an unchanged input is not re-baked.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use parking_lot::Mutex;
+
+use crate::reduction::bake::{bake, BakeInput, BakeOutcome, BakeParams, BakeProgress, BasisKind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BasisKindArg {
+    /// Mass-PCA of linear modes and modal derivatives (thesis 2.8.3).
+    ModalDerivatives,
+    /// The first r linear modes.
+    LinearModes,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BakeArgs {
+    /// Volumetric mesh (.veg, TetGen .node/.ele) or surface mesh (.obj, .stl; needs
+    /// --resolution).
+    pub mesh: PathBuf,
+    /// Output directory (written atomically).
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+    /// Fixed vertices (Vega .bou, 1-indexed).
+    #[arg(long)]
+    pub fixed: Option<PathBuf>,
+    /// Number of linear modes k.
+    #[arg(long, default_value_t = 10)]
+    pub linear_modes: usize,
+    /// Basis size r.
+    #[arg(long, default_value_t = 20)]
+    pub basis: usize,
+    /// How the basis is built (ignored with --basis-file).
+    #[arg(long, value_enum, default_value_t = BasisKindArg::ModalDerivatives)]
+    pub basis_kind: BasisKindArg,
+    /// Bake with this basis (Vega matrixIO .U, mass-orthonormal) instead of computing one.
+    #[arg(long)]
+    pub basis_file: Option<PathBuf>,
+    /// Voxel resolution for surface-mesh inputs.
+    #[arg(long)]
+    pub resolution: Option<usize>,
+    /// Use the lumped mass matrix.
+    #[arg(long)]
+    pub lumped: bool,
+    /// The object has no fixed vertices (its six rigid modes are skipped).
+    #[arg(long)]
+    pub unconstrained: bool,
+}
+
+/// One indicatif bar per stage.
+struct Bars {
+    multi: MultiProgress,
+    current: Mutex<Option<ProgressBar>>,
+}
+
+impl BakeProgress for Bars {
+    fn stage(&self, name: &str, total: u64) {
+        let bar = self.multi.add(ProgressBar::new(total));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {msg:48} [{bar:20}] {elapsed_precise} (ETA {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(name.to_string());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        *self.current.lock() = Some(bar);
+    }
+    fn advance(&self, n: u64) {
+        if let Some(b) = self.current.lock().as_ref() {
+            b.inc(n);
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = self.current.lock().take() {
+            b.finish();
+        }
+    }
+}
+
+pub fn run(args: &BakeArgs) -> anyhow::Result<()> {
+    let basis_kind = match (&args.basis_file, args.basis_kind) {
+        (Some(_), _) => BasisKind::File,
+        (None, BasisKindArg::ModalDerivatives) => BasisKind::ModalDerivatives,
+        (None, BasisKindArg::LinearModes) => BasisKind::LinearModes,
+    };
+    let input = BakeInput {
+        mesh: args.mesh.clone(),
+        fixed: args.fixed.clone(),
+        basis_file: args.basis_file.clone(),
+        params: BakeParams {
+            linear_modes: args.linear_modes,
+            basis: args.basis,
+            basis_kind,
+            mass_matrix: if args.lumped { "lumped" } else { "consistent" }.to_string(),
+            unconstrained: args.unconstrained,
+            voxel_resolution: args.resolution,
+        },
+    };
+    let bars = Bars {
+        multi: MultiProgress::new(),
+        current: Mutex::new(None),
+    };
+    match bake(&input, &args.out, &bars)? {
+        BakeOutcome::UpToDate(m) => {
+            println!(
+                "{} is up to date (r = {}; inputs and parameters unchanged)",
+                args.out.display(),
+                m.r
+            )
+        }
+        BakeOutcome::Baked(m) => {
+            println!(
+                "baked {} -> {}: {} vertices, {} {}, r = {}",
+                args.mesh.display(),
+                args.out.display(),
+                m.num_vertices,
+                m.num_elements,
+                m.element_type,
+                m.r
+            );
+            if !m.linear_frequencies_hz.is_empty() {
+                let f: Vec<String> = m
+                    .linear_frequencies_hz
+                    .iter()
+                    .map(|f| format!("{f:.3}"))
+                    .collect();
+                println!("linear frequencies (Hz): {}", f.join(", "));
+            }
+            if let Some(v) = m.pca_retained_variance {
+                println!("mass-PCA keeps {:.4}% of the variance", 100.0 * v);
+            }
+            let t = &m.timings_s;
+            println!(
+                "timings (s): load+FEM {:.2}, modes {:.2}, derivatives {:.2}, PCA {:.2}, polynomial {:.2}, write {:.2}, total {:.2}",
+                t.load_and_fem, t.linear_modes, t.modal_derivatives, t.pca, t.polynomial, t.write, t.total
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,257 @@
+//! The bake pipeline and `haptics simulate`, driven through the library and the CLI:
+//! Vega's beam3 polynomial reproduced through a bake with its basis, cache behaviour,
+//! atomic writes, and readable errors for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use haptics::fem::{FemModel, MassKind, MaterialLaw};
+use haptics::mesh::read_veg;
+use haptics::reduction::bake::{
+    bake, load_baked, mass_orthonormality_error, BakeError, BakeInput, BakeOutcome, BakeParams,
+    BasisKind, NoProgress,
+};
+use haptics::reduction::vega::{read_cub, read_matrix, write_matrix, Precision};
+
+fn models() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models")
+}
+
+fn beam_input(kind: BasisKind, k: usize, r: usize) -> BakeInput {
+    BakeInput {
+        mesh: models().join("beam3/beam3.veg"),
+        fixed: Some(models().join("beam3/beam3.bou")),
+        basis_file: (kind == BasisKind::File)
+            .then(|| models().join("vega-beam3-fixture/beam3_lin10.U")),
+        params: BakeParams {
+            linear_modes: k,
+            basis: r,
+            basis_kind: kind,
+            mass_matrix: "consistent".into(),
+            unconstrained: false,
+            voxel_resolution: None,
+        },
+    }
+}
+
+#[test]
+fn baking_beam3_with_vegas_basis_reproduces_vegas_cub() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam");
+    let outcome = bake(&beam_input(BasisKind::File, 0, 10), &out, &NoProgress).unwrap();
+    assert!(matches!(outcome, BakeOutcome::Baked(_)));
+    let ours = read_cub(&out.join("reduced.cub")).unwrap();
+    let vega = read_cub(&models().join("vega-beam3-fixture/beam3_lin10.cub")).unwrap();
+    for (a, b) in [
+        (&ours.linear, &vega.linear),
+        (&ours.quadratic, &vega.quadratic),
+        (&ours.cubic, &vega.cubic),
+    ] {
+        let scale = b.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        let err = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max)
+            / scale;
+        // Exact integrals on both sides: rounding only (1.5e-13 measured).
+        assert!(err < 1e-10, "{err:e}");
+    }
+}
+
+#[test]
+fn modal_derivative_bake_is_mass_orthonormal_cached_and_rebaked_on_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam");
+    let input = beam_input(BasisKind::ModalDerivatives, 6, 12);
+    let m1 = match bake(&input, &out, &NoProgress).unwrap() {
+        BakeOutcome::Baked(m) => m,
+        other => panic!("expected a bake, got {other:?}"),
+    };
+    assert_eq!(m1.r, 12);
+    assert_eq!(m1.linear_frequencies_hz.len(), 6);
+    assert!(m1.linear_frequencies_hz.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(m1.mass_matrix, "consistent");
+    let baked = load_baked(&out).unwrap();
+    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
+    let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
+    let m = model.mass_matrix(MassKind::Consistent);
+    assert!(mass_orthonormality_error(&m, &baked.basis) < 1e-10);
+    // Unchanged inputs: nothing is re-baked.
+    assert!(matches!(
+        bake(&input, &out, &NoProgress).unwrap(),
+        BakeOutcome::UpToDate(_)
+    ));
+    // A changed parameter re-bakes.
+    let mut changed = input.clone();
+    changed.params.basis = 10;
+    assert!(matches!(
+        bake(&changed, &out, &NoProgress).unwrap(),
+        BakeOutcome::Baked(_)
+    ));
+    assert_eq!(load_baked(&out).unwrap().basis.ncols(), 10);
+    // No temporary directories are left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+}
+
+#[test]
+fn corrupt_or_mismatched_caches_are_refused_and_rebaked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam");
+    let input = beam_input(BasisKind::LinearModes, 6, 6);
+    bake(&input, &out, &NoProgress).unwrap();
+    // Corrupt the polynomial: loading names the file and says it changed.
+    let cub = out.join("reduced.cub");
+    let mut bytes = std::fs::read(&cub).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&cub, &bytes).unwrap();
+    let err = load_baked(&out).unwrap_err();
+    assert!(matches!(err, BakeError::Mismatch { .. }), "{err}");
+    assert!(err.to_string().contains("reduced.cub"), "{err}");
+    // The next bake does not trust the corrupt cache.
+    assert!(matches!(
+        bake(&input, &out, &NoProgress).unwrap(),
+        BakeOutcome::Baked(_)
+    ));
+    load_baked(&out).unwrap();
+    // A garbled manifest is a typed error naming it.
+    std::fs::write(out.join("manifest.toml"), "format_version = \"two\"\n").unwrap();
+    let err = load_baked(&out).unwrap_err();
+    assert!(err.to_string().contains("manifest.toml"), "{err}");
+}
+
+#[test]
+fn bad_bake_inputs_get_clear_errors_and_leave_no_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    // An unconstrained object passed as constrained: no .bou.
+    let mut input = beam_input(BasisKind::ModalDerivatives, 6, 10);
+    input.fixed = None;
+    let out = dir.path().join("a");
+    let err = bake(&input, &out, &NoProgress).unwrap_err().to_string();
+    assert!(err.contains("--unconstrained"), "{err}");
+    assert!(!out.exists());
+    // k larger than the free dofs.
+    let input = beam_input(BasisKind::LinearModes, 5000, 10);
+    let err = bake(&input, &out, &NoProgress).unwrap_err().to_string();
+    assert!(err.contains("free degrees of freedom"), "{err}");
+    // r larger than the span of modes and derivatives.
+    let input = beam_input(BasisKind::ModalDerivatives, 2, 10);
+    let err = bake(&input, &out, &NoProgress).unwrap_err().to_string();
+    assert!(err.contains("independent"), "{err}");
+    // A basis that is not mass-orthonormal.
+    let u = read_matrix(
+        &models().join("vega-beam3-fixture/beam3_lin10.U"),
+        Precision::F64,
+    )
+    .unwrap();
+    let bad = dir.path().join("scaled.U");
+    write_matrix(&bad, &(u * 2.0), Precision::F64).unwrap();
+    let mut input = beam_input(BasisKind::File, 0, 10);
+    input.basis_file = Some(bad);
+    let err = bake(&input, &out, &NoProgress).unwrap_err();
+    assert!(matches!(err, BakeError::NotMassOrthonormal { .. }), "{err}");
+    assert!(!out.exists());
+}
+
+fn haptics(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_haptics"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn cli_bake_then_simulate_with_a_force_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam");
+    let mesh = models().join("beam3/beam3.veg");
+    let fixed = models().join("beam3/beam3.bou");
+    let o = haptics(&[
+        "bake",
+        s(&mesh),
+        "--fixed",
+        s(&fixed),
+        "--linear-modes",
+        "4",
+        "--basis",
+        "6",
+        "--out",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("linear frequencies (Hz)"), "{text}");
+    // Force the first mode for 10 steps.
+    let force = dir.path().join("f.csv");
+    let mut csv = String::from("step,f0,f1,f2,f3,f4,f5\n");
+    for st in 1..=10 {
+        csv += &format!("{st},1,0,0,0,0,0\n");
+    }
+    std::fs::write(&force, csv).unwrap();
+    let q = dir.path().join("q.csv");
+    let o = haptics(&[
+        "simulate",
+        s(&out),
+        "--steps",
+        "50",
+        "--force",
+        s(&force),
+        "--out",
+        s(&q),
+        "--damping-stiffness",
+        "0.01",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<String> = std::fs::read_to_string(&q)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines[0], "step,t,q0,q1,q2,q3,q4,q5");
+    assert_eq!(lines.len(), 51);
+    let q0_at_10: f64 = lines[10].split(',').nth(2).unwrap().parse().unwrap();
+    assert!(q0_at_10 > 0.0, "the force pushed q0 positive: {q0_at_10}");
+    // A Vega .cub alone works too.
+    let cub = models().join("vega-realtime-bridge/simpleBridge.cub");
+    let o = haptics(&["simulate", s(&cub), "--steps", "5", "--out", s(&q)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Bad force files name the file and line.
+    std::fs::write(&force, "step,f0,f1,f2,f3,f4,f5\n3,1,0,0,0,nan,0\n").unwrap();
+    let o = haptics(&[
+        "simulate",
+        s(&out),
+        "--steps",
+        "5",
+        "--force",
+        s(&force),
+        "--out",
+        s(&q),
+    ]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("f.csv:2") && e.contains("f4"), "{e}");
+    std::fs::write(&force, "step,f0\n1,1\n").unwrap();
+    let o = haptics(&[
+        "simulate",
+        s(&out),
+        "--steps",
+        "5",
+        "--force",
+        s(&force),
+        "--out",
+        s(&q),
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("expected the header 'step,f0,f1,f2,f3,f4,f5'"),
+        "{e}"
+    );
+}
