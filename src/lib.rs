@@ -10,4 +10,5 @@ pub mod cli;
 pub mod dynamics;
 pub mod fem;
 pub mod mesh;
+pub mod plot;
 pub mod reduction;

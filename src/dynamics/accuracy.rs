@@ -1,0 +1,289 @@
+//! The accuracy experiment of thesis Fig. 2.3: the same short impulse simulated
+//! full-space and in r-dimensional reduced bases, comparing the trajectory of one
+//! vertex.
+//!
+//! Bases: the first r linear modes; mass-PCA of k linear modes and their modal
+//! derivatives; mass-PCA of the full-space motion itself ("basis from full motion",
+//! thesis 2.8.2, the best any r-dimensional linear subspace can do for this motion).
+//! Reduced external forces are U^T f(t); the vertex displacement is U_v q. Errors are
+//! measured on the vertex's dominant axis after the impulse: the period (from mean
+//! crossings), the peak-to-peak amplitude, and the RMS difference to the full-space
+//! trajectory relative to the full-space amplitude.
+
+use nalgebra::{DMatrix, DVector, Vector3};
+
+use super::full::{FullSimParams, FullSimulator, Load, SimError};
+use super::newmark::NewmarkParams;
+use super::reduced::{ReducedNewmark, ReducedParams, StepEvent};
+use crate::fem::{FemError, FemModel, MassKind, MaterialLaw};
+use crate::mesh::VolumeMesh;
+use crate::plot::{line_plot, PlotError, Series};
+use crate::reduction::basis::{mass_pca, modal_derivatives, scaled_modes_and_derivatives, BasisError};
+use crate::reduction::evaluator::ReducedForces;
+use crate::reduction::modes::{linear_modes, ModesError, ModesOptions};
+use crate::reduction::precompute::{reduced_polynomial, PrecomputeError};
+
+/// The experiment's set-up.
+#[derive(Debug, Clone)]
+pub struct AccuracyConfig {
+    pub mesh: VolumeMesh,
+    pub fixed_vertices: Vec<usize>,
+    /// Vertices sharing the impulse force equally.
+    pub load_vertices: Vec<usize>,
+    /// Total force (N) applied during [0, load_duration).
+    pub force: Vector3<f64>,
+    pub load_duration: f64,
+    pub dt: f64,
+    pub steps: usize,
+    pub observed_vertex: usize,
+    /// Linear modes k used with their derivatives.
+    pub linear_modes: usize,
+    /// Basis size r of every reduced model.
+    pub r: usize,
+    pub damping_stiffness: f64,
+}
+
+/// One simulated trajectory of the observed vertex.
+#[derive(Debug, Clone)]
+pub struct Trajectory {
+    pub name: String,
+    pub displacement: Vec<Vector3<f64>>,
+}
+
+/// Errors of one reduced model against the full-space reference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrajectoryErrors {
+    /// |T_reduced - T_full| / T_full of the dominant oscillation after the impulse.
+    pub period: f64,
+    /// |A_reduced - A_full| / A_full, A the peak-to-peak amplitude after the impulse.
+    pub amplitude: f64,
+    /// RMS of the difference over the whole run, relative to A_full.
+    pub rms: f64,
+}
+
+/// The experiment's result.
+#[derive(Debug, Clone)]
+pub struct AccuracyReport {
+    pub dt: f64,
+    pub axis: usize,
+    pub full: Trajectory,
+    pub full_period: f64,
+    pub full_amplitude: f64,
+    pub reduced: Vec<(Trajectory, TrajectoryErrors)>,
+}
+
+/// Errors of the experiment.
+#[derive(Debug, thiserror::Error)]
+pub enum AccuracyError {
+    #[error(transparent)]
+    Fem(#[from] FemError),
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Modes(#[from] ModesError),
+    #[error(transparent)]
+    Basis(#[from] BasisError),
+    #[error(transparent)]
+    Precompute(#[from] PrecomputeError),
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// Mean period of the oscillation of `x` (upward crossings of its mean) and its
+/// peak-to-peak amplitude, over samples `from..`.
+pub fn period_and_amplitude(x: &[f64], dt: f64, from: usize) -> (f64, f64) {
+    let w = &x[from.min(x.len())..];
+    if w.len() < 3 {
+        return (f64::NAN, 0.0);
+    }
+    let mean = w.iter().sum::<f64>() / w.len() as f64;
+    let mut crossings = Vec::new();
+    for i in 1..w.len() {
+        let (a, b) = (w[i - 1] - mean, w[i] - mean);
+        if a < 0.0 && b >= 0.0 {
+            crossings.push((i as f64 - b / (b - a)) * dt);
+        }
+    }
+    let period = if crossings.len() >= 2 {
+        (crossings[crossings.len() - 1] - crossings[0]) / (crossings.len() - 1) as f64
+    } else {
+        f64::NAN
+    };
+    let (lo, hi) = w.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
+    (period, hi - lo)
+}
+
+/// Runs the experiment.
+pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, AccuracyError> {
+    if cfg.load_vertices.is_empty() || cfg.steps < 10 {
+        return Err(AccuracyError::Setup("need load vertices and at least 10 steps".into()));
+    }
+    let model = FemModel::new(&cfg.mesh, MaterialLaw::StVK)?;
+    let n = model.num_dofs();
+    let per_vertex = cfg.force / cfg.load_vertices.len() as f64;
+    let loads: Vec<Load> = cfg
+        .load_vertices
+        .iter()
+        .map(|&v| Load::Vertex {
+            vertex: v,
+            force: per_vertex,
+            start: 0.0,
+            end: cfg.load_duration,
+        })
+        .collect();
+    // Full-space reference, with snapshots for the PCA basis.
+    let params = FullSimParams {
+        newmark: NewmarkParams::average_acceleration(cfg.dt),
+        damping_stiffness: cfg.damping_stiffness,
+        tolerance: 1e-8,
+        max_newton_iterations: 30,
+        ..FullSimParams::default()
+    };
+    let mut full = FullSimulator::new(model.clone(), &cfg.fixed_vertices, params)?;
+    let ov = cfg.observed_vertex;
+    let mut full_traj = Vec::with_capacity(cfg.steps);
+    let snapshot_every = (cfg.steps / 200).max(1);
+    let mut snapshots: Vec<DVector<f64>> = Vec::new();
+    let mut forces_t: Vec<Vec<f64>> = Vec::with_capacity(cfg.steps);
+    for s in 1..=cfg.steps {
+        let f = full.loads_at(&loads, s as f64 * cfg.dt);
+        full.step(&f)?;
+        full_traj.push(Vector3::new(full.u[3 * ov], full.u[3 * ov + 1], full.u[3 * ov + 2]));
+        if s % snapshot_every == 0 {
+            snapshots.push(DVector::from_column_slice(&full.u));
+        }
+        forces_t.push(f);
+    }
+    // Bases.
+    let mut fixed = vec![false; n];
+    for &v in &cfg.fixed_vertices {
+        fixed[3 * v..3 * v + 3].iter_mut().for_each(|f| *f = true);
+    }
+    let mut k0 = model.new_matrix();
+    model.tangent_stiffness(&vec![0.0; n], &mut k0);
+    let mass = model.mass_matrix(MassKind::Consistent);
+    let count = cfg.r.max(cfg.linear_modes);
+    let lm = linear_modes(
+        &k0,
+        &mass,
+        &fixed,
+        &model.rest_positions,
+        &ModesOptions {
+            count,
+            unconstrained: cfg.fixed_vertices.is_empty(),
+            tolerance: 1e-10,
+        },
+    )?;
+    let u_linear = lm.vectors.columns(0, cfg.r).into_owned();
+    let k_vectors = lm.vectors.columns(0, cfg.linear_modes).into_owned();
+    let phis = modal_derivatives(&model, &k0, &fixed, &k_vectors)?;
+    let y = scaled_modes_and_derivatives(&lm.eigenvalues[..cfg.linear_modes], &k_vectors, &phis);
+    let (u_md, _) = mass_pca(&mass, &y, cfg.r)?;
+    let snap = DMatrix::from_columns(&snapshots);
+    let (u_pca, _) = mass_pca(&mass, &snap, cfg.r)?;
+
+    let axis = (0..3)
+        .max_by(|&a, &b| {
+            let ma = full_traj.iter().map(|d| d[a].abs()).fold(0.0, f64::max);
+            let mb = full_traj.iter().map(|d| d[b].abs()).fold(0.0, f64::max);
+            ma.total_cmp(&mb)
+        })
+        .unwrap_or(0);
+    let after = (cfg.load_duration / cfg.dt).ceil() as usize;
+    let xf: Vec<f64> = full_traj.iter().map(|d| d[axis]).collect();
+    let (tf, af) = period_and_amplitude(&xf, cfg.dt, after);
+
+    let mut reduced = Vec::new();
+    for (name, u) in [
+        (format!("{} linear modes", cfg.r), &u_linear),
+        (format!("modal derivatives (k = {}, r = {})", cfg.linear_modes, cfg.r), &u_md),
+        (format!("PCA of the full motion (r = {})", cfg.r), &u_pca),
+    ] {
+        let (poly, _) = reduced_polynomial(&model, u, faer::Par::rayon(0))?;
+        let forces = ReducedForces::new(&poly, cfg.r).map_err(AccuracyError::Setup)?;
+        let mut sim = ReducedNewmark::new(
+            forces,
+            ReducedParams {
+                newmark: NewmarkParams::average_acceleration(cfg.dt),
+                damping_stiffness: cfg.damping_stiffness,
+                newton_iterations: 5,
+                ..ReducedParams::default()
+            },
+        );
+        let ut = u.transpose();
+        let uv = u.rows(3 * ov, 3).into_owned();
+        let mut traj = Vec::with_capacity(cfg.steps);
+        for f in &forces_t {
+            let fr = &ut * DVector::from_column_slice(f);
+            if sim.step(fr.as_slice()) == StepEvent::DivergedAndReset {
+                return Err(AccuracyError::Setup(format!("{name}: the reduced simulation diverged")));
+            }
+            let d = &uv * DVector::from_column_slice(&sim.q);
+            traj.push(Vector3::new(d[0], d[1], d[2]));
+        }
+        let x: Vec<f64> = traj.iter().map(|d| d[axis]).collect();
+        let (t, a) = period_and_amplitude(&x, cfg.dt, after);
+        let rms = (x.iter().zip(&xf).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / x.len() as f64).sqrt() / af;
+        reduced.push((
+            Trajectory {
+                name,
+                displacement: traj,
+            },
+            TrajectoryErrors {
+                period: (t - tf).abs() / tf,
+                amplitude: (a - af).abs() / af,
+                rms,
+            },
+        ));
+    }
+    Ok(AccuracyReport {
+        dt: cfg.dt,
+        axis,
+        full: Trajectory {
+            name: "full space".into(),
+            displacement: full_traj,
+        },
+        full_period: tf,
+        full_amplitude: af,
+        reduced,
+    })
+}
+
+impl AccuracyReport {
+    /// Plots the observed vertex's dominant displacement component over time.
+    pub fn plot(&self, path: &std::path::Path, title: &str) -> Result<(), PlotError> {
+        let axis_name = ["x", "y", "z"][self.axis];
+        let to_series = |t: &Trajectory| Series {
+            name: t.name.clone(),
+            points: t
+                .displacement
+                .iter()
+                .enumerate()
+                .map(|(i, d)| ((i + 1) as f64 * self.dt, d[self.axis]))
+                .collect(),
+        };
+        let mut series = vec![to_series(&self.full)];
+        series.extend(self.reduced.iter().map(|(t, _)| to_series(t)));
+        line_plot(path, title, "time (s)", &format!("displacement {axis_name} (m)"), &series)
+    }
+
+    /// A plain-text table of the errors.
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "full space: period {:.4} s, peak-to-peak {:.4} m\n{:<44} {:>10} {:>10} {:>10}\n",
+            self.full_period, self.full_amplitude, "basis", "period", "amplitude", "RMS"
+        );
+        for (t, e) in &self.reduced {
+            s += &format!(
+                "{:<44} {:>9.2}% {:>9.2}% {:>9.2}%\n",
+                t.name,
+                100.0 * e.period,
+                100.0 * e.amplitude,
+                100.0 * e.rms
+            );
+        }
+        s
+    }
+}

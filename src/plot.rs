@@ -1,0 +1,105 @@
+//! Line plots to PNG (plotters, bitmap backend), with the bundled DejaVu Sans font so
+//! plotting needs no system fonts: vertex trajectories, force logs, timing histories.
+
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::prelude::*;
+
+/// One named series of (x, y) points.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Errors while plotting.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: cannot write the plot: {message}")]
+pub struct PlotError {
+    pub path: String,
+    pub message: String,
+}
+
+static FONT: Once = Once::new();
+
+fn register_font() {
+    FONT.call_once(|| {
+        // The bundled font is valid; a failure would only leave text unrendered.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            include_bytes!("../assets/fonts/DejaVuSans.ttf"),
+        );
+    });
+}
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(0, 0, 0),
+    RGBColor(214, 39, 40),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+];
+
+/// Writes a line plot of `series` (first series black and thicker: the reference).
+pub fn line_plot(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<(), PlotError> {
+    register_font();
+    let err = |e: String| PlotError {
+        path: path.display().to_string(),
+        message: e,
+    };
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+    for s in series {
+        for &(x, y) in &s.points {
+            if x.is_finite() && y.is_finite() {
+                x0 = x0.min(x);
+                x1 = x1.max(x);
+                y0 = y0.min(y);
+                y1 = y1.max(y);
+            }
+        }
+    }
+    if !(x0 < x1) {
+        x1 = x0 + 1.0;
+    }
+    if !(y0 < y1) {
+        y1 = y0 + 1.0;
+    }
+    let pad = 0.05 * (y1 - y0);
+    let root = BitMapBackend::new(path, (1280, 720)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 28))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .label_style(("sans-serif", 18))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let width = if i == 0 { 3 } else { 2 };
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(width)))
+            .map_err(|e| err(e.to_string()))?
+            .label(s.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 18))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    root.present().map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
