@@ -44,13 +44,24 @@ const COLORS: [RGBColor; 6] = [
 ];
 
 /// Writes a line plot of `series` (first series black and thicker: the reference).
-pub fn line_plot(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<(), PlotError> {
+pub fn line_plot(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), PlotError> {
     register_font();
     let err = |e: String| PlotError {
         path: path.display().to_string(),
         message: e,
     };
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+    let (mut x0, mut x1, mut y0, mut y1) = (
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    );
     for s in series {
         for &(x, y) in &s.points {
             if x.is_finite() && y.is_finite() {
@@ -88,10 +99,15 @@ pub fn line_plot(path: &Path, title: &str, x_label: &str, y_label: &str, series:
         let color = COLORS[i % COLORS.len()];
         let width = if i == 0 { 3 } else { 2 };
         chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(width)))
+            .draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(width),
+            ))
             .map_err(|e| err(e.to_string()))?
             .label(s.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
     }
     chart
         .configure_series_labels()

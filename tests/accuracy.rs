@@ -33,19 +33,49 @@ fn modal_derivatives_track_a_large_deflection_that_linear_modes_miss() {
     let table = report.table();
     eprintln!("{table}");
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("accuracy-beam3.png");
-    report.plot(&out, "beam3: tip after a 30 ms push, full space vs reduced (r = 15)").unwrap();
+    report
+        .plot(
+            &out,
+            "beam3: tip after a 30 ms push, full space vs reduced (r = 15)",
+        )
+        .unwrap();
     eprintln!("plot: {}", out.display());
     assert!(std::fs::metadata(&out).unwrap().len() > 10_000);
-    assert!(report.full_amplitude > 0.25, "the deflection is not large: {}", report.full_amplitude);
-    let (lin, md, pca) = (&report.reduced[0].1, &report.reduced[1].1, &report.reduced[2].1);
+    assert!(
+        report.full_amplitude > 0.25,
+        "the deflection is not large: {}",
+        report.full_amplitude
+    );
+    let (lin, md, pca) = (
+        &report.reduced[0].1,
+        &report.reduced[1].1,
+        &report.reduced[2].1,
+    );
     // The bound: modal derivatives within 10% in frequency.
-    assert!(md.period < 0.10, "modal-derivative period error {:.1}%", 100.0 * md.period);
+    assert!(
+        md.period < 0.10,
+        "modal-derivative period error {:.1}%",
+        100.0 * md.period
+    );
     // ... and clearly better than linear modes alone at large deflection: linear modes
     // cannot shorten the beam as it bends, so they stiffen it (period and amplitude
     // errors of 50-60% measured). The RMS difference is printed but not bounded: it mixes
     // the shape error with the phase drift that any period error accumulates.
-    assert!(md.period < 0.5 * lin.period, "period: modal derivatives {:.3} vs linear modes {:.3}", md.period, lin.period);
-    assert!(md.amplitude < 0.5 * lin.amplitude, "amplitude: modal derivatives {:.3} vs linear modes {:.3}", md.amplitude, lin.amplitude);
+    assert!(
+        md.period < 0.5 * lin.period,
+        "period: modal derivatives {:.3} vs linear modes {:.3}",
+        md.period,
+        lin.period
+    );
+    assert!(
+        md.amplitude < 0.5 * lin.amplitude,
+        "amplitude: modal derivatives {:.3} vs linear modes {:.3}",
+        md.amplitude,
+        lin.amplitude
+    );
     // The PCA of the motion itself is the best r-dimensional subspace for this motion.
-    assert!(pca.rms < md.rms && pca.period < 0.01, "PCA of the motion: {pca:?}");
+    assert!(
+        pca.rms < md.rms && pca.period < 0.01,
+        "PCA of the motion: {pca:?}"
+    );
 }

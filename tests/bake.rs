@@ -23,6 +23,7 @@ fn beam_input(kind: BasisKind, k: usize, r: usize) -> BakeInput {
         fixed: Some(models().join("beam3/beam3.bou")),
         basis_file: (kind == BasisKind::File)
             .then(|| models().join("vega-beam3-fixture/beam3_lin10.U")),
+        render_interp: None,
         params: BakeParams {
             linear_modes: k,
             basis: r,
@@ -30,6 +31,7 @@ fn beam_input(kind: BasisKind, k: usize, r: usize) -> BakeInput {
             mass_matrix: "consistent".into(),
             unconstrained: false,
             voxel_resolution: None,
+            material_groups: false,
         },
     }
 }
@@ -253,5 +255,55 @@ fn cli_bake_then_simulate_with_a_force_file() {
     assert!(
         e.contains("expected the header 'step,f0,f1,f2,f3,f4,f5'"),
         "{e}"
+    );
+}
+
+#[test]
+fn snapshot_basis_render_basis_and_material_groups_are_written() {
+    use haptics::mesh::{embed, read_obj, write_interp};
+    let dir = tempfile::tempdir().unwrap();
+    // Snapshots: the fixture's modes scaled and mixed (any displacement fields work).
+    let u = read_matrix(
+        &models().join("vega-beam3-fixture/beam3_lin10.U"),
+        Precision::F64,
+    )
+    .unwrap();
+    let mut seed = 11u64;
+    let mix = nalgebra::DMatrix::from_fn(10, 14, |_, _| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+    });
+    let snaps = dir.path().join("snaps.U");
+    write_matrix(&snaps, &(&u * mix), Precision::F64).unwrap();
+    // A render mesh embedded in the beam: the beam's own surface.
+    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
+    let surface = read_obj(&models().join("beam3/beam3.obj")).unwrap();
+    let emb = embed(&surface.vertices, &mesh).unwrap();
+    let interp = dir.path().join("beam.interp");
+    write_interp(&interp, &emb.interpolation).unwrap();
+    let mut input = beam_input(BasisKind::Snapshots, 0, 8);
+    input.basis_file = Some(snaps);
+    input.render_interp = Some(interp);
+    input.params.material_groups = true;
+    let out = dir.path().join("beam");
+    let m = match bake(&input, &out, &NoProgress).unwrap() {
+        BakeOutcome::Baked(m) => m,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(m.r, 8);
+    let names: Vec<&str> = m.outputs.iter().map(|f| f.path.as_str()).collect();
+    assert!(names.contains(&"render.URendering.float"), "{names:?}");
+    assert!(
+        names.contains(&"material_0_BODY_lambda.cub") && names.contains(&"material_0_BODY_mu.cub"),
+        "{names:?}"
+    );
+    let ur = read_matrix(&out.join("render.URendering.float"), Precision::F32).unwrap();
+    assert_eq!((ur.nrows(), ur.ncols()), (3 * surface.vertices.len(), 8));
+    let baked = load_baked(&out).unwrap();
+    let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
+    assert!(
+        mass_orthonormality_error(&model.mass_matrix(MassKind::Consistent), &baked.basis) < 1e-10
     );
 }

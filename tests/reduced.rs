@@ -198,3 +198,91 @@ fn evaluating_vegas_cub_equals_direct_term_by_term_evaluation() {
         assert!(err < 1e-10, "trial {trial}: relative difference {err:e}");
     }
 }
+
+#[test]
+fn material_group_polynomials_combine_to_the_full_one_and_follow_material_edits() {
+    use haptics::reduction::MaterialGroupPolynomials;
+    // Two material groups: the first and second halves of the beam.
+    let r = 5;
+    let (model, u) = beam_and_modes(r);
+    let mut mesh = box_tet_mesh(
+        Vector3::new(1.0, 0.2, 0.1),
+        [10, 2, 1],
+        Point3::origin(),
+        Material::new("soft", 1000.0, 1e6, 0.4),
+    );
+    mesh.materials.push(Material::new("hard", 1000.0, 5e6, 0.3));
+    for (e, el) in mesh.connectivity.chunks_exact(4).enumerate() {
+        let cx: f64 = el.iter().map(|&v| mesh.vertices[v].x).sum::<f64>() / 4.0;
+        mesh.element_material[e] = usize::from(cx > 0.5);
+    }
+    let two = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
+    let groups = MaterialGroupPolynomials::compute(&two, &u, faer::Par::Seq).unwrap();
+    assert_eq!(groups.names, vec!["soft".to_string(), "hard".to_string()]);
+    let lame: Vec<(f64, f64)> = mesh
+        .materials
+        .iter()
+        .map(|m| (m.lambda(), m.mu()))
+        .collect();
+    let combined = groups.combine(&lame);
+    let (direct, _) = reduced_polynomial(&two, &u, faer::Par::Seq).unwrap();
+    let close = |a: &haptics::reduction::CubicPolynomial,
+                 b: &haptics::reduction::CubicPolynomial| {
+        let scale = b
+            .cubic
+            .iter()
+            .chain(&b.linear)
+            .map(|v| v.abs())
+            .fold(0.0, f64::max);
+        a.linear
+            .iter()
+            .chain(&a.quadratic)
+            .chain(&a.cubic)
+            .zip(b.linear.iter().chain(&b.quadratic).chain(&b.cubic))
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max)
+            / scale
+    };
+    // Linear in (lambda, mu) per element: exact up to rounding.
+    assert!(close(&combined, &direct) < 1e-12);
+    // Editing the hard group's Young's modulus at run time equals re-baking.
+    mesh.materials[1].youngs_modulus = 2e7;
+    let edited = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
+    let (rebaked, _) = reduced_polynomial(&edited, &u, faer::Par::Seq).unwrap();
+    let lame: Vec<(f64, f64)> = mesh
+        .materials
+        .iter()
+        .map(|m| (m.lambda(), m.mu()))
+        .collect();
+    assert!(close(&groups.combine(&lame), &rebaked) < 1e-12);
+    let _ = model;
+}
+
+#[test]
+fn render_basis_interpolates_the_simulation_basis() {
+    use haptics::mesh::embed;
+    use haptics::reduction::basis::render_basis;
+    let r = 4;
+    let (model, u) = beam_and_modes(r);
+    let mesh = box_tet_mesh(
+        Vector3::new(1.0, 0.2, 0.1),
+        [10, 2, 1],
+        Point3::origin(),
+        Material::new("m", 1000.0, 1e6, 0.4),
+    );
+    let points: Vec<Point3<f64>> = (0..50)
+        .map(|i| Point3::new(0.02 * i as f64, 0.1 + 0.05 * (i as f64).sin(), 0.05))
+        .collect();
+    let e = embed(&points, &mesh).unwrap();
+    let ur = render_basis(&e.interpolation, &u);
+    let q = DVector::from_vec(vec![0.3, -0.2, 0.1, 0.05]);
+    let full = &u * &q;
+    let rendered = &ur * &q;
+    let disp: Vec<Vector3<f64>> = (0..model.num_vertices())
+        .map(|v| Vector3::new(full[3 * v], full[3 * v + 1], full[3 * v + 2]))
+        .collect();
+    let expected = e.interpolation.interpolate(&disp);
+    for (i, d) in expected.iter().enumerate() {
+        assert!((rendered.fixed_rows::<3>(3 * i) - d).norm() < 1e-14);
+    }
+}

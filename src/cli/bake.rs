@@ -41,6 +41,18 @@ pub struct BakeArgs {
     /// Bake with this basis (Vega matrixIO .U, mass-orthonormal) instead of computing one.
     #[arg(long)]
     pub basis_file: Option<PathBuf>,
+    /// Mass-PCA of these displacement snapshots (Vega matrixIO, one snapshot per column)
+    /// instead of modes and derivatives: the "basis from full motion" of thesis 2.8.2.
+    #[arg(long, conflicts_with = "basis_file")]
+    pub snapshots: Option<PathBuf>,
+    /// Render-mesh embedding (Vega .interp): also write the render basis
+    /// (render.URendering.float).
+    #[arg(long)]
+    pub render_interp: Option<PathBuf>,
+    /// Also write per-material-group lambda and mu polynomials for run-time material
+    /// edits (2 extra polynomial precomputations per group).
+    #[arg(long)]
+    pub material_groups: bool,
     /// Voxel resolution for surface-mesh inputs.
     #[arg(long)]
     pub resolution: Option<usize>,
@@ -84,15 +96,17 @@ impl BakeProgress for Bars {
 }
 
 pub fn run(args: &BakeArgs) -> anyhow::Result<()> {
-    let basis_kind = match (&args.basis_file, args.basis_kind) {
-        (Some(_), _) => BasisKind::File,
-        (None, BasisKindArg::ModalDerivatives) => BasisKind::ModalDerivatives,
-        (None, BasisKindArg::LinearModes) => BasisKind::LinearModes,
+    let basis_kind = match (&args.basis_file, &args.snapshots, args.basis_kind) {
+        (Some(_), _, _) => BasisKind::File,
+        (None, Some(_), _) => BasisKind::Snapshots,
+        (None, None, BasisKindArg::ModalDerivatives) => BasisKind::ModalDerivatives,
+        (None, None, BasisKindArg::LinearModes) => BasisKind::LinearModes,
     };
     let input = BakeInput {
         mesh: args.mesh.clone(),
         fixed: args.fixed.clone(),
-        basis_file: args.basis_file.clone(),
+        basis_file: args.basis_file.clone().or_else(|| args.snapshots.clone()),
+        render_interp: args.render_interp.clone(),
         params: BakeParams {
             linear_modes: args.linear_modes,
             basis: args.basis,
@@ -100,6 +114,7 @@ pub fn run(args: &BakeArgs) -> anyhow::Result<()> {
             mass_matrix: if args.lumped { "lumped" } else { "consistent" }.to_string(),
             unconstrained: args.unconstrained,
             voxel_resolution: args.resolution,
+            material_groups: args.material_groups,
         },
     };
     let bars = Bars {

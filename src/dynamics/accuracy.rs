@@ -18,7 +18,9 @@ use super::reduced::{ReducedNewmark, ReducedParams, StepEvent};
 use crate::fem::{FemError, FemModel, MassKind, MaterialLaw};
 use crate::mesh::VolumeMesh;
 use crate::plot::{line_plot, PlotError, Series};
-use crate::reduction::basis::{mass_pca, modal_derivatives, scaled_modes_and_derivatives, BasisError};
+use crate::reduction::basis::{
+    mass_pca, modal_derivatives, scaled_modes_and_derivatives, BasisError,
+};
 use crate::reduction::evaluator::ReducedForces;
 use crate::reduction::modes::{linear_modes, ModesError, ModesOptions};
 use crate::reduction::precompute::{reduced_polynomial, PrecomputeError};
@@ -111,14 +113,20 @@ pub fn period_and_amplitude(x: &[f64], dt: f64, from: usize) -> (f64, f64) {
     } else {
         f64::NAN
     };
-    let (lo, hi) = w.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
+    let (lo, hi) = w
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+            (l.min(*v), h.max(*v))
+        });
     (period, hi - lo)
 }
 
 /// Runs the experiment.
 pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, AccuracyError> {
     if cfg.load_vertices.is_empty() || cfg.steps < 10 {
-        return Err(AccuracyError::Setup("need load vertices and at least 10 steps".into()));
+        return Err(AccuracyError::Setup(
+            "need load vertices and at least 10 steps".into(),
+        ));
     }
     let model = FemModel::new(&cfg.mesh, MaterialLaw::StVK)?;
     let n = model.num_dofs();
@@ -150,7 +158,11 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
     for s in 1..=cfg.steps {
         let f = full.loads_at(&loads, s as f64 * cfg.dt);
         full.step(&f)?;
-        full_traj.push(Vector3::new(full.u[3 * ov], full.u[3 * ov + 1], full.u[3 * ov + 2]));
+        full_traj.push(Vector3::new(
+            full.u[3 * ov],
+            full.u[3 * ov + 1],
+            full.u[3 * ov + 2],
+        ));
         if s % snapshot_every == 0 {
             snapshots.push(DVector::from_column_slice(&full.u));
         }
@@ -198,7 +210,13 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
     let mut reduced = Vec::new();
     for (name, u) in [
         (format!("{} linear modes", cfg.r), &u_linear),
-        (format!("modal derivatives (k = {}, r = {})", cfg.linear_modes, cfg.r), &u_md),
+        (
+            format!(
+                "modal derivatives (k = {}, r = {})",
+                cfg.linear_modes, cfg.r
+            ),
+            &u_md,
+        ),
         (format!("PCA of the full motion (r = {})", cfg.r), &u_pca),
     ] {
         let (poly, _) = reduced_polynomial(&model, u, faer::Par::rayon(0))?;
@@ -218,14 +236,18 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
         for f in &forces_t {
             let fr = &ut * DVector::from_column_slice(f);
             if sim.step(fr.as_slice()) == StepEvent::DivergedAndReset {
-                return Err(AccuracyError::Setup(format!("{name}: the reduced simulation diverged")));
+                return Err(AccuracyError::Setup(format!(
+                    "{name}: the reduced simulation diverged"
+                )));
             }
             let d = &uv * DVector::from_column_slice(&sim.q);
             traj.push(Vector3::new(d[0], d[1], d[2]));
         }
         let x: Vec<f64> = traj.iter().map(|d| d[axis]).collect();
         let (t, a) = period_and_amplitude(&x, cfg.dt, after);
-        let rms = (x.iter().zip(&xf).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / x.len() as f64).sqrt() / af;
+        let rms = (x.iter().zip(&xf).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / x.len() as f64)
+            .sqrt()
+            / af;
         reduced.push((
             Trajectory {
                 name,
@@ -266,7 +288,13 @@ impl AccuracyReport {
         };
         let mut series = vec![to_series(&self.full)];
         series.extend(self.reduced.iter().map(|(t, _)| to_series(t)));
-        line_plot(path, title, "time (s)", &format!("displacement {axis_name} (m)"), &series)
+        line_plot(
+            path,
+            title,
+            "time (s)",
+            &format!("displacement {axis_name} (m)"),
+            &series,
+        )
     }
 
     /// A plain-text table of the errors.

@@ -81,6 +81,9 @@ pub struct FemModel {
     lambda: Vec<f64>,
     mu: Vec<f64>,
     density: Vec<f64>,
+    /// Material (group) index of every element, as in the mesh.
+    material: Vec<usize>,
+    material_names: Vec<String>,
     /// Quadrature points per element.
     nq: usize,
     /// Per (element, point): weight times |det J|.
@@ -200,6 +203,8 @@ impl FemModel {
             qg,
             block_map,
             pattern,
+            material: mesh.element_material.clone(),
+            material_names: mesh.materials.iter().map(|m| m.name.clone()).collect(),
         })
     }
 
@@ -230,6 +235,28 @@ impl FemModel {
     /// Lame parameters (lambda, mu) of element e.
     pub fn lame(&self, e: usize) -> (f64, f64) {
         (self.lambda[e], self.mu[e])
+    }
+
+    /// Material group of element e and the names of the groups.
+    pub fn material_group(&self, e: usize) -> usize {
+        self.material[e]
+    }
+
+    pub fn material_names(&self) -> &[String] {
+        &self.material_names
+    }
+
+    /// A copy whose Lame parameters are `lame(e)` for every element e (for example one
+    /// group's lambda set to 1 and everything else to 0, to split the reduced
+    /// polynomial into per-group lambda and mu parts).
+    pub fn with_lame(&self, lame: impl Fn(usize) -> (f64, f64)) -> FemModel {
+        let mut m = self.clone();
+        for e in 0..m.num_elements() {
+            let (l, mu) = lame(e);
+            m.lambda[e] = l;
+            m.mu[e] = mu;
+        }
+        m
     }
 
     /// Scales the Young's modulus of every element by `factor` (both Lame parameters

@@ -42,6 +42,9 @@ pub enum BasisKind {
     LinearModes,
     /// A basis read from a Vega matrixIO file.
     File,
+    /// Mass-PCA of displacement snapshots (columns of a matrixIO file), for example from
+    /// full-space runs: the "basis from full motion" of thesis 2.8.2.
+    Snapshots,
 }
 
 /// Bake parameters (recorded in the manifest; a change re-bakes).
@@ -54,6 +57,9 @@ pub struct BakeParams {
     pub unconstrained: bool,
     /// Voxel resolution, for surface-mesh inputs.
     pub voxel_resolution: Option<usize>,
+    /// Also write per-material-group lambda and mu polynomials (run-time material edits).
+    #[serde(default)]
+    pub material_groups: bool,
 }
 
 /// What to bake.
@@ -61,7 +67,10 @@ pub struct BakeParams {
 pub struct BakeInput {
     pub mesh: PathBuf,
     pub fixed: Option<PathBuf>,
+    /// The basis (kind `file`) or the snapshots (kind `snapshots`), Vega matrixIO.
     pub basis_file: Option<PathBuf>,
+    /// Render-mesh embedding (Vega .interp): writes the render basis too.
+    pub render_interp: Option<PathBuf>,
     pub params: BakeParams,
 }
 
@@ -194,6 +203,9 @@ fn input_hashes(input: &BakeInput) -> Result<Vec<HashedFile>, BakeError> {
     if let Some(b) = &input.basis_file {
         add("basis", b)?;
     }
+    if let Some(i) = &input.render_interp {
+        add("render-interp", i)?;
+    }
     Ok(out)
 }
 
@@ -247,7 +259,11 @@ pub fn bake(
     progress: &dyn BakeProgress,
 ) -> Result<BakeOutcome, BakeError> {
     let p = &input.params;
-    if p.basis == 0 || (p.basis_kind != BasisKind::File && p.linear_modes == 0) {
+    let needs_modes = matches!(
+        p.basis_kind,
+        BasisKind::ModalDerivatives | BasisKind::LinearModes
+    );
+    if p.basis == 0 || (needs_modes && p.linear_modes == 0) {
         return Err(BakeError::Parameters(
             "--linear-modes and --basis must be positive".into(),
         ));
@@ -295,7 +311,10 @@ pub fn bake(
         Some(f) => read_bou(f, Some(mesh.vertices.len()))?,
         None => Vec::new(),
     };
-    if fixed_vertices.is_empty() && !p.unconstrained && p.basis_kind != BasisKind::File {
+    if fixed_vertices.is_empty()
+        && !p.unconstrained
+        && !matches!(p.basis_kind, BasisKind::File | BasisKind::Snapshots)
+    {
         return Err(BakeError::Parameters(
             "no fixed vertices: pass --fixed FILE.bou, or --unconstrained for a free object".into(),
         ));
@@ -344,6 +363,29 @@ pub fn bake(
                     error: err,
                 });
             }
+            u
+        }
+        BasisKind::Snapshots => {
+            let path = input.basis_file.as_ref().ok_or_else(|| {
+                BakeError::Parameters("basis kind 'snapshots' needs --snapshots FILE.U".into())
+            })?;
+            let y = read_matrix(path, Precision::F64)?;
+            if y.nrows() != n {
+                return Err(BakeError::Mismatch {
+                    path: path.clone(),
+                    message: format!(
+                        "the snapshots have {} rows but the mesh has {n} degrees of freedom",
+                        y.nrows()
+                    ),
+                });
+            }
+            progress.stage("mass-PCA of the snapshots", 1);
+            let t0 = Instant::now();
+            let (u, kept) = mass_pca(&mass, &y, p.basis)?;
+            retained = Some(kept);
+            timings.pca = t0.elapsed().as_secs_f64();
+            progress.advance(1);
+            progress.finish();
             u
         }
         kind => {
@@ -434,12 +476,42 @@ pub fn bake(
         write_matrix(&tmp.join("linear_modes.U"), &lm.vectors, Precision::F64)?;
         output_files.push("linear_modes.U");
     }
+    if let Some(interp_path) = &input.render_interp {
+        let interp = crate::mesh::read_interp(interp_path, None, Some(mesh.vertices.len()))?;
+        let ur = super::basis::render_basis(&interp, &basis);
+        write_matrix(&tmp.join("render.URendering.float"), &ur, Precision::F32)?;
+        output_files.push("render.URendering.float");
+    }
+    let mut group_files = Vec::new();
+    if p.material_groups {
+        let groups = super::precompute::MaterialGroupPolynomials::compute(
+            &model,
+            &basis,
+            faer::Par::rayon(0),
+        )?;
+        for (g, name) in groups.names.iter().enumerate() {
+            let safe: String = name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            for (part, poly) in [("lambda", &groups.lambda[g]), ("mu", &groups.mu[g])] {
+                let f = format!("material_{g}_{safe}_{part}.cub");
+                write_cub(&tmp.join(&f), poly)?;
+                group_files.push(f);
+            }
+        }
+    }
+    let output_files: Vec<String> = output_files
+        .iter()
+        .map(|s| s.to_string())
+        .chain(group_files)
+        .collect();
     let outputs = output_files
         .iter()
         .map(|f| {
             Ok(HashedFile {
                 role: "output".into(),
-                path: f.to_string(),
+                path: f.clone(),
                 sha256: hash_file(&tmp.join(f))?,
             })
         })

@@ -141,3 +141,23 @@ pub fn mass_pca(
     }
     Ok((u, kept / total))
 }
+
+/// The basis of an embedded render mesh: row block i of the result is
+/// sum_k w_ik U[v_ik] (the interpolation weights applied to the simulation basis), so
+/// the render displacement is u_render = U_render q.
+pub fn render_basis(interp: &crate::mesh::Interpolation, u: &DMatrix<f64>) -> DMatrix<f64> {
+    let nr = interp.num_vertices();
+    let k = interp.nodes_per_vertex;
+    let mut out = DMatrix::zeros(3 * nr, u.ncols());
+    for i in 0..nr {
+        for c in 0..k {
+            let (v, w) = (interp.indices[i * k + c], interp.weights[i * k + c]);
+            for d in 0..3 {
+                for j in 0..u.ncols() {
+                    out[(3 * i + d, j)] += w * u[(3 * v + d, j)];
+                }
+            }
+        }
+    }
+    out
+}

@@ -10,4 +10,4 @@ pub mod precompute;
 pub mod vega;
 
 pub use polynomial::CubicPolynomial;
-pub use precompute::{reduced_polynomial, PrecomputeTimings};
+pub use precompute::{reduced_polynomial, MaterialGroupPolynomials, PrecomputeTimings};

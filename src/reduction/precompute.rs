@@ -382,6 +382,72 @@ pub fn reduced_polynomial(
     ))
 }
 
+/// The reduced polynomial split by material group into lambda and mu parts, for exact
+/// run-time material edits (thesis 2.11): the StVK energy is linear in (lambda, mu) per
+/// element, so R~ = sum_g (lambda_g R~_g^lambda + mu_g R~_g^mu), where R~_g^lambda is the
+/// polynomial with lambda = 1, mu = 0 on group g's elements and zero elsewhere.
+#[derive(Debug, Clone)]
+pub struct MaterialGroupPolynomials {
+    pub names: Vec<String>,
+    pub lambda: Vec<CubicPolynomial>,
+    pub mu: Vec<CubicPolynomial>,
+}
+
+impl MaterialGroupPolynomials {
+    /// Computes the 2 x (number of groups) unit polynomials.
+    pub fn compute(model: &FemModel, u: &DMatrix<f64>, par: Par) -> Result<Self, PrecomputeError> {
+        let names = model.material_names().to_vec();
+        let mut lambda = Vec::with_capacity(names.len());
+        let mut mu = Vec::with_capacity(names.len());
+        for g in 0..names.len() {
+            let in_group = |e: usize| model.material_group(e) == g;
+            let ml = model.with_lame(|e| if in_group(e) { (1.0, 0.0) } else { (0.0, 0.0) });
+            let mm = model.with_lame(|e| if in_group(e) { (0.0, 1.0) } else { (0.0, 0.0) });
+            lambda.push(reduced_polynomial(&ml, u, par)?.0);
+            mu.push(reduced_polynomial(&mm, u, par)?.0);
+        }
+        Ok(MaterialGroupPolynomials { names, lambda, mu })
+    }
+
+    /// The polynomial for Lame parameters (lambda_g, mu_g) of every group.
+    pub fn combine(&self, lame: &[(f64, f64)]) -> CubicPolynomial {
+        let mut out = self.lambda[0].clone();
+        for v in out
+            .linear
+            .iter_mut()
+            .chain(&mut out.quadratic)
+            .chain(&mut out.cubic)
+        {
+            *v = 0.0;
+        }
+        for (g, &(l, m)) in lame.iter().enumerate() {
+            for (dst, (a, b)) in out
+                .linear
+                .iter_mut()
+                .chain(&mut out.quadratic)
+                .chain(&mut out.cubic)
+                .zip(
+                    self.lambda[g]
+                        .linear
+                        .iter()
+                        .chain(&self.lambda[g].quadratic)
+                        .chain(&self.lambda[g].cubic)
+                        .zip(
+                            self.mu[g]
+                                .linear
+                                .iter()
+                                .chain(&self.mu[g].quadratic)
+                                .chain(&self.mu[g].cubic),
+                        ),
+                )
+            {
+                *dst += l * a + m * b;
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
