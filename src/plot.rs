@@ -72,10 +72,13 @@ pub fn line_plot(
             }
         }
     }
-    if !(x0 < x1) {
+    // No finite points, or a single x: give the axis some extent.
+    if !x0.is_finite() || x1 <= x0 {
+        x0 = if x0.is_finite() { x0 } else { 0.0 };
         x1 = x0 + 1.0;
     }
-    if !(y0 < y1) {
+    if !y0.is_finite() || y1 <= y0 {
+        y0 = if y0.is_finite() { y0 } else { 0.0 };
         y1 = y0 + 1.0;
     }
     let pad = 0.05 * (y1 - y0);
