@@ -307,3 +307,28 @@ fn snapshot_basis_render_basis_and_material_groups_are_written() {
         mass_orthonormality_error(&model.mass_matrix(MassKind::Consistent), &baked.basis) < 1e-10
     );
 }
+
+#[test]
+fn unconstrained_objects_bake_with_their_rigid_modes_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut input = beam_input(BasisKind::ModalDerivatives, 4, 8);
+    input.fixed = None;
+    input.params.unconstrained = true;
+    let out = dir.path().join("free");
+    let m = match bake(&input, &out, &NoProgress).unwrap() {
+        BakeOutcome::Baked(m) => m,
+        other => panic!("{other:?}"),
+    };
+    // The lowest reported frequency is elastic (rigid modes would be ~0 Hz).
+    assert!(
+        m.linear_frequencies_hz[0] > 1.0,
+        "{:?}",
+        m.linear_frequencies_hz
+    );
+    let baked = load_baked(&out).unwrap();
+    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
+    let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
+    assert!(
+        mass_orthonormality_error(&model.mass_matrix(MassKind::Consistent), &baked.basis) < 1e-10
+    );
+}

@@ -414,21 +414,31 @@ pub fn bake(
                 }
                 lm.vectors.columns(0, p.basis).into_owned()
             } else {
-                if p.unconstrained {
-                    return Err(BakeError::Parameters(
-                        "modal derivatives of unconstrained objects (thesis eq. 2.60) are not implemented yet; use --basis-kind linear-modes".into(),
-                    ));
-                }
                 let k = p.linear_modes;
                 progress.stage("modal derivatives", 1);
                 let t0 = Instant::now();
-                let phis = modal_derivatives(&model, &k0, &fixed, &lm.vectors)?;
+                let y = if p.unconstrained {
+                    let phis = super::basis::modal_derivatives_unconstrained(
+                        &model,
+                        &k0,
+                        &mass,
+                        &lm.vectors,
+                        &lm.eigenvalues,
+                    )?;
+                    super::basis::scaled_modes_and_all_derivatives(
+                        &lm.eigenvalues,
+                        &lm.vectors,
+                        &phis,
+                    )
+                } else {
+                    let phis = modal_derivatives(&model, &k0, &fixed, &lm.vectors)?;
+                    scaled_modes_and_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
+                };
                 timings.modal_derivatives = t0.elapsed().as_secs_f64();
                 progress.advance(1);
                 progress.finish();
                 progress.stage("mass-PCA", 1);
                 let t0 = Instant::now();
-                let y = scaled_modes_and_derivatives(&lm.eigenvalues, &lm.vectors, &phis);
                 let (u, kept) = mass_pca(&mass, &y, p.basis).map_err(|e| match e {
                     BasisError::RankTooLow { asked, rank } => BakeError::Parameters(format!(
                         "--basis {asked} exceeds the {rank} independent modes and derivatives of k = {k}"

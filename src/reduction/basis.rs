@@ -57,6 +57,58 @@ pub fn modal_derivatives(
         .collect())
 }
 
+/// Modal derivatives of an unconstrained object (thesis eq. 2.60): for every ordered
+/// pair (i, j), (K - lambda_i M) Phi_ij = (M psi_i psi_i^T - I)(H : psi_j) psi_i with
+/// psi_i^T M Phi_ij = 0. K - lambda_i M is singular along psi_i, so each i is solved as the
+/// bordered system [[K - lambda_i M, M psi_i], [psi_i^T M, 0]] [Phi; mu] = [b; 0] by sparse
+/// LU (faer), which is nonsingular when lambda_i is a simple eigenvalue. Returns the k^2
+/// derivatives in row-major (i, j) order; they are not symmetric.
+pub fn modal_derivatives_unconstrained(
+    model: &FemModel,
+    k0: &BlockSparseMatrix,
+    m: &BlockSparseMatrix,
+    modes: &DMatrix<f64>,
+    eigenvalues: &[f64],
+) -> Result<Vec<DVector<f64>>, BasisError> {
+    use faer::linalg::solvers::Solve;
+    use faer::sparse::{SparseColMat, Triplet};
+    let n = model.num_dofs();
+    let k = modes.ncols();
+    let zero = vec![0.0; n];
+    let mut out = vec![DVector::zeros(n); k * k];
+    for i in 0..k {
+        let psi = modes.column(i);
+        let mut mpsi = vec![0.0; n];
+        m.mul_vec(psi.as_slice(), &mut mpsi);
+        let mut triplets = Vec::with_capacity(k0.nnz() + 2 * n);
+        for c in 0..n {
+            for idx in k0.col_ptr()[c]..k0.col_ptr()[c + 1] {
+                let r = k0.row_idx()[idx];
+                let v = k0.values[idx] - eigenvalues[i] * m.values[idx];
+                triplets.push(Triplet::new(r, c, v));
+            }
+            triplets.push(Triplet::new(c, n, mpsi[c]));
+            triplets.push(Triplet::new(n, c, mpsi[c]));
+        }
+        let a = SparseColMat::<usize, f64>::try_new_from_triplets(n + 1, n + 1, &triplets)
+            .map_err(|e| BasisError::Singular(SolveError::Factorization(format!("{e:?}"))))?;
+        let lu = a
+            .sp_lu()
+            .map_err(|e| BasisError::Singular(SolveError::Factorization(format!("{e:?}"))))?;
+        for j in 0..k {
+            let mut h = vec![0.0; n];
+            model.hessian_contraction(&zero, modes.column(j).as_slice(), psi.as_slice(), &mut h);
+            // b = M psi (psi^T h) - h.
+            let ph: f64 = psi.iter().zip(&h).map(|(a, b)| a * b).sum();
+            let mut rhs: Vec<f64> = (0..n).map(|d| mpsi[d] * ph - h[d]).collect();
+            rhs.push(0.0);
+            lu.solve_in_place(faer::ColMut::from_slice_mut(&mut rhs));
+            out[i * k + j] = DVector::from_column_slice(&rhs[..n]);
+        }
+    }
+    Ok(out)
+}
+
 /// The vectors of thesis eq. 2.52: (lambda_1/lambda_j) psi_j and
 /// (lambda_1^2/(lambda_i lambda_j)) Phi_ij, as columns.
 pub fn scaled_modes_and_derivatives(
@@ -78,6 +130,31 @@ pub fn scaled_modes_and_derivatives(
                 &(&derivatives[c - k] * (l1 * l1 / (eigenvalues[i] * eigenvalues[j]))),
             );
             c += 1;
+        }
+    }
+    y
+}
+
+/// The scaled vectors of eq. 2.52 for unconstrained objects, whose derivatives are not
+/// symmetric: (lambda_1/lambda_j) psi_j and (lambda_1^2/(lambda_i lambda_j)) Phi_ij for
+/// every ordered pair (row-major, as returned by [`modal_derivatives_unconstrained`]).
+pub fn scaled_modes_and_all_derivatives(
+    eigenvalues: &[f64],
+    modes: &DMatrix<f64>,
+    derivatives: &[DVector<f64>],
+) -> DMatrix<f64> {
+    let k = modes.ncols();
+    let l1 = eigenvalues[0];
+    let mut y = DMatrix::zeros(modes.nrows(), k + k * k);
+    for j in 0..k {
+        y.set_column(j, &(modes.column(j) * (l1 / eigenvalues[j])));
+    }
+    for i in 0..k {
+        for j in 0..k {
+            y.set_column(
+                k + i * k + j,
+                &(&derivatives[i * k + j] * (l1 * l1 / (eigenvalues[i] * eigenvalues[j]))),
+            );
         }
     }
     y

@@ -309,6 +309,9 @@ impl ReducedForces {
                         simd_x86::sym_packed_gemv_f64_avx512(a, &s.w, &mut s.z)
                     }
                     Quartic::F64(a) => simd_x86::sym_packed_gemv_f64(a, &s.w, &mut s.z),
+                    Quartic::F32(a) if self.avx512 => {
+                        simd_x86::sym_packed_gemv_f32_avx512(a, &s.w, &mut s.z)
+                    }
                     Quartic::F32(a) => simd_x86::sym_packed_gemv_f32(a, &s.w, &mut s.z),
                 }
             }
@@ -439,56 +442,97 @@ fn sym_packed_gemv<T: Coef>(a: &[T], w: &[f64], z: &mut [f64]) {
 mod simd_x86 {
     use std::arch::x86_64::*;
 
-    /// As [`sym_packed_gemv_f64`], 8 lanes (AVX-512F): half the instructions per
-    /// coefficient, which matters where the matrix sits in cache.
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512F; sizes as for [`sym_packed_gemv_f64`].
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn sym_packed_gemv_f64_avx512(a: &[f64], w: &[f64], z: &mut [f64]) {
-        let n = w.len();
-        assert!(a.len() >= n * (n + 1) / 2 && z.len() == n);
-        let (ap, wp, zp) = (a.as_ptr(), w.as_ptr(), z.as_mut_ptr());
-        let mut off = 0usize;
-        for i in 0..n {
-            let len = n - i;
-            let row = ap.add(off);
-            off += len;
-            let wi = *wp.add(i);
-            let wib = _mm512_set1_pd(wi);
-            let (mut acc0, mut acc1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
-            let m = len - 1;
-            let (rt, wt, zt) = (row.add(1), wp.add(i + 1), zp.add(i + 1));
-            let mut c = 0;
-            while c + 16 <= m {
-                let t0 = _mm512_loadu_pd(rt.add(c));
-                let t1 = _mm512_loadu_pd(rt.add(c + 8));
-                acc0 = _mm512_fmadd_pd(t0, _mm512_loadu_pd(wt.add(c)), acc0);
-                acc1 = _mm512_fmadd_pd(t1, _mm512_loadu_pd(wt.add(c + 8)), acc1);
-                _mm512_storeu_pd(
-                    zt.add(c),
-                    _mm512_fmadd_pd(t0, wib, _mm512_loadu_pd(zt.add(c))),
-                );
-                _mm512_storeu_pd(
-                    zt.add(c + 8),
-                    _mm512_fmadd_pd(t1, wib, _mm512_loadu_pd(zt.add(c + 8))),
-                );
-                c += 16;
+    /// Row-blocked symmetric packed product with AVX-512F, eight rows at a time: for each
+    /// chunk of eight columns right of the block, the eight row segments are loaded
+    /// once, each row's dot product accumulates in its own register, and the chunk of z
+    /// is read and written once for all eight rows. Blocks of eight rows keep the chunks
+    /// aligned from one block to the next, so each z chunk is reloaded from the same
+    /// address it was stored to (row-by-row processing shifts it by one element, which
+    /// defeats store-to-load forwarding). `$load` reads eight coefficients as f64.
+    macro_rules! blocked_avx512 {
+        ($name:ident, $t:ty, $load:expr, $loadm:expr) => {
+            /// # Safety
+            /// The CPU must support AVX-512F and AVX-512VL; `a` must hold n(n+1)/2
+            /// entries for n = w.len(), and `z.len() == w.len()`.
+            #[target_feature(enable = "avx512f,avx512vl")]
+            pub unsafe fn $name(a: &[$t], w: &[f64], z: &mut [f64]) {
+                let n = w.len();
+                assert!(a.len() >= n * (n + 1) / 2 && z.len() == n);
+                let (ap, wp, zp) = (a.as_ptr(), w.as_ptr(), z.as_mut_ptr());
+                let start = |r: usize| r * n - r * (r + 1) / 2 + r;
+                let mut i = 0;
+                while i + 8 <= n {
+                    // The 8 x 8 diagonal block, scalar.
+                    for ra in 0..8 {
+                        let row = ap.add(start(i + ra));
+                        for rb in ra..8 {
+                            let t = *row.add(rb - ra) as f64;
+                            *zp.add(i + ra) += t * *wp.add(i + rb);
+                            if rb != ra {
+                                *zp.add(i + rb) += t * *wp.add(i + ra);
+                            }
+                        }
+                    }
+                    let rows: [*const $t; 8] =
+                        std::array::from_fn(|ra| ap.add(start(i + ra)).sub(i + ra));
+                    let wib: [__m512d; 8] =
+                        std::array::from_fn(|ra| _mm512_set1_pd(*wp.add(i + ra)));
+                    let mut acc = [_mm512_setzero_pd(); 8];
+                    let mut c = i + 8;
+                    while c + 8 <= n {
+                        let wv = _mm512_loadu_pd(wp.add(c));
+                        let mut zv = _mm512_loadu_pd(zp.add(c));
+                        for ra in 0..8 {
+                            let t = $load(rows[ra].add(c));
+                            acc[ra] = _mm512_fmadd_pd(t, wv, acc[ra]);
+                            zv = _mm512_fmadd_pd(t, wib[ra], zv);
+                        }
+                        _mm512_storeu_pd(zp.add(c), zv);
+                        c += 8;
+                    }
+                    if c < n {
+                        let k: __mmask8 = ((1u16 << (n - c)) - 1) as u8;
+                        let wv = _mm512_maskz_loadu_pd(k, wp.add(c));
+                        let mut zv = _mm512_maskz_loadu_pd(k, zp.add(c));
+                        for ra in 0..8 {
+                            let t = $loadm(k, rows[ra].add(c));
+                            acc[ra] = _mm512_fmadd_pd(t, wv, acc[ra]);
+                            zv = _mm512_fmadd_pd(t, wib[ra], zv);
+                        }
+                        _mm512_mask_storeu_pd(zp.add(c), k, zv);
+                    }
+                    for ra in 0..8 {
+                        *zp.add(i + ra) += _mm512_reduce_add_pd(acc[ra]);
+                    }
+                    i += 8;
+                }
+                // The last n mod 8 rows, scalar.
+                for r in i..n {
+                    let row = ap.add(start(r));
+                    for cc in r..n {
+                        let t = *row.add(cc - r) as f64;
+                        *zp.add(r) += t * *wp.add(cc);
+                        if cc != r {
+                            *zp.add(cc) += t * *wp.add(r);
+                        }
+                    }
+                }
             }
-            while c < m {
-                // Masked tail: up to 8 remaining columns in one step.
-                let left = (m - c).min(8);
-                let k: __mmask8 = ((1u16 << left) - 1) as u8;
-                let t0 = _mm512_maskz_loadu_pd(k, rt.add(c));
-                acc0 = _mm512_fmadd_pd(t0, _mm512_maskz_loadu_pd(k, wt.add(c)), acc0);
-                let zv = _mm512_fmadd_pd(t0, wib, _mm512_maskz_loadu_pd(k, zt.add(c)));
-                _mm512_mask_storeu_pd(zt.add(c), k, zv);
-                c += left;
-            }
-            let sum = (*row) * wi + _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
-            *zp.add(i) += sum;
-        }
+        };
     }
+
+    blocked_avx512!(
+        sym_packed_gemv_f64_avx512,
+        f64,
+        |p: *const f64| _mm512_loadu_pd(p),
+        |k: __mmask8, p: *const f64| _mm512_maskz_loadu_pd(k, p)
+    );
+    blocked_avx512!(
+        sym_packed_gemv_f32_avx512,
+        f32,
+        |p: *const f32| _mm512_cvtps_pd(_mm256_loadu_ps(p)),
+        |k: __mmask8, p: *const f32| _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, p))
+    );
 
     /// z += A w, A symmetric, row-packed upper triangle in f64.
     ///
@@ -592,6 +636,7 @@ fn detect_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
