@@ -186,45 +186,65 @@ impl ReducedNewmark {
     }
 }
 
+/// Dot product with four independent partial sums (a sequential sum is latency-bound).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let n4 = a.len() / 4 * 4;
+    for (x, y) in a[..n4].chunks_exact(4).zip(b[..n4].chunks_exact(4)) {
+        for l in 0..4 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in a[n4..].iter().zip(&b[n4..]) {
+        s += x * y;
+    }
+    s
+}
+
 /// Solves A x = b for a symmetric positive definite A (column-major n x n, overwritten
 /// by its Cholesky factor), x overwriting b. Returns false if A is not positive
 /// definite. Hand-written: the 1 kHz loop needs an in-place solve on preallocated
-/// memory, which nalgebra's owned decompositions do not offer.
+/// memory, which nalgebra's owned decompositions do not offer. n <= MAX_R (255).
 pub fn cholesky_solve_in_place(a: &mut [f64], n: usize, b: &mut [f64]) -> bool {
-    // Lower factor L in the lower triangle (column-major: L[i][j] at a[j*n + i]).
-    for j in 0..n {
-        let mut d = a[j * n + j];
-        for k in 0..j {
-            d -= a[k * n + j] * a[k * n + j];
+    // A is symmetric, so its column-major storage read row-major is the same matrix:
+    // build the lower factor row by row (L[i][k] at a[i*n + k]), which keeps every inner
+    // loop a contiguous dot product or axpy.
+    // Reciprocals of the diagonal on the stack: divisions are long-latency and would
+    // otherwise serialize the factorization.
+    let a = &mut a[..n * n];
+    let b = &mut b[..n];
+    let mut inv = [0.0f64; crate::reduction::evaluator::MAX_R];
+    for i in 0..n {
+        let (done, rest) = a.split_at_mut(i * n);
+        let row_i = &mut rest[..n];
+        for j in 0..i {
+            let row_j = &done[j * n..j * n + j];
+            let s = dot(&row_i[..j], row_j);
+            row_i[j] = (row_i[j] - s) * inv[j];
         }
+        let d = row_i[i] - dot(&row_i[..i], &row_i[..i]);
         if d.is_nan() || d <= 0.0 || !d.is_finite() {
             return false;
         }
-        let d = d.sqrt();
-        a[j * n + j] = d;
-        for i in j + 1..n {
-            let mut s = a[j * n + i];
-            for k in 0..j {
-                s -= a[k * n + i] * a[k * n + j];
-            }
-            a[j * n + i] = s / d;
-        }
+        row_i[i] = d.sqrt();
+        inv[i] = 1.0 / row_i[i];
     }
     // L y = b.
     for i in 0..n {
-        let mut s = b[i];
-        for k in 0..i {
-            s -= a[k * n + i] * b[k];
-        }
-        b[i] = s / a[i * n + i];
+        let row = &a[i * n..i * n + i + 1];
+        let s = dot(&row[..i], &b[..i]);
+        b[i] = (b[i] - s) * inv[i];
     }
-    // L^T x = y.
+    // L^T x = y, column-oriented on the rows of L.
     for i in (0..n).rev() {
-        let mut s = b[i];
-        for k in i + 1..n {
-            s -= a[i * n + k] * b[k];
+        let row = &a[i * n..i * n + i + 1];
+        b[i] *= inv[i];
+        let xi = b[i];
+        for (bk, l) in b[..i].iter_mut().zip(&row[..i]) {
+            *bk -= l * xi;
         }
-        b[i] = s / a[i * n + i];
     }
     true
 }

@@ -64,7 +64,7 @@ pub struct ReducedForces {
     r: usize,
     /// r x r column-major linear stiffness P.
     linear: Vec<f64>,
-    /// np x r, row (mn) contiguous: 6 C_mnk.
+    /// np x r, column k contiguous: 6 C_mnk (so K2 is a sum of r axpys of length np).
     cubic_energy: Vec<f64>,
     /// Upper triangle of the np x np matrix 6 A[(mn),(jk)], row-packed.
     quartic: Quartic,
@@ -172,7 +172,7 @@ impl ReducedForces {
         let mut cubic_energy = vec![0.0; np * r];
         for (p, &(m, n)) in pairs.iter().enumerate() {
             for k in 0..r {
-                cubic_energy[p * r + k] = 6.0 * c_sym(m, n, k);
+                cubic_energy[k * np + p] = 6.0 * c_sym(m, n, k);
             }
         }
         let mut quartic64 = Vec::with_capacity(np * (np + 1) / 2);
@@ -294,9 +294,12 @@ impl ReducedForces {
             s.w[p] = q[i as usize] * q[j as usize] * self.pair_mult[p];
         }
         // K2 (packed) = 6 C q.
-        for p in 0..np {
-            let row = &self.cubic_energy[p * r..(p + 1) * r];
-            s.k2[p] = dot(row, q);
+        s.k2.iter_mut().for_each(|x| *x = 0.0);
+        for (k, &qk) in q.iter().enumerate() {
+            let col = &self.cubic_energy[k * np..(k + 1) * np];
+            for (y, c) in s.k2.iter_mut().zip(col) {
+                *y += qk * c;
+            }
         }
         // K3 (packed) = 6 A w: symmetric product from the upper triangle.
         s.z.iter_mut().for_each(|x| *x = 0.0);
@@ -371,24 +374,6 @@ impl Coef for f32 {
     fn f(self) -> f64 {
         self as f64
     }
-}
-
-/// Dot product with four independent accumulators (vectorizable without reassociation).
-#[inline(always)]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let (ac, ar) = a.split_at(a.len() / 4 * 4);
-    let (bc, br) = b.split_at(ac.len());
-    for (x, y) in ac.chunks_exact(4).zip(bc.chunks_exact(4)) {
-        for l in 0..4 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in ar.iter().zip(br) {
-        s += x * y;
-    }
-    s
 }
 
 /// z += A w for a symmetric matrix stored as its row-packed upper triangle. Row i
