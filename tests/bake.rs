@@ -221,6 +221,43 @@ fn cli_bake_then_simulate_with_a_force_file() {
     assert_eq!(lines.len(), 51);
     let q0_at_10: f64 = lines[10].split(',').nth(2).unwrap().parse().unwrap();
     assert!(q0_at_10 > 0.0, "the force pushed q0 positive: {q0_at_10}");
+    // Vertex displacements u_v = U_v q for chosen vertices.
+    let uv = dir.path().join("uv.csv");
+    let o = haptics(&[
+        "simulate",
+        s(&out),
+        "--steps",
+        "20",
+        "--force",
+        s(&force),
+        "--out",
+        s(&q),
+        "--vertices",
+        "0,100",
+        "--vertex-out",
+        s(&uv),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let vlines: Vec<String> = std::fs::read_to_string(&uv)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(vlines[0], "step,t,v0_x,v0_y,v0_z,v100_x,v100_y,v100_z");
+    assert_eq!(vlines.len(), 21);
+    let o = haptics(&[
+        "simulate",
+        s(&out),
+        "--steps",
+        "2",
+        "--out",
+        s(&q),
+        "--vertices",
+        "5000",
+        "--vertex-out",
+        s(&uv),
+    ]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("out of range"));
     // A Vega .cub alone works too.
     let cub = models().join("vega-realtime-bridge/simpleBridge.cub");
     let o = haptics(&["simulate", s(&cub), "--steps", "5", "--out", s(&q)]);

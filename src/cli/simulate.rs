@@ -46,6 +46,13 @@ pub struct SimulateArgs {
     /// Use only the first r' modes.
     #[arg(long)]
     pub modes: Option<usize>,
+    /// Vertices (0-based, comma-separated) whose displacement u_v = U_v q is written to
+    /// --vertex-out (baked models only: a .cub has no basis).
+    #[arg(long, value_delimiter = ',')]
+    pub vertices: Vec<usize>,
+    /// CSV of the chosen vertices' displacements: `step,t,v{i}_x,v{i}_y,v{i}_z,...`.
+    #[arg(long, requires = "vertices")]
+    pub vertex_out: Option<PathBuf>,
 }
 
 /// Reads a reduced force file: for each listed step, the force vector.
@@ -132,11 +139,12 @@ pub fn read_force_csv(
     Ok(rows)
 }
 
-fn load_polynomial(model: &Path) -> anyhow::Result<CubicPolynomial> {
+fn load_model(model: &Path) -> anyhow::Result<(CubicPolynomial, Option<nalgebra::DMatrix<f64>>)> {
     if model.is_dir() {
-        Ok(load_baked(model)?.polynomial)
+        let b = load_baked(model)?;
+        Ok((b.polynomial, Some(b.basis)))
     } else {
-        Ok(read_cub(model)?)
+        Ok((read_cub(model)?, None))
     }
 }
 
@@ -144,8 +152,43 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
     if !(args.dt > 0.0 && args.dt.is_finite()) {
         bail!("--dt must be positive, got {}", args.dt);
     }
-    let poly = load_polynomial(&args.model)?;
+    let (poly, basis) = load_model(&args.model)?;
     let r = args.modes.unwrap_or(poly.r);
+    // Rows of the basis for the chosen vertices (3 per vertex, first r columns).
+    let vertex_rows = match (&args.vertex_out, &basis) {
+        (None, _) => None,
+        (Some(_), None) => bail!(
+            "{}: --vertex-out needs a baked model (a .cub file has no basis)",
+            args.model.display()
+        ),
+        (Some(_), Some(u)) => {
+            let nv = u.nrows() / 3;
+            if let Some(&bad) = args.vertices.iter().find(|&&v| v >= nv) {
+                bail!("--vertices: vertex {bad} is out of range (the model has {nv} vertices)");
+            }
+            let rows: Vec<usize> = args
+                .vertices
+                .iter()
+                .flat_map(|&v| [3 * v, 3 * v + 1, 3 * v + 2])
+                .collect();
+            Some(u.select_rows(rows.iter()).columns(0, r).into_owned())
+        }
+    };
+    let mut vertex_writer = match &args.vertex_out {
+        Some(p) => {
+            let mut w = std::io::BufWriter::new(
+                std::fs::File::create(p)
+                    .with_context(|| format!("cannot create {}", p.display()))?,
+            );
+            write!(w, "step,t")?;
+            for v in &args.vertices {
+                write!(w, ",v{v}_x,v{v}_y,v{v}_z")?;
+            }
+            writeln!(w)?;
+            Some(w)
+        }
+        None => None,
+    };
     let forces = ReducedForces::new(&poly, r)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.model.display()))?;
     let force_rows = match &args.force {
@@ -192,8 +235,19 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
             write!(w, ",{q}")?;
         }
         writeln!(w)?;
+        if let (Some(vw), Some(rows)) = (vertex_writer.as_mut(), vertex_rows.as_ref()) {
+            let d = rows * nalgebra::DVector::from_column_slice(&sim.q);
+            write!(vw, "{step},{}", step as f64 * args.dt)?;
+            for x in d.iter() {
+                write!(vw, ",{x}")?;
+            }
+            writeln!(vw)?;
+        }
     }
     w.flush()?;
+    if let Some(mut vw) = vertex_writer {
+        vw.flush()?;
+    }
     times.sort_by(f64::total_cmp);
     let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
     println!(
