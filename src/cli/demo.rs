@@ -239,9 +239,10 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The vertex farthest from the centroid of `fixed` (or from the mesh centroid when
+/// The free vertex farthest from the centroid of `fixed` (or from the mesh centroid when
 /// nothing is fixed).
 fn farthest_from(vertices: &[nalgebra::Point3<f64>], fixed: &[usize]) -> usize {
+    let is_fixed = |v: usize| fixed.binary_search(&v).is_ok();
     let pts: Vec<&nalgebra::Point3<f64>> = if fixed.is_empty() {
         vertices.iter().collect()
     } else {
@@ -249,6 +250,7 @@ fn farthest_from(vertices: &[nalgebra::Point3<f64>], fixed: &[usize]) -> usize {
     };
     let c = pts.iter().fold(Vector3::zeros(), |a, p| a + p.coords) / pts.len().max(1) as f64;
     (0..vertices.len())
+        .filter(|&v| !is_fixed(v))
         .max_by(|&a, &b| {
             (vertices[a].coords - c)
                 .norm()

@@ -61,6 +61,9 @@ pub struct TrajectoryErrors {
     pub amplitude: f64,
     /// RMS of the difference over the whole run, relative to A_full.
     pub rms: f64,
+    /// |t_peak,reduced - t_peak,full| / t_peak,full, t_peak the time of the largest
+    /// excursion: a frequency measure for runs shorter than one period.
+    pub peak_time: f64,
 }
 
 /// The experiment's result.
@@ -71,6 +74,7 @@ pub struct AccuracyReport {
     pub full: Trajectory,
     pub full_period: f64,
     pub full_amplitude: f64,
+    pub full_peak_time: f64,
     pub reduced: Vec<(Trajectory, TrajectoryErrors)>,
 }
 
@@ -119,6 +123,14 @@ pub fn period_and_amplitude(x: &[f64], dt: f64, from: usize) -> (f64, f64) {
             (l.min(*v), h.max(*v))
         });
     (period, hi - lo)
+}
+
+/// Time of the largest |x|.
+fn peak_time(x: &[f64], dt: f64) -> f64 {
+    let i = (0..x.len())
+        .max_by(|&a, &b| x[a].abs().total_cmp(&x[b].abs()))
+        .unwrap_or(0);
+    (i + 1) as f64 * dt
 }
 
 /// Runs the experiment.
@@ -206,6 +218,7 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
     let after = (cfg.load_duration / cfg.dt).ceil() as usize;
     let xf: Vec<f64> = full_traj.iter().map(|d| d[axis]).collect();
     let (tf, af) = period_and_amplitude(&xf, cfg.dt, after);
+    let pf = peak_time(&xf, cfg.dt);
 
     let mut reduced = Vec::new();
     for (name, u) in [
@@ -257,6 +270,7 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
                 period: (t - tf).abs() / tf,
                 amplitude: (a - af).abs() / af,
                 rms,
+                peak_time: (peak_time(&x, cfg.dt) - pf).abs() / pf,
             },
         ));
     }
@@ -269,6 +283,7 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
         },
         full_period: tf,
         full_amplitude: af,
+        full_peak_time: pf,
         reduced,
     })
 }
@@ -300,16 +315,17 @@ impl AccuracyReport {
     /// A plain-text table of the errors.
     pub fn table(&self) -> String {
         let mut s = format!(
-            "full space: period {:.4} s, peak-to-peak {:.4} m\n{:<44} {:>10} {:>10} {:>10}\n",
-            self.full_period, self.full_amplitude, "basis", "period", "amplitude", "RMS"
+            "full space: period {:.4} s, peak-to-peak {:.4} m, largest excursion at {:.3} s\n{:<44} {:>10} {:>10} {:>10} {:>10}\n",
+            self.full_period, self.full_amplitude, self.full_peak_time, "basis", "period", "amplitude", "RMS", "peak time"
         );
         for (t, e) in &self.reduced {
             s += &format!(
-                "{:<44} {:>9.2}% {:>9.2}% {:>9.2}%\n",
+                "{:<44} {:>9.2}% {:>9.2}% {:>9.2}% {:>9.2}%\n",
                 t.name,
                 100.0 * e.period,
                 100.0 * e.amplitude,
-                100.0 * e.rms
+                100.0 * e.rms,
+                100.0 * e.peak_time
             );
         }
         s
