@@ -221,8 +221,8 @@ pub fn voxelize(
         }
         // Clear the padding bits past the last cell.
         let tail = n_cells % 64;
-        if tail != 0 {
-            *kept.last_mut().unwrap() &= (1u64 << tail) - 1;
+        if let (true, Some(last)) = (tail != 0, kept.last_mut()) {
+            *last &= (1u64 << tail) - 1;
         }
     }
 
