@@ -20,7 +20,10 @@ use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::basis::{mass_pca, modal_derivatives, scaled_modes_and_derivatives, BasisError};
+use super::basis::{
+    mass_pca, modal_derivatives_unconstrained, modal_derivatives_with_progress,
+    scaled_modes_and_all_derivatives, scaled_modes_and_derivatives, BasisError,
+};
 use super::modes::{linear_modes, LinearModes, ModesError, ModesOptions};
 use super::polynomial::CubicPolynomial;
 use super::precompute::{reduced_polynomial, PrecomputeError};
@@ -162,7 +165,7 @@ pub fn hash_file(path: &Path) -> Result<String, BakeError> {
 }
 
 /// Stage reporting for progress bars (the CLI draws them; tests pass [`NoProgress`]).
-pub trait BakeProgress {
+pub trait BakeProgress: Sync {
     /// A stage starts, with `total` units of work.
     fn stage(&self, name: &str, total: u64);
     /// `n` units are done.
@@ -415,27 +418,33 @@ pub fn bake(
                 lm.vectors.columns(0, p.basis).into_owned()
             } else {
                 let k = p.linear_modes;
-                progress.stage("modal derivatives", 1);
+                let pairs = if p.unconstrained {
+                    k * k
+                } else {
+                    k * (k + 1) / 2
+                };
+                progress.stage("modal derivatives", pairs as u64);
                 let t0 = Instant::now();
                 let y = if p.unconstrained {
-                    let phis = super::basis::modal_derivatives_unconstrained(
+                    let phis = modal_derivatives_unconstrained(
                         &model,
                         &k0,
                         &mass,
                         &lm.vectors,
                         &lm.eigenvalues,
                     )?;
-                    super::basis::scaled_modes_and_all_derivatives(
-                        &lm.eigenvalues,
-                        &lm.vectors,
-                        &phis,
-                    )
+                    scaled_modes_and_all_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
                 } else {
-                    let phis = modal_derivatives(&model, &k0, &fixed, &lm.vectors)?;
+                    let phis =
+                        modal_derivatives_with_progress(&model, &k0, &fixed, &lm.vectors, &|| {
+                            progress.advance(1)
+                        })?;
                     scaled_modes_and_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
                 };
                 timings.modal_derivatives = t0.elapsed().as_secs_f64();
-                progress.advance(1);
+                if p.unconstrained {
+                    progress.advance(pairs as u64);
+                }
                 progress.finish();
                 progress.stage("mass-PCA", 1);
                 let t0 = Instant::now();

@@ -33,6 +33,17 @@ pub fn modal_derivatives(
     fixed: &[bool],
     modes: &DMatrix<f64>,
 ) -> Result<Vec<DVector<f64>>, BasisError> {
+    modal_derivatives_with_progress(model, k0, fixed, modes, &|| {})
+}
+
+/// As [`modal_derivatives`], calling `done` after each derivative (from worker threads).
+pub fn modal_derivatives_with_progress(
+    model: &FemModel,
+    k0: &BlockSparseMatrix,
+    fixed: &[bool],
+    modes: &DMatrix<f64>,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<DVector<f64>>, BasisError> {
     let n = model.num_dofs();
     let k = modes.ncols();
     let mut solver = FreeDofSolver::new(k0, fixed)?;
@@ -52,6 +63,7 @@ pub fn modal_derivatives(
             rhs.iter_mut().for_each(|x| *x = -*x);
             let mut phi = vec![0.0; n];
             solver.solve(&rhs, &mut phi);
+            done();
             DVector::from_vec(phi)
         })
         .collect())
