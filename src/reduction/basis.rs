@@ -122,54 +122,51 @@ pub fn modal_derivatives_unconstrained(
 }
 
 /// The vectors of thesis eq. 2.52: (lambda_1/lambda_j) psi_j and
-/// (lambda_1^2/(lambda_i lambda_j)) Phi_ij, as columns.
+/// (lambda_1^2/(lambda_i lambda_j)) Phi_ij, as columns, for derivatives given in the
+/// order of `pairs`.
+fn scaled_columns(
+    eigenvalues: &[f64],
+    modes: &DMatrix<f64>,
+    derivatives: &[DVector<f64>],
+    pairs: &[(usize, usize)],
+) -> DMatrix<f64> {
+    let k = modes.ncols();
+    let l1 = eigenvalues[0];
+    let mut y = DMatrix::zeros(modes.nrows(), k + pairs.len());
+    for j in 0..k {
+        y.set_column(j, &(modes.column(j) * (l1 / eigenvalues[j])));
+    }
+    for (c, (&(i, j), phi)) in pairs.iter().zip(derivatives).enumerate() {
+        y.set_column(
+            k + c,
+            &(phi * (l1 * l1 / (eigenvalues[i] * eigenvalues[j]))),
+        );
+    }
+    y
+}
+
+/// Eq. 2.52 for the symmetric derivatives of a constrained object (i <= j, as returned
+/// by [`modal_derivatives`]).
 pub fn scaled_modes_and_derivatives(
     eigenvalues: &[f64],
     modes: &DMatrix<f64>,
     derivatives: &[DVector<f64>],
 ) -> DMatrix<f64> {
     let k = modes.ncols();
-    let l1 = eigenvalues[0];
-    let mut y = DMatrix::zeros(modes.nrows(), k + derivatives.len());
-    for j in 0..k {
-        y.set_column(j, &(modes.column(j) * (l1 / eigenvalues[j])));
-    }
-    let mut c = k;
-    for i in 0..k {
-        for j in i..k {
-            y.set_column(
-                c,
-                &(&derivatives[c - k] * (l1 * l1 / (eigenvalues[i] * eigenvalues[j]))),
-            );
-            c += 1;
-        }
-    }
-    y
+    let pairs: Vec<(usize, usize)> = (0..k).flat_map(|i| (i..k).map(move |j| (i, j))).collect();
+    scaled_columns(eigenvalues, modes, derivatives, &pairs)
 }
 
-/// The scaled vectors of eq. 2.52 for unconstrained objects, whose derivatives are not
-/// symmetric: (lambda_1/lambda_j) psi_j and (lambda_1^2/(lambda_i lambda_j)) Phi_ij for
-/// every ordered pair (row-major, as returned by [`modal_derivatives_unconstrained`]).
+/// Eq. 2.52 for unconstrained objects, whose derivatives are not symmetric: every
+/// ordered pair (row-major, as returned by [`modal_derivatives_unconstrained`]).
 pub fn scaled_modes_and_all_derivatives(
     eigenvalues: &[f64],
     modes: &DMatrix<f64>,
     derivatives: &[DVector<f64>],
 ) -> DMatrix<f64> {
     let k = modes.ncols();
-    let l1 = eigenvalues[0];
-    let mut y = DMatrix::zeros(modes.nrows(), k + k * k);
-    for j in 0..k {
-        y.set_column(j, &(modes.column(j) * (l1 / eigenvalues[j])));
-    }
-    for i in 0..k {
-        for j in 0..k {
-            y.set_column(
-                k + i * k + j,
-                &(&derivatives[i * k + j] * (l1 * l1 / (eigenvalues[i] * eigenvalues[j]))),
-            );
-        }
-    }
-    y
+    let pairs: Vec<(usize, usize)> = (0..k).flat_map(|i| (0..k).map(move |j| (i, j))).collect();
+    scaled_columns(eigenvalues, modes, derivatives, &pairs)
 }
 
 /// Mass-PCA: the `r` dominant mass-orthonormal directions of the columns of `y`, and the

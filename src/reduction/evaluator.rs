@@ -519,102 +519,60 @@ mod simd_x86 {
         |k: __mmask8, p: *const f32| _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, p))
     );
 
-    /// z += A w, A symmetric, row-packed upper triangle in f64.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2 and FMA; `a` must hold n(n+1)/2 entries for n = w.len()
-    /// and `z.len() == w.len()`.
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn sym_packed_gemv_f64(a: &[f64], w: &[f64], z: &mut [f64]) {
-        let n = w.len();
-        assert!(a.len() >= n * (n + 1) / 2 && z.len() == n);
-        let (ap, wp, zp) = (a.as_ptr(), w.as_ptr(), z.as_mut_ptr());
-        let mut off = 0usize;
-        for i in 0..n {
-            let len = n - i;
-            let row = ap.add(off);
-            off += len;
-            let wi = *wp.add(i);
-            let wib = _mm256_set1_pd(wi);
-            let (mut acc0, mut acc1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-            let m = len - 1;
-            let (rt, wt, zt) = (row.add(1), wp.add(i + 1), zp.add(i + 1));
-            let mut c = 0;
-            while c + 8 <= m {
-                let t0 = _mm256_loadu_pd(rt.add(c));
-                let t1 = _mm256_loadu_pd(rt.add(c + 4));
-                acc0 = _mm256_fmadd_pd(t0, _mm256_loadu_pd(wt.add(c)), acc0);
-                acc1 = _mm256_fmadd_pd(t1, _mm256_loadu_pd(wt.add(c + 4)), acc1);
-                _mm256_storeu_pd(
-                    zt.add(c),
-                    _mm256_fmadd_pd(t0, wib, _mm256_loadu_pd(zt.add(c))),
-                );
-                _mm256_storeu_pd(
-                    zt.add(c + 4),
-                    _mm256_fmadd_pd(t1, wib, _mm256_loadu_pd(zt.add(c + 4))),
-                );
-                c += 8;
+    /// Row-by-row symmetric packed product with AVX2+FMA (the fallback below AVX-512):
+    /// each row's dot product with w goes to z_i, and w_i times the row to z[i+1..].
+    /// `$load` reads four coefficients as f64.
+    macro_rules! rows_avx2 {
+        ($name:ident, $t:ty, $load:expr) => {
+            /// # Safety
+            /// The CPU must support AVX2 and FMA; `a` must hold n(n+1)/2 entries for
+            /// n = w.len(), and `z.len() == w.len()`.
+            #[target_feature(enable = "avx2,fma")]
+            pub unsafe fn $name(a: &[$t], w: &[f64], z: &mut [f64]) {
+                let n = w.len();
+                assert!(a.len() >= n * (n + 1) / 2 && z.len() == n);
+                let (ap, wp, zp) = (a.as_ptr(), w.as_ptr(), z.as_mut_ptr());
+                let mut off = 0usize;
+                for i in 0..n {
+                    let len = n - i;
+                    let row = ap.add(off);
+                    off += len;
+                    let wi = *wp.add(i);
+                    let wib = _mm256_set1_pd(wi);
+                    let (mut acc0, mut acc1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+                    let m = len - 1;
+                    let (rt, wt, zt) = (row.add(1), wp.add(i + 1), zp.add(i + 1));
+                    let mut c = 0;
+                    while c + 8 <= m {
+                        let t0 = $load(rt.add(c));
+                        let t1 = $load(rt.add(c + 4));
+                        acc0 = _mm256_fmadd_pd(t0, _mm256_loadu_pd(wt.add(c)), acc0);
+                        acc1 = _mm256_fmadd_pd(t1, _mm256_loadu_pd(wt.add(c + 4)), acc1);
+                        let z0 = _mm256_fmadd_pd(t0, wib, _mm256_loadu_pd(zt.add(c)));
+                        _mm256_storeu_pd(zt.add(c), z0);
+                        let z1 = _mm256_fmadd_pd(t1, wib, _mm256_loadu_pd(zt.add(c + 4)));
+                        _mm256_storeu_pd(zt.add(c + 4), z1);
+                        c += 8;
+                    }
+                    let mut lanes = [0.0f64; 4];
+                    _mm256_storeu_pd(lanes.as_mut_ptr(), _mm256_add_pd(acc0, acc1));
+                    let mut sum = (*row as f64) * wi + (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+                    while c < m {
+                        let t = *rt.add(c) as f64;
+                        sum = t.mul_add(*wt.add(c), sum);
+                        *zt.add(c) = t.mul_add(wi, *zt.add(c));
+                        c += 1;
+                    }
+                    *zp.add(i) += sum;
+                }
             }
-            let mut lanes = [0.0f64; 4];
-            _mm256_storeu_pd(lanes.as_mut_ptr(), _mm256_add_pd(acc0, acc1));
-            let mut sum = (*row) * wi + (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-            while c < m {
-                let t = *rt.add(c);
-                sum = t.mul_add(*wt.add(c), sum);
-                *zt.add(c) = t.mul_add(wi, *zt.add(c));
-                c += 1;
-            }
-            *zp.add(i) += sum;
-        }
+        };
     }
 
-    /// As [`sym_packed_gemv_f64`] with the matrix stored in f32 (accumulated in f64).
-    ///
-    /// # Safety
-    /// As for [`sym_packed_gemv_f64`].
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn sym_packed_gemv_f32(a: &[f32], w: &[f64], z: &mut [f64]) {
-        let n = w.len();
-        assert!(a.len() >= n * (n + 1) / 2 && z.len() == n);
-        let (ap, wp, zp) = (a.as_ptr(), w.as_ptr(), z.as_mut_ptr());
-        let mut off = 0usize;
-        for i in 0..n {
-            let len = n - i;
-            let row = ap.add(off);
-            off += len;
-            let wi = *wp.add(i);
-            let wib = _mm256_set1_pd(wi);
-            let (mut acc0, mut acc1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-            let m = len - 1;
-            let (rt, wt, zt) = (row.add(1), wp.add(i + 1), zp.add(i + 1));
-            let mut c = 0;
-            while c + 8 <= m {
-                let t0 = _mm256_cvtps_pd(_mm_loadu_ps(rt.add(c)));
-                let t1 = _mm256_cvtps_pd(_mm_loadu_ps(rt.add(c + 4)));
-                acc0 = _mm256_fmadd_pd(t0, _mm256_loadu_pd(wt.add(c)), acc0);
-                acc1 = _mm256_fmadd_pd(t1, _mm256_loadu_pd(wt.add(c + 4)), acc1);
-                _mm256_storeu_pd(
-                    zt.add(c),
-                    _mm256_fmadd_pd(t0, wib, _mm256_loadu_pd(zt.add(c))),
-                );
-                _mm256_storeu_pd(
-                    zt.add(c + 4),
-                    _mm256_fmadd_pd(t1, wib, _mm256_loadu_pd(zt.add(c + 4))),
-                );
-                c += 8;
-            }
-            let mut lanes = [0.0f64; 4];
-            _mm256_storeu_pd(lanes.as_mut_ptr(), _mm256_add_pd(acc0, acc1));
-            let mut sum = (*row as f64) * wi + (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-            while c < m {
-                let t = *rt.add(c) as f64;
-                sum = t.mul_add(*wt.add(c), sum);
-                *zt.add(c) = t.mul_add(wi, *zt.add(c));
-                c += 1;
-            }
-            *zp.add(i) += sum;
-        }
-    }
+    rows_avx2!(sym_packed_gemv_f64, f64, |p: *const f64| _mm256_loadu_pd(p));
+    rows_avx2!(sym_packed_gemv_f32, f32, |p: *const f32| _mm256_cvtps_pd(
+        _mm_loadu_ps(p)
+    ));
 }
 
 fn detect_avx512() -> bool {
