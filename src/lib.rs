@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod dynamics;
 pub mod fem;
+pub mod geometry;
 pub mod mesh;
 pub mod plot;
 pub mod reduction;
