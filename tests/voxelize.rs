@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use haptics::mesh::volume::{hex_shape, HEX_CORNERS};
-use haptics::mesh::voxelize::triangle_box_overlap;
+use haptics::mesh::voxelize::{triangle_box_overlap, triangle_box_overlap_by_clipping};
 use haptics::mesh::{
     box_hex_mesh, box_tet_mesh, embed, hex_to_tets, voxelize, ElementKind, Material, SurfaceMesh,
     VolumeMesh, Voxelization, VoxelizeOptions,
@@ -69,33 +69,6 @@ impl Lcg {
     }
 }
 
-/// Exact reference for triangle/box overlap: Sutherland-Hodgman clipping of the triangle
-/// by the six closed half-spaces of the box.
-fn clip_overlap(tri: &[Point3<f64>; 3], c: &Point3<f64>, h: &Vector3<f64>) -> bool {
-    let mut poly: Vec<Vector3<f64>> = tri.iter().map(|p| p - c).collect();
-    for k in 0..3 {
-        for s in [1.0, -1.0] {
-            let d = |p: &Vector3<f64>| s * p[k] - h[k];
-            let mut out = Vec::new();
-            for i in 0..poly.len() {
-                let (p, q) = (poly[i], poly[(i + 1) % poly.len()]);
-                let (dp, dq) = (d(&p), d(&q));
-                if dp <= 0.0 {
-                    out.push(p);
-                }
-                if (dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0) {
-                    out.push(p + (q - p) * (dp / (dp - dq)));
-                }
-            }
-            poly = out;
-            if poly.is_empty() {
-                return false;
-            }
-        }
-    }
-    true
-}
-
 fn voxel_center(v: &Voxelization, c: [usize; 3]) -> Point3<f64> {
     v.grid_origin
         + Vector3::new(c[0] as f64 + 0.5, c[1] as f64 + 0.5, c[2] as f64 + 0.5) * v.voxel_size
@@ -132,7 +105,11 @@ fn triangle_box_sat_matches_clipping() {
             )
         });
         let sat = triangle_box_overlap(&tri, &c, &h);
-        assert_eq!(sat, clip_overlap(&tri, &c, &h), "{tri:?} {c} {h}");
+        assert_eq!(
+            sat,
+            triangle_box_overlap_by_clipping(&tri, &c, &h),
+            "{tri:?} {c} {h}"
+        );
         if sat {
             hits += 1;
         } else {
@@ -207,7 +184,9 @@ fn shell_equals_exact_reference_and_contains_samples() {
         for j in 0..n {
             for k in 0..n {
                 let c = voxel_center(&shell, [i, j, k]);
-                if (0..s.triangles.len()).any(|t| clip_overlap(&s.triangle(t), &c, &half)) {
+                if (0..s.triangles.len())
+                    .any(|t| triangle_box_overlap_by_clipping(&s.triangle(t), &c, &half))
+                {
                     reference.insert([i, j, k]);
                 }
             }

@@ -259,13 +259,6 @@ impl FemModel {
         m
     }
 
-    /// Scales the Young's modulus of every element by `factor` (both Lame parameters
-    /// scale with E).
-    pub fn scale_stiffness(&mut self, factor: f64) {
-        self.lambda.iter_mut().for_each(|l| *l *= factor);
-        self.mu.iter_mut().for_each(|m| *m *= factor);
-    }
-
     /// An all-zero matrix with the model's stiffness pattern.
     pub fn new_matrix(&self) -> BlockSparseMatrix {
         let mut m = self.pattern.clone();
@@ -383,14 +376,7 @@ impl FemModel {
             // Column vertex el[b]: the displacement the force responds to.
             let stride = k.column_stride(el[b]);
             for a in 0..nn {
-                let off = map[b * nn + a];
-                let blk = &s.k[a][b];
-                for j in 0..3 {
-                    let col = off + j * stride;
-                    k.values[col] += blk[(0, j)];
-                    k.values[col + 1] += blk[(1, j)];
-                    k.values[col + 2] += blk[(2, j)];
-                }
+                k.add_block(map[b * nn + a], stride, &s.k[a][b]);
             }
         }
     }

@@ -123,14 +123,16 @@ impl BlockSparseMatrix {
         self.col_ptr[3 * a + 1] - self.col_ptr[3 * a]
     }
 
-    /// Adds the 3x3 block `k` (row-major, k[i][j] = d f_{b,i} / d u_{a,j}) at the
-    /// precomputed offset `off` of column vertex `a`.
+    /// Adds the 3x3 block `k` (k[(i, j)] = d f_{b,i} / d u_{a,j}) at the precomputed
+    /// offset `off` of column vertex `a`, whose columns are `stride` values apart
+    /// ([`Self::column_stride`]).
     #[inline]
-    pub fn add_block(&mut self, off: usize, stride: usize, k: &[[f64; 3]; 3]) {
-        for (j, col) in (0..3).map(|j| (j, off + j * stride)) {
-            self.values[col] += k[0][j];
-            self.values[col + 1] += k[1][j];
-            self.values[col + 2] += k[2][j];
+    pub fn add_block(&mut self, off: usize, stride: usize, k: &nalgebra::Matrix3<f64>) {
+        for j in 0..3 {
+            let col = off + j * stride;
+            self.values[col] += k[(0, j)];
+            self.values[col + 1] += k[(1, j)];
+            self.values[col + 2] += k[(2, j)];
         }
     }
 

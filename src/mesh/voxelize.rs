@@ -422,6 +422,39 @@ fn flood_fill_outside(shell: &[u64], res: usize) -> Vec<u64> {
     outside
 }
 
+/// Exact triangle/box overlap by clipping the triangle with the six closed half-spaces
+/// of the box (Sutherland-Hodgman): they overlap when something is left. Slower than
+/// [`triangle_box_overlap`]; an independent reference for testing it.
+pub fn triangle_box_overlap_by_clipping(
+    triangle: &[Point3<f64>; 3],
+    box_center: &Point3<f64>,
+    box_half_size: &Vector3<f64>,
+) -> bool {
+    let mut poly: Vec<Vector3<f64>> = triangle.iter().map(|p| p - box_center).collect();
+    for k in 0..3 {
+        for s in [1.0, -1.0] {
+            // Keep s * x_k <= h_k.
+            let d = |p: &Vector3<f64>| s * p[k] - box_half_size[k];
+            let mut out = Vec::new();
+            for i in 0..poly.len() {
+                let (p, q) = (poly[i], poly[(i + 1) % poly.len()]);
+                let (dp, dq) = (d(&p), d(&q));
+                if dp <= 0.0 {
+                    out.push(p);
+                }
+                if (dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0) {
+                    out.push(p + (q - p) * (dp / (dp - dq)));
+                }
+            }
+            poly = out;
+            if poly.is_empty() {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 /// Exact overlap test of a triangle and a closed axis-aligned box (Akenine-Moller's
 /// separating axis test). Touching counts as overlap. Degenerate triangles (segments,
 /// points) are handled: the remaining axes still separate them exactly.
@@ -541,34 +574,6 @@ mod tests {
         }
     }
 
-    /// Independent exact reference: clip the triangle by the six closed half-spaces of
-    /// the box (Sutherland-Hodgman); they overlap when something is left.
-    fn clip_overlap(tri: &[Point3<f64>; 3], c: &Point3<f64>, h: &Vector3<f64>) -> bool {
-        let mut poly: Vec<Vector3<f64>> = tri.iter().map(|p| p - c).collect();
-        for k in 0..3 {
-            for s in [1.0, -1.0] {
-                // Keep s * x_k <= h_k.
-                let d = |p: &Vector3<f64>| s * p[k] - h[k];
-                let mut out = Vec::new();
-                for i in 0..poly.len() {
-                    let (p, q) = (poly[i], poly[(i + 1) % poly.len()]);
-                    let (dp, dq) = (d(&p), d(&q));
-                    if dp <= 0.0 {
-                        out.push(p);
-                    }
-                    if (dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0) {
-                        out.push(p + (q - p) * (dp / (dp - dq)));
-                    }
-                }
-                poly = out;
-                if poly.is_empty() {
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
     #[test]
     fn sat_matches_clipping_on_random_triangles() {
         let mut rng = Lcg(12345);
@@ -589,7 +594,7 @@ mod tests {
             let s = rng.range(0.05, 1.5);
             let tri = [0, 1, 2].map(|_| centre + rng.point(-s, s).coords);
             let sat = triangle_box_overlap(&tri, &c, &h);
-            let clip = clip_overlap(&tri, &c, &h);
+            let clip = triangle_box_overlap_by_clipping(&tri, &c, &h);
             assert_eq!(sat, clip, "triangle {tri:?} box {c:?} +- {h:?}");
             if sat {
                 hits += 1;

@@ -211,22 +211,6 @@ impl ReducedForces {
         self.avx512 = level >= SimdLevel::Avx512 && detect_avx512();
     }
 
-    pub fn precision(&self) -> QuarticPrecision {
-        match self.quartic {
-            Quartic::F64(_) => QuarticPrecision::F64,
-            Quartic::F32(_) => QuarticPrecision::F32,
-        }
-    }
-
-    /// Bytes of coefficient data read per evaluation.
-    pub fn coefficient_bytes(&self) -> usize {
-        8 * (self.linear.len() + self.cubic_energy.len())
-            + match &self.quartic {
-                Quartic::F64(v) => 8 * v.len(),
-                Quartic::F32(v) => 4 * v.len(),
-            }
-    }
-
     /// R~(q) into `force` (length r) and K~(q) into `stiffness` (r x r column-major),
     /// using `scratch` (from [`Self::scratch`]). Allocates nothing.
     pub fn evaluate(
