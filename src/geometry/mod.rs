@@ -5,4 +5,4 @@
 pub mod sdf;
 pub mod triangle;
 
-pub use sdf::{MeshDistance, SdfError, SignedDistanceField};
+pub use sdf::{ClosestPoint, MeshDistance, SdfError, SignedDistanceField};

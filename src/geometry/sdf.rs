@@ -242,6 +242,22 @@ impl MeshDistance {
         Some(if (p - q).dot(&n) < 0.0 { -d } else { d })
     }
 
+    /// The closest point of the mesh to p, with the signed distance (negative inside)
+    /// and the unit outward angle-weighted pseudonormal of the closest feature.
+    pub fn closest_point(&self, p: &Point3<f64>) -> ClosestPoint {
+        let (d2, t, q, f) = self
+            .closest(p, f64::INFINITY)
+            .expect("a mesh with triangles has a closest triangle");
+        let n = self.pseudonormal(t, f);
+        let d = d2.sqrt();
+        ClosestPoint {
+            point: q,
+            distance: if (p - q).dot(&n) < 0.0 { -d } else { d },
+            normal: n.normalize(),
+            triangle: t,
+        }
+    }
+
     /// Exact signed distance (negative inside).
     pub fn signed_distance(&self, p: &Point3<f64>) -> f64 {
         self.signed_distance_bounded(p, f64::INFINITY)
@@ -251,6 +267,19 @@ impl MeshDistance {
     pub fn bounding_box(&self) -> Aabb {
         self.nodes[0].bounds
     }
+}
+
+/// The answer of [`MeshDistance::closest_point`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClosestPoint {
+    /// The closest point on the mesh.
+    pub point: Point3<f64>,
+    /// Signed distance from the query to `point` (negative inside).
+    pub distance: f64,
+    /// Unit outward pseudonormal of the closest feature (face, edge or vertex).
+    pub normal: Vector3<f64>,
+    /// The closest triangle.
+    pub triangle: usize,
 }
 
 /// A signed distance field on a regular grid.
