@@ -7,6 +7,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod cli;
+pub mod contact;
 pub mod dynamics;
 pub mod fem;
 pub mod geometry;

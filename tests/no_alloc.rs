@@ -2,25 +2,38 @@
 //! allocator sees zero allocations over many steps, after construction.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use haptics::dynamics::{ReducedNewmark, ReducedParams, StepEvent};
 use haptics::reduction::evaluator::ReducedForces;
 use haptics::reduction::vega::read_cub;
 
 struct Counting;
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    // Per thread, so tests running in parallel do not count each other's allocations.
+    static THREAD_ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    let _ = THREAD_ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+/// Allocations made so far by the calling thread.
+fn allocations() -> usize {
+    THREAD_ALLOCATIONS.with(|c| c.get())
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        count();
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        count();
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -42,16 +55,86 @@ fn reduced_newmark_step_allocates_nothing() {
         };
         let mut sim = ReducedNewmark::new(ReducedForces::new(&cub, r).unwrap(), params);
         let mut f = vec![0.0; r];
-        let before = ALLOCATIONS.load(Ordering::SeqCst);
+        let before = allocations();
         for s in 0..500 {
             f[0] = if s < 50 { 1000.0 } else { 0.0 };
             assert_eq!(sim.step(&f), StepEvent::Ok);
         }
-        let after = ALLOCATIONS.load(Ordering::SeqCst);
+        let after = allocations();
         assert_eq!(
             after - before,
             0,
             "{} allocations in 500 steps ({newton} Newton iterations)",
+            after - before
+        );
+    }
+}
+
+/// One contact cycle (tree traversal, lookups, forces, gradients, reduced forces)
+/// allocates nothing after construction, with and without temporal coherence.
+#[test]
+fn contact_traversal_allocates_nothing() {
+    use haptics::contact::{ContactParams, ContactShell, Poses, ShellModes, Traversal};
+    use haptics::geometry::{MeshDistance, SignedDistanceField};
+    use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/models/beam3/beam3.obj");
+    let mesh = haptics::mesh::read_obj(&path).unwrap();
+    let sdf =
+        SignedDistanceField::compute(&MeshDistance::new(&mesh).unwrap(), 32, 1.5, &|_| {}).unwrap();
+    // A deformable ring of points in three levels.
+    let mut points = Vec::new();
+    let mut offsets = vec![0];
+    for count in [20, 60, 240] {
+        for i in 0..count {
+            let t = i as f64 / count as f64 * std::f64::consts::TAU + count as f64;
+            points.push(Point3::new(0.03 * t.cos(), 0.03 * t.sin(), 0.0));
+        }
+        offsets.push(points.len());
+    }
+    let normals: Vec<Vector3<f64>> = points.iter().map(|p| -p.coords.normalize()).collect();
+    let r = 3;
+    let modes = ShellModes {
+        r,
+        u: (0..points.len() * 3 * r)
+            .map(|i| (i % 7) as f32 * 1e-3)
+            .collect(),
+        dn: (0..points.len() * 3 * r)
+            .map(|i| (i % 5) as f32 * 1e-2)
+            .collect(),
+    };
+    let shell = ContactShell::new(points, normals, offsets, Some(modes)).unwrap();
+    for tc in [false, true] {
+        let params = ContactParams {
+            temporal_coherence: tc,
+            warm_budget: 200,
+            ..ContactParams::default()
+        };
+        let mut traversal = Traversal::new(&shell, params);
+        let mut out = Traversal::output(&shell, 0);
+        let before = allocations();
+        let mut contacts = 0;
+        for i in 0..500 {
+            let s = i as f64 / 500.0;
+            let poses = Poses {
+                shell: Isometry3::from_parts(
+                    Translation3::new(0.09 - 0.05 * (3.0 * s).sin(), 0.5, 0.0),
+                    UnitQuaternion::from_scaled_axis(Vector3::new(s, 0.0, 2.0 * s)),
+                ),
+                field: Isometry3::identity(),
+                grasp: Point3::origin(),
+            };
+            let q = [s.sin(), s.cos(), 0.1];
+            traversal.run(&shell, &sdf, &poses, &q, &mut out);
+            contacts += out.contacts.len();
+        }
+        let after = allocations();
+        assert!(contacts > 0, "the path should touch the beam");
+        assert_eq!(
+            after - before,
+            0,
+            "{} allocations in 500 cycles",
             after - before
         );
     }

@@ -188,10 +188,10 @@ fn trilinear(x: &[Point3<f64>; 8], xi: [f64; 3]) -> Point3<f64> {
     Point3::from((0..8).map(|a| x[a].coords * n[a]).sum::<Vector3<f64>>())
 }
 
-/// Reference coordinates of `p` in the hex `x` by Newton's method, from the centre.
+/// Reference coordinates (in `[0,1]^3` inside) of `p` in the hex `x` by Newton's method, from the centre.
 /// Stops when the step is below `1e-12`; if the Jacobian becomes singular or the iterate
 /// runs away (far outside a distorted hex), the last iterate is returned.
-fn invert_trilinear(x: &[Point3<f64>; 8], p: &Point3<f64>) -> [f64; 3] {
+pub fn invert_trilinear(x: &[Point3<f64>; 8], p: &Point3<f64>) -> [f64; 3] {
     let mut xi = Vector3::repeat(0.5);
     for _ in 0..50 {
         let a: [f64; 3] = xi.into();

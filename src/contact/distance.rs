@@ -1,0 +1,120 @@
+//! Distance fields a pointshell is queried against: the signed grid field of a rigid
+//! object (thesis 3.11), an analytic half-space (floors, and the exact reference for
+//! gradient tests), and, in [`super::deformed_field`], the approximate field of a reduced
+//! deformable object (3.12).
+//!
+//! Convention (thesis 3.5): negative inside the distance-field object. Every field must be
+//! a lower bound of the true distance wherever it is not exact (so culling with it is
+//! conservative), and must be deterministic.
+
+use nalgebra::{Point3, Unit, Vector3};
+
+use crate::geometry::SignedDistanceField;
+
+/// A signed distance, queried in the distance-field object's body frame.
+pub trait DistanceQuery {
+    /// Signed distance at `p` (negative inside).
+    fn distance(&self, p: &Point3<f64>) -> f64;
+
+    /// A Lipschitz constant of [`DistanceQuery::distance`], if one is known: temporal
+    /// coherence needs it to bound how fast a distance can drop. `None` disables
+    /// temporal coherence against this field.
+    fn lipschitz(&self) -> Option<f64> {
+        None
+    }
+
+    /// Dimension of the field object's reduced coordinates (0 for rigid objects).
+    fn reduced_dim(&self) -> usize {
+        0
+    }
+
+    /// Adds the reduced force of the body-frame force `f` applied at body-frame point `p`
+    /// of a deformable field object to `out` (nothing for rigid objects).
+    fn add_reduced_force(&self, _p: &Point3<f64>, _f: &Vector3<f64>, _out: &mut [f64]) {}
+}
+
+impl DistanceQuery for SignedDistanceField {
+    #[inline]
+    fn distance(&self, p: &Point3<f64>) -> f64 {
+        self.lookup(p)
+    }
+
+    fn lipschitz(&self) -> Option<f64> {
+        Some(self.lipschitz_bound())
+    }
+}
+
+impl SignedDistanceField {
+    /// A Lipschitz constant of [`SignedDistanceField::lookup`]: node values of a distance
+    /// function differ by at most the spacing along an edge, so each partial derivative of
+    /// the trilinear interpolant is at most 1 and its gradient at most sqrt(3); the
+    /// outside-box bound adds at most 1. The 1e-3 covers f32 rounding of node values.
+    pub fn lipschitz_bound(&self) -> f64 {
+        1.0 + 3f64.sqrt() * (1.0 + 1e-3)
+    }
+}
+
+/// The half-space `{x : n . x <= offset}`: signed distance `n . x - offset`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HalfSpace {
+    /// Outward unit normal.
+    pub normal: Unit<Vector3<f64>>,
+    /// Distance of the boundary plane from the origin along `normal`.
+    pub offset: f64,
+}
+
+impl HalfSpace {
+    /// A floor: the half-space below `z = height`.
+    pub fn floor(height: f64) -> Self {
+        HalfSpace {
+            normal: Vector3::z_axis(),
+            offset: height,
+        }
+    }
+}
+
+impl DistanceQuery for HalfSpace {
+    #[inline]
+    fn distance(&self, p: &Point3<f64>) -> f64 {
+        self.normal.dot(&p.coords) - self.offset
+    }
+
+    fn lipschitz(&self) -> Option<f64> {
+        Some(1.0)
+    }
+}
+
+impl<T: DistanceQuery + ?Sized> DistanceQuery for &T {
+    #[inline]
+    fn distance(&self, p: &Point3<f64>) -> f64 {
+        (**self).distance(p)
+    }
+
+    fn lipschitz(&self) -> Option<f64> {
+        (**self).lipschitz()
+    }
+
+    fn reduced_dim(&self) -> usize {
+        (**self).reduced_dim()
+    }
+
+    fn add_reduced_force(&self, p: &Point3<f64>, f: &Vector3<f64>, out: &mut [f64]) {
+        (**self).add_reduced_force(p, f, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_space_is_signed_distance() {
+        let h = HalfSpace {
+            normal: Unit::new_normalize(Vector3::new(1.0, 1.0, 0.0)),
+            offset: 0.5,
+        };
+        let p = Point3::new(1.0, 1.0, 3.0);
+        assert!((h.distance(&p) - (2f64.sqrt() - 0.5)).abs() < 1e-15);
+        assert!(HalfSpace::floor(1.0).distance(&Point3::new(4.0, -2.0, 0.25)) == -0.75);
+    }
+}

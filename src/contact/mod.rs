@@ -1,0 +1,28 @@
+//! Time-critical contact between a pointshell object and a distance-field object
+//! (Barbic 2007, thesis Chapter 3).
+//!
+//! - [`distance`]: the distance fields a pointshell is tested against (the grid SDF of
+//!   thesis 3.11, an analytic half-space, the deformed field of 3.12).
+//! - [`point_tree`]: the nested point tree (3.9) with BD-tree radii `R(q) = R0 + sum_j
+//!   a_j |q_j|` (3.12 of REFERENCE.md).
+//! - [`shell_modes`]: per-point displacement rows `U_s` and normal-correction rows
+//!   `dN_s` of a deformable pointshell (3.6), from the reduced basis and the embedding.
+//! - [`model`]: the penalty contact model and its force/torque gradients (3.5, 4.11-4.12).
+//! - [`traversal`]: the breadth-first, budgeted, temporally coherent traversal (3.10)
+//!   that turns all of the above into contact force, torque, gradients and reduced
+//!   forces once per haptic cycle, without allocating.
+//! - [`deformed_field`]: the distance field of a reduced deformable object (3.12).
+
+pub mod deformed_field;
+pub mod distance;
+pub mod model;
+pub mod point_tree;
+pub mod shell_modes;
+pub mod traversal;
+
+pub use deformed_field::{DeformedDistanceField, DeformedFieldError};
+pub use distance::{DistanceQuery, HalfSpace};
+pub use model::{point_contact, PointContact};
+pub use point_tree::{ContactShell, NestedPointTree, PointTreeError};
+pub use shell_modes::{shell_modes, ShellModes, ShellModesError};
+pub use traversal::{ContactOutput, ContactParams, ContactPoint, Poses, Traversal};
