@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod contact;
+pub mod coupling;
 pub mod dynamics;
 pub mod fem;
 pub mod geometry;

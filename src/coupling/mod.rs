@@ -1,0 +1,462 @@
+//! Static virtual coupling (thesis Chapter 4; Wan and McNeely 2003, with Barbic's large
+//! rotation terms, static damping, saturation and degenerate-rank handling).
+//!
+//! The simulated haptic object is joined to the manipulandum (the device pose mapped into
+//! the simulation world) by a quasi-static spring. Each cycle solves the linearized
+//! equilibrium of coupling and contact wrenches (4.1-4.2)
+//!
+//! ```text
+//! (dF/dx  dF/dw) (dx)     (F_VC + F_C)
+//! (dT/dx  dT/dw) (dw) = - (T_VC + T_C)
+//! ```
+//!
+//! by SVD, treating singular values below `1e-3 sigma_1` as degenerate and moving those
+//! directions straight toward the manipulandum (4.10); then limits the step (4.6), keeps
+//! `1 - alpha` of it (static damping, 4.8) and renders the unsaturated spring `-k_VC r`,
+//! clamped, to the device (4.9).
+//!
+//! Coupling wrench (REFERENCE.md, verified): `F_VC = f(r) e`, `r = |x_m - x_s|`, with the
+//! exponential saturation (4.40) `f(r) = k r` for `r <= r_lin = F_max / (2k)`, else
+//! `F_max (1 - exp(-2k (r - r_lin) / F_max) / 2)`, gradient (4.41)
+//! `-(f/r) I + (f/r - f') e e^T`; `T_VC = k_t vec(posHemisphere(q_m q_s^-1))` (magnitude
+//! `k_t sin(theta/2)`), gradient `-(k_t s I + [T_VC]x) / 2` for world-frame rotations
+//! `q_s <- exp(dw) q_s` (4.24).
+
+pub mod workspace;
+
+pub use workspace::Workspace;
+
+use nalgebra::{
+    Isometry3, Matrix3, Matrix6, Quaternion, Translation3, UnitQuaternion, Vector3, Vector6,
+};
+
+use crate::contact::model::PointContact;
+
+/// Coupling parameters (SI units).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CouplingParams {
+    /// Translational stiffness `k_VC` (N/m).
+    pub stiffness: f64,
+    /// Rotational stiffness `k_VC,torque` (N m).
+    pub torque_stiffness: f64,
+    /// Saturation plateau `F_VC,max` (N); `None` for a linear spring.
+    pub saturation_force: Option<f64>,
+    /// Static damping `alpha` in `[0, 1)`: the pose moves by `(1 - alpha)` of the step.
+    pub static_damping: f64,
+    /// Largest simulation-object speed (m/s) and angular speed (rad/s).
+    pub max_velocity: f64,
+    pub max_angular_velocity: f64,
+    /// Cycle period (s).
+    pub dt: f64,
+    /// Singular values below `degenerate_ratio * sigma_1` are degenerate (4.10).
+    pub degenerate_ratio: f64,
+    /// Device limits for the rendered force (N) and torque (N m).
+    pub device_max_force: f64,
+    pub device_max_torque: f64,
+}
+
+impl Default for CouplingParams {
+    /// The thesis's settings (0.6 m/s, 360 deg/s, alpha = 0.5, epsilon = 1e-3, 1 kHz, the
+    /// PHANToM's 8.5 N) with a 300 N/m coupling spring saturating at 5 N.
+    fn default() -> Self {
+        CouplingParams {
+            stiffness: 300.0,
+            torque_stiffness: 1.0,
+            saturation_force: Some(5.0),
+            static_damping: 0.5,
+            max_velocity: 0.6,
+            max_angular_velocity: std::f64::consts::TAU,
+            dt: 1e-3,
+            degenerate_ratio: 1e-3,
+            device_max_force: 8.5,
+            device_max_torque: 0.5,
+        }
+    }
+}
+
+/// The saturated coupling force magnitude `f(r)` and its derivative (4.40).
+pub fn saturated_magnitude(r: f64, k: f64, fmax: Option<f64>) -> (f64, f64) {
+    match fmax {
+        Some(fmax) if r > fmax / (2.0 * k) => {
+            let r_lin = fmax / (2.0 * k);
+            let e = (-2.0 * k * (r - r_lin) / fmax).exp();
+            (fmax * (1.0 - 0.5 * e), k * e)
+        }
+        _ => (k * r, k),
+    }
+}
+
+/// Coupling force on the simulation object and its gradient with respect to the
+/// simulation object's position, for `r_vec = x_m - x_s`.
+pub fn coupling_force(
+    r_vec: &Vector3<f64>,
+    k: f64,
+    fmax: Option<f64>,
+) -> (Vector3<f64>, Matrix3<f64>) {
+    let r = r_vec.norm();
+    if fmax.is_none_or(|fm| r <= fm / (2.0 * k)) {
+        // Linear region: F = k r_vec, dF/dx_s = -k I.
+        return (r_vec * k, Matrix3::identity() * -k);
+    }
+    let (f, df) = saturated_magnitude(r, k, fmax);
+    let e = r_vec / r;
+    let grad = Matrix3::identity() * -(f / r) + (e * e.transpose()) * (f / r - df);
+    (e * f, grad)
+}
+
+/// `q` or `-q`, whichever has a non-negative scalar part (the shorter rotation).
+pub fn positive_hemisphere(q: UnitQuaternion<f64>) -> UnitQuaternion<f64> {
+    if q.w < 0.0 {
+        UnitQuaternion::new_unchecked(-q.into_inner())
+    } else {
+        q
+    }
+}
+
+/// Coupling torque on the simulation object and its gradient with respect to a
+/// world-frame rotation `q_s <- exp(dw) q_s` of the simulation object (4.24).
+pub fn coupling_torque(
+    q_m: &UnitQuaternion<f64>,
+    q_s: &UnitQuaternion<f64>,
+    kt: f64,
+) -> (Vector3<f64>, Matrix3<f64>) {
+    let qt = positive_hemisphere(q_m * q_s.inverse());
+    let t = qt.imag() * kt;
+    let grad = -(Matrix3::identity() * (kt * qt.w) + t.cross_matrix()) * 0.5;
+    (t, grad)
+}
+
+/// The step of the 6x6 system `A x = b` by SVD (4.10): the minimum-norm solution on
+/// the non-degenerate singular directions, and on the degenerate ones the projection of
+/// `toward` (the displacement to the manipulandum). Returns the step and the rank kept.
+pub fn solve_degenerate(
+    a: &Matrix6<f64>,
+    b: &Vector6<f64>,
+    toward: &Vector6<f64>,
+    ratio: f64,
+) -> (Vector6<f64>, usize) {
+    let svd = a.svd(true, true);
+    let (Some(u), Some(vt)) = (svd.u, svd.v_t) else {
+        return (*toward, 0);
+    };
+    let s = svd.singular_values;
+    let smax = s.max();
+    let mut x = Vector6::zeros();
+    let mut rank = 0;
+    for i in 0..6 {
+        let v = vt.row(i).transpose();
+        if smax > 0.0 && s[i] > ratio * smax {
+            x += v * (u.column(i).dot(b) / s[i]);
+            rank += 1;
+        } else {
+            x += v * v.dot(toward);
+        }
+    }
+    (x, rank)
+}
+
+/// Rotation vector of `q` (angle times axis, the angle in `[0, pi]`).
+pub fn rotation_vector(q: &UnitQuaternion<f64>) -> Vector3<f64> {
+    positive_hemisphere(*q).scaled_axis()
+}
+
+/// The result of one coupling cycle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CouplingOutput {
+    /// Force and torque to render on the device (world frame, clamped).
+    pub device_force: Vector3<f64>,
+    pub device_torque: Vector3<f64>,
+    /// Coupling force and torque on the simulation object (after the step).
+    pub coupling_force: Vector3<f64>,
+    pub coupling_torque: Vector3<f64>,
+    /// Rank kept by the 6x6 solve (6 = non-degenerate).
+    pub rank: usize,
+    /// Whether the step was shortened by the velocity limits.
+    pub limited: bool,
+}
+
+/// The simulation object's grasp frame, coupled to the manipulandum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StaticCoupling {
+    pub params: CouplingParams,
+    /// World pose of the simulation object's grasp frame.
+    pub pose: Isometry3<f64>,
+}
+
+impl StaticCoupling {
+    pub fn new(params: CouplingParams, pose: Isometry3<f64>) -> Self {
+        StaticCoupling { params, pose }
+    }
+
+    /// Coupling wrench on the simulation object at its current pose, with gradients.
+    pub fn wrench(
+        &self,
+        manip: &Isometry3<f64>,
+    ) -> (Vector3<f64>, Matrix3<f64>, Vector3<f64>, Matrix3<f64>) {
+        let p = &self.params;
+        let r_vec = manip.translation.vector - self.pose.translation.vector;
+        let (f, df) = coupling_force(&r_vec, p.stiffness, p.saturation_force);
+        let (t, dt) = coupling_torque(&manip.rotation, &self.pose.rotation, p.torque_stiffness);
+        (f, df, t, dt)
+    }
+
+    /// One cycle: solves the equilibrium with the contact wrench on the simulation object
+    /// (`contact`, about the grasp point, gradients with respect to the object's motion),
+    /// moves the object, and returns the device wrench.
+    pub fn step(&mut self, manip: &Isometry3<f64>, contact: &PointContact) -> CouplingOutput {
+        let p = self.params;
+        let (f, df, t, dt) = self.wrench(manip);
+        let mut a = Matrix6::zeros();
+        a.fixed_view_mut::<3, 3>(0, 0)
+            .copy_from(&(df + contact.dforce_dx));
+        a.fixed_view_mut::<3, 3>(0, 3).copy_from(&contact.dforce_dw);
+        a.fixed_view_mut::<3, 3>(3, 0)
+            .copy_from(&contact.dtorque_dx);
+        a.fixed_view_mut::<3, 3>(3, 3)
+            .copy_from(&(dt + contact.dtorque_dw));
+        let mut b = Vector6::zeros();
+        b.fixed_rows_mut::<3>(0).copy_from(&-(f + contact.force));
+        b.fixed_rows_mut::<3>(3).copy_from(&-(t + contact.torque));
+        let mut toward = Vector6::zeros();
+        toward
+            .fixed_rows_mut::<3>(0)
+            .copy_from(&(manip.translation.vector - self.pose.translation.vector));
+        toward.fixed_rows_mut::<3>(3).copy_from(&rotation_vector(
+            &(manip.rotation * self.pose.rotation.inverse()),
+        ));
+        let (x, rank) = solve_degenerate(&a, &b, &toward, p.degenerate_ratio);
+        let mut dx = x.fixed_rows::<3>(0).into_owned();
+        let mut dw = x.fixed_rows::<3>(3).into_owned();
+        let mut limited = false;
+        if !(dx.iter().chain(dw.iter()).all(|v| v.is_finite())) {
+            dx = Vector3::zeros();
+            dw = Vector3::zeros();
+        }
+        let (max_dx, max_dw) = (p.max_velocity * p.dt, p.max_angular_velocity * p.dt);
+        if dx.norm() > max_dx {
+            dx *= max_dx / dx.norm();
+            limited = true;
+        }
+        if dw.norm() > max_dw {
+            dw *= max_dw / dw.norm();
+            limited = true;
+        }
+        let keep = 1.0 - p.static_damping;
+        self.pose = Isometry3::from_parts(
+            Translation3::from(self.pose.translation.vector + dx * keep),
+            UnitQuaternion::from_scaled_axis(dw * keep) * self.pose.rotation,
+        );
+        let (f, _, t, _) = self.wrench(manip);
+        // Render the unsaturated spring -k r (4.9), clamped to the device.
+        let r_vec = manip.translation.vector - self.pose.translation.vector;
+        let device_force = clamp_norm(-r_vec * p.stiffness, p.device_max_force);
+        let device_torque = clamp_norm(-t, p.device_max_torque);
+        CouplingOutput {
+            device_force,
+            device_torque,
+            coupling_force: f,
+            coupling_torque: t,
+            rank,
+            limited,
+        }
+    }
+}
+
+/// `v` shortened to at most `max` (zero if `v` is not finite).
+pub fn clamp_norm(v: Vector3<f64>, max: f64) -> Vector3<f64> {
+    let n = v.norm();
+    if !n.is_finite() {
+        Vector3::zeros()
+    } else if n > max {
+        v * (max / n)
+    } else {
+        v
+    }
+}
+
+/// A quaternion from a rotation vector, exact for any angle.
+pub fn quaternion_exp(w: &Vector3<f64>) -> UnitQuaternion<f64> {
+    let angle = w.norm();
+    if angle < 1e-12 {
+        UnitQuaternion::new_normalize(Quaternion::new(1.0, w.x / 2.0, w.y / 2.0, w.z / 2.0))
+    } else {
+        UnitQuaternion::from_scaled_axis(*w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturation_is_c1_and_bounded() {
+        let (k, fmax) = (300.0, 5.0);
+        let r_lin = fmax / (2.0 * k);
+        let (a, da) = saturated_magnitude(r_lin * (1.0 - 1e-9), k, Some(fmax));
+        let (b, db) = saturated_magnitude(r_lin * (1.0 + 1e-9), k, Some(fmax));
+        // The two samples are 2e-9 r_lin apart: f differs by k r_lin 2e-9 = 5e-9.
+        assert!((a - b).abs() < 1e-8 && (da - db).abs() < 1e-3);
+        assert!(saturated_magnitude(10.0, k, Some(fmax)).0 <= fmax);
+        assert!(saturated_magnitude(3.0 * r_lin, k, Some(fmax)).0 < fmax);
+        // f' by central differences in the saturated region.
+        let r = 3.0 * r_lin;
+        let h = 1e-8;
+        let fd = (saturated_magnitude(r + h, k, Some(fmax)).0
+            - saturated_magnitude(r - h, k, Some(fmax)).0)
+            / (2.0 * h);
+        assert!((fd - saturated_magnitude(r, k, Some(fmax)).1).abs() < 1e-5 * k);
+    }
+
+    /// Gradients of the coupling force (linear and saturated) and torque against central
+    /// differences of the wrench under motions of the simulation object. Step 1e-6 on
+    /// smooth functions: truncation ~1e-12 relative; tolerance 1e-6 relative.
+    #[test]
+    fn coupling_gradients_match_finite_differences() {
+        let (k, kt) = (300.0, 2.0);
+        let m = Isometry3::from_parts(
+            Translation3::new(0.01, -0.02, 0.005),
+            UnitQuaternion::from_scaled_axis(Vector3::new(0.4, -1.2, 0.9)),
+        );
+        for fmax in [None, Some(1.0)] {
+            let s = Isometry3::from_parts(
+                Translation3::new(0.0, 0.0, 0.0),
+                UnitQuaternion::from_scaled_axis(Vector3::new(-0.3, 0.2, 0.1)),
+            );
+            let mut params = CouplingParams {
+                stiffness: k,
+                torque_stiffness: kt,
+                saturation_force: fmax,
+                ..CouplingParams::default()
+            };
+            params.static_damping = 0.0;
+            let c = StaticCoupling::new(params, s);
+            let (_, df, _, dt) = c.wrench(&m);
+            let h = 1e-6;
+            for a in 0..3 {
+                let e = Vector3::ith(a, h);
+                let moved = |dx: Vector3<f64>, dw: Vector3<f64>| {
+                    StaticCoupling::new(
+                        params,
+                        Isometry3::from_parts(
+                            Translation3::from(s.translation.vector + dx),
+                            UnitQuaternion::from_scaled_axis(dw) * s.rotation,
+                        ),
+                    )
+                    .wrench(&m)
+                };
+                let (fp, _, _, _) = moved(e, Vector3::zeros());
+                let (fm, _, _, _) = moved(-e, Vector3::zeros());
+                let fd = (fp - fm) / (2.0 * h);
+                assert!(
+                    (fd - df.column(a)).norm() < 1e-6 * k,
+                    "{fmax:?} dF/dx col {a}"
+                );
+                let (_, _, tp, _) = moved(Vector3::zeros(), e);
+                let (_, _, tm, _) = moved(Vector3::zeros(), -e);
+                let fd = (tp - tm) / (2.0 * h);
+                assert!(
+                    (fd - dt.column(a)).norm() < 1e-6 * kt,
+                    "dT/dw col {a}: {fd:?} vs {:?}",
+                    dt.column(a)
+                );
+            }
+        }
+    }
+
+    /// Across the 180-degree flip the torque keeps rotating the short way: at 179 and 181
+    /// degrees about z the torque points +z and -z respectively, with magnitude
+    /// k sin(theta/2) for the shorter angle.
+    #[test]
+    fn torque_takes_the_short_way_across_the_hemisphere_flip() {
+        let kt = 2.0;
+        let s = UnitQuaternion::identity();
+        for (deg, sign) in [(179.0f64, 1.0), (181.0, -1.0), (90.0, 1.0), (270.0, -1.0)] {
+            let m = UnitQuaternion::from_scaled_axis(Vector3::z() * deg.to_radians());
+            let (t, _) = coupling_torque(&m, &s, kt);
+            let short = if deg > 180.0 { 360.0 - deg } else { deg };
+            assert!(
+                (t.z * sign - kt * (short.to_radians() / 2.0).sin()).abs() < 1e-12,
+                "{deg}: {t:?}"
+            );
+            assert!(t.x.abs() < 1e-12 && t.y.abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn degenerate_directions_move_toward_the_target() {
+        // A rank-2 system: only x and y resist.
+        let mut a = Matrix6::zeros();
+        a[(0, 0)] = -100.0;
+        a[(1, 1)] = -50.0;
+        let b = Vector6::new(10.0, 5.0, 0.0, 0.0, 0.0, 0.0);
+        let toward = Vector6::new(9.0, 9.0, 0.3, 0.1, 0.0, -0.2);
+        let (x, rank) = solve_degenerate(&a, &b, &toward, 1e-3);
+        assert_eq!(rank, 2);
+        let expected = Vector6::new(-0.1, -0.1, 0.3, 0.1, 0.0, -0.2);
+        assert!((x - expected).norm() < 1e-12, "{x:?}");
+    }
+
+    /// Free space, the manipulandum 1 m away (deep in saturation, where the coupling
+    /// gradient nearly vanishes along the spring): the object snaps toward it at the
+    /// velocity limit without exploding, and settles on it.
+    #[test]
+    fn saturated_free_space_motion_snaps_without_explosion() {
+        let params = CouplingParams::default();
+        let mut c = StaticCoupling::new(params, Isometry3::identity());
+        let m = Isometry3::from_parts(
+            Translation3::new(1.0, 0.0, 0.0),
+            UnitQuaternion::from_scaled_axis(Vector3::new(0.0, 3.0, 0.0)),
+        );
+        let none = PointContact::zero();
+        let mut prev = 1.0f64;
+        for i in 0..4000 {
+            let out = c.step(&m, &none);
+            let d = (m.translation.vector - c.pose.translation.vector).norm();
+            assert!(d <= prev + 1e-12, "cycle {i}: distance grew {prev} -> {d}");
+            assert!(out.device_force.norm() <= params.device_max_force + 1e-12);
+            assert!(out.device_torque.norm() <= params.device_max_torque + 1e-12);
+            prev = d;
+        }
+        assert!(prev < 1e-9, "did not settle: {prev}");
+        let angle = (m.rotation * c.pose.rotation.inverse()).angle();
+        assert!(angle < 1e-6, "orientation {angle}");
+    }
+
+    /// Theorem 4.7: against a contact of stiffness J (a wall), the rendered stiffness
+    /// settles at 1 / (1/J + 1/k_VC) and never exceeds it.
+    #[test]
+    fn rendered_stiffness_bound_of_theorem_4_7() {
+        for (j, kvc) in [(2000.0, 300.0), (300.0, 300.0), (50.0, 600.0)] {
+            let params = CouplingParams {
+                stiffness: kvc,
+                saturation_force: None,
+                device_max_force: 1e9,
+                ..CouplingParams::default()
+            };
+            let mut c = StaticCoupling::new(params, Isometry3::identity());
+            // Wall at x = 0 (the object's grasp point penetrates for x > 0): F = -J x.
+            let depth = 0.01;
+            let m = Isometry3::translation(depth, 0.0, 0.0);
+            let bound = 1.0 / (1.0 / j + 1.0 / kvc);
+            let mut out = None;
+            for _ in 0..2000 {
+                let x = c.pose.translation.vector.x;
+                let contact = PointContact {
+                    force: Vector3::new(-j * x.max(0.0), 0.0, 0.0),
+                    dforce_dx: if x > 0.0 {
+                        Matrix3::from_diagonal(&Vector3::new(-j, 0.0, 0.0))
+                    } else {
+                        Matrix3::zeros()
+                    },
+                    ..PointContact::zero()
+                };
+                out = Some(c.step(&m, &contact));
+            }
+            let stiffness = out.unwrap().device_force.norm() / depth;
+            assert!(
+                (stiffness - bound).abs() < 1e-6 * bound,
+                "J {j}, k {kvc}: {stiffness} vs {bound}"
+            );
+        }
+    }
+}
