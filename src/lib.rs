@@ -12,6 +12,7 @@ pub mod coupling;
 pub mod dynamics;
 pub mod fem;
 pub mod geometry;
+pub mod haptic;
 pub mod mesh;
 pub mod plot;
 pub mod reduction;

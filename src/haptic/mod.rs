@@ -1,0 +1,9 @@
+//! The haptic loop (thesis Fig. 4.2): a fixed-period thread that reads the device, runs
+//! contact, virtual coupling and reduced dynamics, and renders force; with timing
+//! statistics and a precise scheduler.
+
+pub mod scheduler;
+pub mod timing;
+
+pub use scheduler::PeriodicScheduler;
+pub use timing::{CycleStats, TimingSummary};
