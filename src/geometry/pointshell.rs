@@ -40,10 +40,12 @@
 //! first ring of neighbours overlap. R halves exactly from one level to the next, as in
 //! the thesis.
 //!
-//! Normals. For offset 0, the angle-weighted pseudonormal of the closest mesh feature
-//! (face, edge or vertex) of the last projection; for offset > 0, the gradient of the
-//! distance, (x - q) / |x - q|, which is the offset surface's own normal. The stored normal
-//! is minus that (inward).
+//! Normals. For offset 0, the angle-weighted pseudonormal of the mesh feature the
+//! projected point lies on: a vertex or an edge within 1e-9 of the mesh's diagonal, else
+//! the face (closest-point projection puts points pushed across a convex edge exactly on
+//! the edge, where a face normal would be tangent to the neighbouring face). For
+//! offset > 0, the gradient of the distance, (x - q) / |x - q|, which is the offset
+//! surface's own normal. The stored normal is minus that (inward).
 //!
 //! The module also holds the deterministic random generator ([`SplitMix64`]), the
 //! uniform grid ([`PointGrid`]) reused by the farthest-point ordering, the quality
