@@ -30,9 +30,9 @@ use super::pointshell::{PointGrid, Pointshell, PointshellError, MAX_POINTS};
 pub struct FarthestOrdering {
     /// The point indices in selection order (a permutation of 0..N).
     pub order: Vec<usize>,
-    /// distances[k]: distance of point order[k] to the points order[..k] when it was
-    /// selected (infinite for k = 0); non-increasing. distances[k] is the covering radius
-    /// of the first k points.
+    /// `distances[k]`: distance of point `order[k]` to the points `order[..k]` when it was
+    /// selected (infinite for k = 0); non-increasing. `distances[k]` is the covering
+    /// radius of the first k points.
     pub distances: Vec<f64>,
 }
 
@@ -254,7 +254,7 @@ pub fn branching_level_offsets(
 /// A pointshell from an arbitrary oriented point set: farthest-point ordering from point
 /// 0, then levels with branching `branching` (see [`branching_level_offsets`]).
 /// `normals` are the caller's inward normals (normalized here; zero or non-finite ones
-/// are errors). radii[i] is the covering radius of levels 0..=i (the largest distance of
+/// are errors). `radii[i]` is the covering radius of levels 0..=i (the largest distance of
 /// any point to them; 0 for the last level); the offset is 0.
 pub fn farthest_point_pointshell(
     points: &[Point3<f64>],

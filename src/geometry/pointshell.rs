@@ -12,7 +12,7 @@
 //! quadruples, which is REFERENCE.md's "each level has 4x the points at half the
 //! radius": the set of levels 0..=i is the tree level L_(i+1) of 3.9, and it is that set
 //! whose spacing halves). Each level's points are drawn by stratified area-weighted
-//! random sampling of the mesh triangles (thesis: [Tur92]), projected onto T, then
+//! random sampling of the mesh triangles (thesis: Turk 1992), projected onto T, then
 //! relaxed by particle repulsion while all earlier levels stay frozen.
 //!
 //! Repulsion. Two particles at distance d < R push each other apart with the force
@@ -549,10 +549,11 @@ impl FeatureNormals {
     /// the mesh or the normal is degenerate.
     fn at(&self, mesh: &SurfaceMesh, p: &Point3<f64>, t: usize, tol: f64) -> Option<Vector3<f64>> {
         let tri = mesh.triangles.get(t)?;
-        let v: Vec<Point3<f64>> = tri
-            .iter()
-            .map(|&i| mesh.vertices.get(i).copied())
-            .collect::<Option<_>>()?;
+        let v = [
+            *mesh.vertices.get(tri[0])?,
+            *mesh.vertices.get(tri[1])?,
+            *mesh.vertices.get(tri[2])?,
+        ];
         let mut n = *self.face.get(t)?;
         if let Some(k) = (0..3).find(|&k| (p - v[k]).norm() <= tol) {
             n = self.vertex[tri[k]];
@@ -744,7 +745,7 @@ pub struct Pointshell {
     pub points: Vec<Point3<f64>>,
     /// Unit inward normals, one per point.
     pub normals: Vec<Vector3<f64>>,
-    /// Level boundaries: level_offsets[0] = 0, the last entry = points.len(), one more entry
+    /// Level boundaries: `level_offsets[0]` = 0, the last entry = points.len(), one more entry
     /// than levels.
     pub level_offsets: Vec<usize>,
     /// Per level: the repulsion radius R (repulsion shells) or the covering radius of the
