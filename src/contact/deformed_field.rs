@@ -24,6 +24,8 @@ use nalgebra::{DMatrix, Matrix3, Point3, Vector3};
 
 use super::distance::DistanceQuery;
 use super::shell_modes::{for_each_embedded, ShellModesError};
+use crate::geometry::farthest::farthest_point_order;
+use crate::geometry::pointshell::PointshellError;
 use crate::geometry::SignedDistanceField;
 use crate::mesh::VolumeMesh;
 
@@ -31,7 +33,7 @@ use crate::mesh::VolumeMesh;
 pub const MAX_NEIGHBOURS: usize = 16;
 
 /// Why a deformed distance field could not be built.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum DeformedFieldError {
     #[error("neighbour count k = {k} must be between 2 and {MAX_NEIGHBOURS}")]
     BadK { k: usize },
@@ -45,6 +47,8 @@ pub enum DeformedFieldError {
     NoDomains,
     #[error("proxy modes: {0}")]
     Modes(#[from] ShellModesError),
+    #[error("proxy sites: {0}")]
+    Sites(#[from] PointshellError),
 }
 
 #[derive(Debug, Clone)]
@@ -98,7 +102,7 @@ impl DeformedDistanceField {
                     k,
                 });
             }
-            let chosen = farthest_points(cand, proxies_per_domain.max(k));
+            let chosen = farthest_points(cand, proxies_per_domain.max(k))?;
             let start = sites.len();
             sites.extend(chosen.iter().map(|&i| cand[i]));
             ranges.push((start, sites.len()));
@@ -255,10 +259,9 @@ impl DistanceQuery for DeformedDistanceField {
     }
 }
 
-/// Greedy farthest-point sampling of `count` points (O(n count)): the first is the point
-/// nearest the centroid, each next one the farthest from those chosen.
-fn farthest_points(points: &[Point3<f64>], count: usize) -> Vec<usize> {
-    let count = count.min(points.len());
+/// The first `count` points of the farthest-point ordering of `points`, started from
+/// the point nearest their centroid.
+fn farthest_points(points: &[Point3<f64>], count: usize) -> Result<Vec<usize>, DeformedFieldError> {
     let centroid = points.iter().map(|p| p.coords).sum::<Vector3<f64>>() / points.len() as f64;
     let first = (0..points.len())
         .min_by(|&a, &b| {
@@ -267,23 +270,9 @@ fn farthest_points(points: &[Point3<f64>], count: usize) -> Vec<usize> {
                 .total_cmp(&(points[b].coords - centroid).norm_squared())
         })
         .unwrap_or(0);
-    let mut chosen = vec![first];
-    let mut dist: Vec<f64> = points
-        .iter()
-        .map(|p| (p - points[first]).norm_squared())
-        .collect();
-    while chosen.len() < count {
-        let (next, _) =
-            dist.iter().enumerate().fold(
-                (0, -1.0),
-                |best, (i, &d)| if d > best.1 { (i, d) } else { best },
-            );
-        chosen.push(next);
-        for (d, p) in dist.iter_mut().zip(points) {
-            *d = d.min((p - points[next]).norm_squared());
-        }
-    }
-    chosen
+    let mut order = farthest_point_order(points, first)?.order;
+    order.truncate(count.min(points.len()));
+    Ok(order)
 }
 
 #[cfg(test)]
@@ -293,7 +282,7 @@ mod tests {
     #[test]
     fn farthest_points_spread_out() {
         let pts: Vec<Point3<f64>> = (0..11).map(|i| Point3::new(i as f64, 0.0, 0.0)).collect();
-        let c = farthest_points(&pts, 3);
+        let c = farthest_points(&pts, 3).unwrap();
         assert_eq!(c[0], 5);
         assert!(c[1] == 0 || c[1] == 10);
         assert!(c[2] == 0 || c[2] == 10);

@@ -19,11 +19,11 @@
 //! e_j| |q_j|` by the triangle inequality, so the sphere holds the subtree for every `q`.
 //! Radii are stored in f32, rounded up, so the bound survives the rounding.
 
-use std::collections::HashMap;
-
 use nalgebra::{Point3, Vector3};
 
 use super::shell_modes::ShellModes;
+use crate::geometry::pointshell::PointGrid;
+use crate::mesh::Aabb;
 
 /// Why a pointshell cannot be organized into a tree.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -80,7 +80,7 @@ impl NestedPointTree {
         let mut node_of: Vec<u32> = (0..level_offsets[1] as u32).collect();
         for depth in 1..levels {
             let prev_count = level_offsets[depth];
-            let grid = NearestGrid::new(&points[..prev_count]);
+            let grid = nearest_grid(&points[..prev_count]);
             let base = depth_offsets[depth - 1];
             // (parent node, point) for every point of L_{depth}.
             let mut entries: Vec<(u32, u32)> = (0..level_offsets[depth + 1])
@@ -88,7 +88,8 @@ impl NestedPointTree {
                     let parent_point = if p < prev_count {
                         p
                     } else {
-                        grid.nearest(&points[..prev_count], &points[p])
+                        let (g, _) = grid.nearest(&points[p], None).expect("L_i is not empty");
+                        grid.index(g)
                     };
                     (node_of[parent_point], p as u32)
                 })
@@ -242,88 +243,13 @@ fn round_up(x: f64) -> f32 {
     }
 }
 
-/// Nearest-neighbour queries over a static point set: points hashed into cubic cells,
-/// searched in growing rings of cells until no unseen cell can hold a nearer point.
-/// Hand-written (a dozen lines) rather than a k-d tree crate: the tree build is the only
-/// user and needs nothing else.
-struct NearestGrid {
-    cell: f64,
-    origin: Point3<f64>,
-    cells: HashMap<[i32; 3], Vec<u32>>,
-    /// Largest key on every axis (the smallest is 0).
-    max_key: [i32; 3],
-}
-
-impl NearestGrid {
-    fn new(points: &[Point3<f64>]) -> Self {
-        let mut lo = points[0];
-        let mut hi = points[0];
-        for p in points {
-            lo = lo.inf(p);
-            hi = hi.sup(p);
-        }
-        let e = hi - lo;
-        // About two points per cell for points spread over a surface of the box's size.
-        let area = 2.0 * (e.x * e.y + e.y * e.z + e.z * e.x);
-        let cell = (2.0 * area / points.len() as f64)
-            .sqrt()
-            .max(e.max() * 1e-6)
-            .max(1e-12);
-        let mut grid = NearestGrid {
-            cell,
-            origin: lo,
-            cells: HashMap::new(),
-            max_key: [0; 3],
-        };
-        for (i, p) in points.iter().enumerate() {
-            let k = grid.key(p);
-            for a in 0..3 {
-                grid.max_key[a] = grid.max_key[a].max(k[a]);
-            }
-            grid.cells.entry(k).or_default().push(i as u32);
-        }
-        grid
-    }
-
-    fn key(&self, p: &Point3<f64>) -> [i32; 3] {
-        let c = (p - self.origin) / self.cell;
-        [c.x.floor() as i32, c.y.floor() as i32, c.z.floor() as i32]
-    }
-
-    /// Index of the point nearest to `q` (ties: the lower index).
-    fn nearest(&self, points: &[Point3<f64>], q: &Point3<f64>) -> usize {
-        let k = self.key(q);
-        let mut best = (f64::INFINITY, usize::MAX);
-        // Beyond this ring no cell holds points.
-        let max_ring = (0..3)
-            .map(|a| k[a].abs().max((k[a] - self.max_key[a]).abs()))
-            .max()
-            .unwrap_or(0);
-        for ring in 0..=max_ring {
-            for dx in -ring..=ring {
-                for dy in -ring..=ring {
-                    for dz in -ring..=ring {
-                        if dx.abs().max(dy.abs()).max(dz.abs()) != ring {
-                            continue;
-                        }
-                        if let Some(list) = self.cells.get(&[k[0] + dx, k[1] + dy, k[2] + dz]) {
-                            for &i in list {
-                                let d = (points[i as usize] - q).norm_squared();
-                                if d < best.0 || (d == best.0 && (i as usize) < best.1) {
-                                    best = (d, i as usize);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            // Points in rings beyond `ring` are at least `ring * cell` away.
-            if best.1 != usize::MAX && best.0.sqrt() < ring as f64 * self.cell {
-                break;
-            }
-        }
-        best.1
-    }
+/// A grid for nearest-point queries over `points`: cells of about the spacing of points
+/// spread over a surface the size of their bounding box (about two points per cell).
+fn nearest_grid(points: &[Point3<f64>]) -> PointGrid {
+    let b = Aabb::from_points(points.iter());
+    let e = b.extent();
+    let area = 2.0 * (e.x * e.y + e.y * e.z + e.z * e.x);
+    PointGrid::new(points, (2.0 * area / points.len() as f64).sqrt())
 }
 
 /// A pointshell ready for contact: points sorted by level, inward normals, the nested
@@ -484,23 +410,6 @@ mod tests {
                 Point3::new(rho * t.cos(), rho * t.sin(), z)
             })
             .collect()
-    }
-
-    #[test]
-    fn nearest_grid_matches_brute_force() {
-        let pts = sphere_points(500, 3);
-        let grid = NearestGrid::new(&pts);
-        for q in sphere_points(200, 9) {
-            let q = q * 1.1;
-            let brute = (0..pts.len())
-                .min_by(|&a, &b| {
-                    (pts[a] - q)
-                        .norm_squared()
-                        .total_cmp(&(pts[b] - q).norm_squared())
-                })
-                .unwrap();
-            assert_eq!(grid.nearest(&pts, &q), brute);
-        }
     }
 
     #[test]

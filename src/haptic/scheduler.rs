@@ -91,6 +91,9 @@ mod tests {
         assert!(missed >= 3, "{missed}");
         let t = Instant::now();
         assert_eq!(s.wait(), 0);
-        assert!(t.elapsed() >= Duration::from_micros(500), "burst after the stall");
+        assert!(
+            t.elapsed() >= Duration::from_micros(500),
+            "burst after the stall"
+        );
     }
 }
