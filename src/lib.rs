@@ -16,3 +16,4 @@ pub mod haptic;
 pub mod mesh;
 pub mod plot;
 pub mod reduction;
+pub mod scene;
