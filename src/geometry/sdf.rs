@@ -347,7 +347,7 @@ impl Default for SdfOptions {
 }
 
 impl SdfOptions {
-    fn validate(&self) -> Result<(), SdfError> {
+    pub(crate) fn validate(&self) -> Result<(), SdfError> {
         if self.resolution == 0 {
             return Err(SdfError::ZeroResolution);
         }
@@ -635,14 +635,28 @@ impl SignedDistanceField {
         progress: ProgressFn,
     ) -> Result<Self, SdfError> {
         opts.validate()?;
-        let bytes = estimate_bytes(opts.resolution, opts.method, distance.triangles.len());
-        check_memory(opts.resolution, bytes)?;
+        check_memory(
+            opts.resolution,
+            estimate_bytes(opts.resolution, opts.method, distance.triangles.len()),
+        )?;
         let grid = cubic_grid(&distance.bounding_box(), opts.resolution, opts.enlarge)?;
+        Self::compute_on_grid(distance, &grid, opts, progress)
+    }
+
+    /// The field on a given grid (`opts.resolution` and `enlarge` are not used).
+    pub(crate) fn compute_on_grid(
+        distance: &MeshDistance,
+        grid: &Grid,
+        opts: &SdfOptions,
+        progress: ProgressFn,
+    ) -> Result<Self, SdfError> {
+        opts.validate()?;
         let values = match opts.method {
-            SdfMethod::Exact => exact_values(distance, &grid, progress),
-            SdfMethod::BandAndPropagate => band_signed_values(distance, &grid, opts.band, progress),
+            SdfMethod::Exact => exact_values(distance, grid, progress),
+            SdfMethod::BandAndPropagate => band_signed_values(distance, grid, opts.band, progress),
         };
-        Self::from_values(grid.origin, grid.h, [opts.resolution; 3], values)
+        let cells = grid.nodes.map(|n| n - 1);
+        Self::from_values(grid.origin, grid.h, cells, values)
     }
 
     /// A field from its node values (x fastest, (cells + 1) per axis); computes
