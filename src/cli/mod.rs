@@ -5,6 +5,7 @@
 pub mod bake;
 pub mod demo;
 pub mod inspect;
+pub mod sdf;
 pub mod simulate;
 pub mod voxelize;
 
@@ -40,6 +41,9 @@ pub enum Command {
     Bake(bake::BakeArgs),
     /// Offline reduced dynamics of a baked model or a Vega .cub, writing q over time.
     Simulate(simulate::SimulateArgs),
+    /// Signed distance field of a triangle mesh (thesis 3.11) in Vega's .dist format;
+    /// --soup for meshes that are not closed.
+    Sdf(sdf::SdfArgs),
 }
 
 /// Parses the command line and runs the chosen subcommand.
@@ -53,6 +57,7 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::Voxelize(a)) => voxelize::run(&a),
         Some(Command::Bake(a)) => bake::run(&a),
         Some(Command::Simulate(a)) => simulate::run(&a),
+        Some(Command::Sdf(a)) => sdf::run(&a),
     }
 }
 

@@ -39,6 +39,13 @@ pub(crate) use band::Grid;
 pub enum SdfError {
     #[error("the mesh is not closed ({boundary} boundary edges, {nonmanifold} non-manifold edges): a signed field needs a closed surface; for a polygon soup use the polygon-soup path (`haptics sdf --soup`: unsigned field, offset surface, then signed field)")]
     NotClosed { boundary: usize, nonmanifold: usize },
+    #[error("the mesh's {components} closed components {how} (triangles {first} and {second}): its inside is ambiguous, so it is a polygon soup; use the polygon-soup path (`haptics sdf --soup`: unsigned field, offset surface, then signed field)")]
+    NotSolid {
+        components: usize,
+        first: usize,
+        second: usize,
+        how: &'static str,
+    },
     #[error("the mesh has no triangles")]
     Empty,
     #[error("the mesh's bounding box is degenerate or not finite (largest side {side}): no grid fits it")]
@@ -290,6 +297,166 @@ impl MeshDistance {
     pub fn bounding_box(&self) -> Aabb {
         self.nodes[0].bounds
     }
+
+    /// Calls `f` on every triangle whose bounding box overlaps `b`, until it returns true;
+    /// returns whether it did.
+    fn any_overlapping(&self, b: &Aabb, mut f: impl FnMut(usize) -> bool) -> bool {
+        let mut stack = vec![0u32];
+        while let Some(ni) = stack.pop() {
+            let node = &self.nodes[ni as usize];
+            let nb = &node.bounds;
+            if (0..3).any(|a| nb.min[a] > b.max[a] || nb.max[a] < b.min[a]) {
+                continue;
+            }
+            if node.count > 0 {
+                for &t in &self.order[node.start as usize..(node.start + node.count) as usize] {
+                    if f(t as usize) {
+                        return true;
+                    }
+                }
+            } else {
+                stack.push(node.start);
+                stack.push(node.start + 1);
+            }
+        }
+        false
+    }
+
+    /// Checks that the closed surface bounds one well-defined solid: its connected
+    /// components neither cross each other (an edge of one passing through a triangle of
+    /// another) nor nest (a vertex of one inside another, by the winding number). Meshes
+    /// like simpleBridge.obj (39 closed pieces pushed into each other) fail: the
+    /// pseudonormal sign is wrong inside the overlaps, so they need the polygon-soup path.
+    pub fn check_solid(&self) -> Result<(), SdfError> {
+        let comp = triangle_components(&self.triangles, self.vertices.len());
+        let count = comp.iter().copied().max().map_or(0, |m| m + 1);
+        if count < 2 {
+            return Ok(());
+        }
+        let crossing = (0..self.triangles.len()).into_par_iter().find_map_any(|t| {
+            let tri = self.triangles[t];
+            (0..3).find_map(|e| {
+                let (p, q) = (self.vertices[tri[e]], self.vertices[tri[(e + 1) % 3]]);
+                let b = Aabb::from_points([&p, &q]);
+                let mut hit = None;
+                self.any_overlapping(&b, |u| {
+                    if comp[u] == comp[t] {
+                        return false;
+                    }
+                    let [a, bb, c] = self.triangles[u].map(|v| self.vertices[v]);
+                    let crosses = segment_crosses_triangle(&p, &q, &a, &bb, &c);
+                    if crosses {
+                        hit = Some((t, u));
+                    }
+                    crosses
+                });
+                hit
+            })
+        });
+        if let Some((first, second)) = crossing {
+            return Err(SdfError::NotSolid {
+                components: count,
+                first,
+                second,
+                how: "cross",
+            });
+        }
+        // Nesting: one vertex of each component against the others' winding numbers.
+        let mut per_comp: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for (t, &c) in comp.iter().enumerate() {
+            per_comp[c].push(t);
+        }
+        let boxes: Vec<Aabb> = per_comp
+            .iter()
+            .map(|ts| {
+                Aabb::from_points(
+                    ts.iter()
+                        .flat_map(|&t| self.triangles[t].map(|v| &self.vertices[v])),
+                )
+            })
+            .collect();
+        for (c, ts) in per_comp.iter().enumerate() {
+            let v = self.vertices[self.triangles[ts[0]][0]];
+            for (d, other) in per_comp.iter().enumerate() {
+                let bd = &boxes[d];
+                if d == c || (0..3).any(|a| v[a] < bd.min[a] || v[a] > bd.max[a]) {
+                    continue;
+                }
+                let w: f64 = other
+                    .iter()
+                    .map(|&t| solid_angle(&v, &self.triangles[t].map(|i| self.vertices[i])))
+                    .sum::<f64>()
+                    / (4.0 * std::f64::consts::PI);
+                if w.abs() > 0.5 {
+                    return Err(SdfError::NotSolid {
+                        components: count,
+                        first: ts[0],
+                        second: other[0],
+                        how: "nest",
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The connected component (through shared vertices) of every triangle, numbered from 0.
+fn triangle_components(triangles: &[[usize; 3]], vertices: usize) -> Vec<usize> {
+    let mut parent: Vec<usize> = (0..vertices).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for t in triangles {
+        for k in 1..3 {
+            let (a, b) = (find(&mut parent, t[0]), find(&mut parent, t[k]));
+            if a != b {
+                parent[a] = b;
+            }
+        }
+    }
+    let mut number = HashMap::new();
+    triangles
+        .iter()
+        .map(|t| {
+            let r = find(&mut parent, t[0]);
+            let next = number.len();
+            *number.entry(r).or_insert(next)
+        })
+        .collect()
+}
+
+/// Whether segment pq passes through the interior of triangle abc (strictly: touching
+/// and coplanar contact do not count).
+fn segment_crosses_triangle(
+    p: &Point3<f64>,
+    q: &Point3<f64>,
+    a: &Point3<f64>,
+    b: &Point3<f64>,
+    c: &Point3<f64>,
+) -> bool {
+    let n = (b - a).cross(&(c - a));
+    let (dp, dq) = (n.dot(&(p - a)), n.dot(&(q - a)));
+    if dp * dq >= 0.0 {
+        return false;
+    }
+    let x = p + (q - p) * (dp / (dp - dq));
+    (b - a).cross(&(x - a)).dot(&n) > 0.0
+        && (c - b).cross(&(x - b)).dot(&n) > 0.0
+        && (a - c).cross(&(x - c)).dot(&n) > 0.0
+}
+
+/// The solid angle of triangle t seen from p (signed; Van Oosterom and Strackee 1983).
+fn solid_angle(p: &Point3<f64>, t: &[Point3<f64>; 3]) -> f64 {
+    let [a, b, c] = t.map(|v| v - p);
+    let (la, lb, lc) = (a.norm(), b.norm(), c.norm());
+    let det = a.dot(&b.cross(&c));
+    let den = la * lb * lc + a.dot(&b) * lc + a.dot(&c) * lb + b.dot(&c) * la;
+    2.0 * det.atan2(den)
 }
 
 /// The answer of [`MeshDistance::closest_point`].
@@ -628,7 +795,8 @@ impl SignedDistanceField {
 
     /// Samples the signed distance of `distance` on the cubic grid of `opts`. Refuses
     /// grids whose working memory ([`estimate_bytes`]) exceeds [`MAX_SDF_BYTES`] before
-    /// allocating anything.
+    /// allocating anything, and meshes whose components cross or nest
+    /// ([`MeshDistance::check_solid`]).
     pub fn compute_with(
         distance: &MeshDistance,
         opts: &SdfOptions,
@@ -639,6 +807,7 @@ impl SignedDistanceField {
             opts.resolution,
             estimate_bytes(opts.resolution, opts.method, distance.triangles.len()),
         )?;
+        distance.check_solid()?;
         let grid = cubic_grid(&distance.bounding_box(), opts.resolution, opts.enlarge)?;
         Self::compute_on_grid(distance, &grid, opts, progress)
     }
