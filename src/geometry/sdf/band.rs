@@ -94,8 +94,7 @@ fn axis_range(lo: f64, hi: f64, origin: f64, h: f64, n: usize) -> Option<(usize,
     let a = ((lo - origin) / h).ceil();
     let b = ((hi - origin) / h).floor();
     let top = n.checked_sub(1)? as f64;
-    // `!(a <= b)` also rejects NaN.
-    if !(a <= b) || b < 0.0 || a > top {
+    if a.is_nan() || b.is_nan() || a > b || b < 0.0 || a > top {
         return None;
     }
     Some((a.max(0.0) as usize, b.min(top) as usize))
@@ -133,7 +132,7 @@ fn row_interval(
     let (s1, s2) = ((-width - c0) / slope, (width - c0) / slope);
     let (a, b) = (s1.min(s2).ceil(), s1.max(s2).floor());
     let span = (i1 - i0) as f64;
-    if !(a <= b) || b < 0.0 || a > span {
+    if a.is_nan() || b.is_nan() || a > b || b < 0.0 || a > span {
         return None;
     }
     Some((i0 + a.max(0.0) as usize, i0 + b.min(span) as usize))
