@@ -6,6 +6,7 @@ pub mod bake;
 pub mod demo;
 pub mod inspect;
 pub mod pointshell;
+pub mod sdf;
 pub mod simulate;
 pub mod voxelize;
 
@@ -44,6 +45,9 @@ pub enum Command {
     /// Sample a multi-resolution oriented pointshell of a closed triangle mesh by particle
     /// repulsion, printing each level's coverage and uniformity.
     Pointshell(pointshell::PointshellArgs),
+    /// Signed distance field of a triangle mesh (thesis 3.11) in Vega's .dist format;
+    /// --soup for meshes that are not closed.
+    Sdf(sdf::SdfArgs),
 }
 
 /// Parses the command line and runs the chosen subcommand.
@@ -58,6 +62,7 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::Bake(a)) => bake::run(&a),
         Some(Command::Simulate(a)) => simulate::run(&a),
         Some(Command::Pointshell(a)) => pointshell::run(&a),
+        Some(Command::Sdf(a)) => sdf::run(&a),
     }
 }
 

@@ -1,10 +1,13 @@
-//! Geometry for contact: exact point-triangle distances and signed distance fields
-//! (thesis 3.11). The pointshell, the BD-tree and the traversal build on these
-//! (issue: time-critical contact).
+//! Geometry for contact, computed offline: exact point-triangle distances, signed
+//! distance fields of closed meshes and of polygon soups (thesis 3.11) and their Vega
+//! `.dist` files, and multi-resolution pointshells by particle repulsion (3.8.1) or
+//! farthest-point ordering. The run-time contact engine in `crate::contact` uses them.
 
+pub mod dist;
 pub mod farthest;
 pub mod pointshell;
 pub mod sdf;
+pub mod soup;
 pub mod triangle;
 
 pub use farthest::{farthest_point_order, farthest_point_pointshell, FarthestOrdering};
@@ -13,3 +16,5 @@ pub use pointshell::{
     PointshellQuality,
 };
 pub use sdf::{ClosestPoint, MeshDistance, SdfError, SignedDistanceField};
+pub use sdf::{SdfMethod, SdfOptions, SdfProgress, SdfStage};
+pub use soup::{soup_offset_surface, soup_signed_field, SoupField, SoupOptions};

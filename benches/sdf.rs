@@ -1,0 +1,100 @@
+//! Signed distance fields: lookups (coherent, like a pointshell traversal, and random),
+//! the tube (15,840 triangles) at 128^3 and 256^3, and the bridge soup at 256^3.
+
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
+use haptics::geometry::{
+    soup_signed_field, MeshDistance, SdfOptions, SignedDistanceField, SoupOptions,
+};
+use haptics::mesh::{read_obj, SurfaceMesh};
+use nalgebra::{Point3, Vector3};
+
+fn model(rel: &str) -> SurfaceMesh {
+    read_obj(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/models")
+            .join(rel),
+    )
+    .expect("model")
+}
+
+fn field(m: &SurfaceMesh, resolution: usize) -> SignedDistanceField {
+    let md = MeshDistance::new(m).expect("closed mesh");
+    let opts = SdfOptions {
+        resolution,
+        ..SdfOptions::default()
+    };
+    SignedDistanceField::compute_with(&md, &opts, &|_| {}).expect("field")
+}
+
+fn lookups(c: &mut Criterion) {
+    let tube = model("tube/tube.veg.obj");
+    let f = field(&tube, 256);
+    // Coherent: the tube's vertices in file order, nudged off the surface, like a
+    // pointshell's points visited in traversal order.
+    let near: Vec<Point3<f64>> = tube
+        .vertices
+        .iter()
+        .map(|v| v + Vector3::new(0.01, -0.02, 0.015))
+        .collect();
+    // Random: uniform in the box.
+    let side = f.spacing * f.cells[0] as f64;
+    let mut s = 7u64;
+    let random: Vec<Point3<f64>> = (0..near.len())
+        .map(|_| {
+            let mut r = || {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (s >> 11) as f64 / (1u64 << 53) as f64
+            };
+            f.origin + Vector3::new(r(), r(), r()) * side
+        })
+        .collect();
+    let mut g = c.benchmark_group("sdf/lookup (tube 256^3, per point)");
+    g.throughput(criterion::Throughput::Elements(near.len() as u64));
+    g.bench_function("near surface, coherent", |b| {
+        b.iter(|| {
+            near.iter()
+                .map(|p| f.lookup(std::hint::black_box(p)))
+                .sum::<f64>()
+        })
+    });
+    g.bench_function("random in box", |b| {
+        b.iter(|| {
+            random
+                .iter()
+                .map(|p| f.lookup(std::hint::black_box(p)))
+                .sum::<f64>()
+        })
+    });
+    g.finish();
+}
+
+fn compute(c: &mut Criterion) {
+    let tube = model("tube/tube.veg.obj");
+    let mut g = c.benchmark_group("sdf/compute");
+    g.sample_size(10);
+    g.bench_function("tube 128^3 signed", |b| b.iter(|| field(&tube, 128)));
+    g.finish();
+}
+
+fn compute_large(c: &mut Criterion) {
+    let tube = model("tube/tube.veg.obj");
+    let bridge = model("simpleBridge/simpleBridge.obj");
+    let mut g = c.benchmark_group("sdf/compute large");
+    g.sample_size(10).sampling_mode(SamplingMode::Flat);
+    g.bench_function("tube 256^3 signed", |b| b.iter(|| field(&tube, 256)));
+    g.bench_function("bridge soup 256^3", |b| {
+        let opts = SoupOptions {
+            resolution: 256,
+            ..SoupOptions::default()
+        };
+        b.iter(|| soup_signed_field(&bridge, &opts, &|_| {}).expect("soup field"))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, lookups, compute, compute_large);
+criterion_main!(benches);

@@ -1,0 +1,425 @@
+//! Vega `.dist` files (DistanceFieldBase's binary format), little-endian:
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 4 | int32 resolutionX (negative: the values that follow are f64, else f32) |
+//! | 4 | int32 resolutionY (negative: a closest-point field, which is not supported) |
+//! | 4 | int32 resolutionZ |
+//! | 48 | f64 bmin x, y, z, then bmax x, y, z (box corners; spacing (bmax - bmin) / res) |
+//! | rest | (resX + 1)(resY + 1)(resZ + 1) values, x fastest |
+//!
+//! We write f32 values (positive resolutionX), to a temporary file in the target's
+//! directory renamed into place, so a reader never sees a half-written field. Reading
+//! checks everything and reports the file, the byte offset and what was expected;
+//! `boundary_min` (not stored) is recomputed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use nalgebra::Point3;
+
+use super::sdf::SignedDistanceField;
+
+/// Largest resolution per axis we accept (a 65536^3 grid would be a petabyte).
+pub const MAX_DIST_RESOLUTION: i64 = 1 << 16;
+
+const HEADER_BYTES: usize = 12 + 48;
+
+/// Errors reading or writing `.dist` files.
+#[derive(Debug, thiserror::Error)]
+pub enum DistError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: byte offset {offset}: file ends early: expected {expected}")]
+    Truncated {
+        path: PathBuf,
+        offset: u64,
+        expected: String,
+    },
+    #[error("{path}: byte offset {offset}: expected a {axis} resolution between 1 and {MAX_DIST_RESOLUTION}, found {found}")]
+    BadResolution {
+        path: PathBuf,
+        offset: u64,
+        axis: char,
+        found: i64,
+    },
+    #[error("{path}: byte offset 4: negative y resolution {found} marks a closest-point field; only distance fields are supported")]
+    ClosestPointField { path: PathBuf, found: i64 },
+    #[error("{path}: byte offset {offset}: expected a finite box coordinate, found {found}")]
+    NonFiniteBox {
+        path: PathBuf,
+        offset: u64,
+        found: f64,
+    },
+    #[error("{path}: byte offset {offset}: expected the box maximum along {axis} above the minimum {min}, found {max}")]
+    EmptyBox {
+        path: PathBuf,
+        offset: u64,
+        axis: char,
+        min: f64,
+        max: f64,
+    },
+    #[error(
+        "{path}: expected cubic cells (equal spacing on every axis), found spacings {spacing:?}"
+    )]
+    NonCubic { path: PathBuf, spacing: [f64; 3] },
+    #[error("{path}: byte offset {offset}: expected a finite distance value, found {found}")]
+    NonFiniteValue {
+        path: PathBuf,
+        offset: u64,
+        found: f64,
+    },
+    #[error("{path}: byte offset {offset}: expected the end of the file after {nodes} values, found {extra} more bytes")]
+    TrailingBytes {
+        path: PathBuf,
+        offset: u64,
+        nodes: u64,
+        extra: u64,
+    },
+    #[error("{path}: cannot write this field: {reason}")]
+    Unwritable { path: PathBuf, reason: String },
+}
+
+const AXES: [char; 3] = ['x', 'y', 'z'];
+
+/// Reads a `.dist` file.
+pub fn read_dist(path: &Path) -> Result<SignedDistanceField, DistError> {
+    let bytes = std::fs::read(path).map_err(|source| DistError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_dist(&bytes, path)
+}
+
+/// A little-endian cursor that reports the offset of what it fails to read.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    path: &'a Path,
+}
+
+impl<'a> Cursor<'a> {
+    fn take<const N: usize>(&mut self, what: &str) -> Result<[u8; N], DistError> {
+        let chunk = self
+            .bytes
+            .get(self.at..self.at + N)
+            .ok_or_else(|| DistError::Truncated {
+                path: self.path.to_path_buf(),
+                offset: self.bytes.len() as u64,
+                expected: format!("{what} ({N} bytes at byte offset {})", self.at),
+            })?;
+        self.at += N;
+        Ok(chunk.try_into().expect("the chunk has N bytes"))
+    }
+
+    fn i32(&mut self, what: &str) -> Result<i64, DistError> {
+        Ok(i32::from_le_bytes(self.take(what)?) as i64)
+    }
+
+    fn f64(&mut self, what: &str) -> Result<f64, DistError> {
+        Ok(f64::from_le_bytes(self.take(what)?))
+    }
+}
+
+/// Parses the bytes of a `.dist` file (`path` names it in errors).
+pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, DistError> {
+    let mut c = Cursor { bytes, at: 0, path };
+    let raw = [
+        c.i32("the x resolution (int32)")?,
+        c.i32("the y resolution (int32)")?,
+        c.i32("the z resolution (int32)")?,
+    ];
+    if raw[1] < 0 {
+        return Err(DistError::ClosestPointField {
+            path: path.to_path_buf(),
+            found: raw[1],
+        });
+    }
+    let double = raw[0] < 0;
+    let mut res = [0usize; 3];
+    for a in 0..3 {
+        let r = if a == 0 { raw[0].abs() } else { raw[a] };
+        if !(1..=MAX_DIST_RESOLUTION).contains(&r) {
+            return Err(DistError::BadResolution {
+                path: path.to_path_buf(),
+                offset: 4 * a as u64,
+                axis: AXES[a],
+                found: raw[a],
+            });
+        }
+        res[a] = r as usize;
+    }
+    let mut corner = [[0.0; 3]; 2];
+    for (m, name) in ["bmin", "bmax"].iter().enumerate() {
+        for a in 0..3 {
+            let offset = c.at as u64;
+            let v = c.f64(&format!("{name} {} (f64)", AXES[a]))?;
+            if !v.is_finite() {
+                return Err(DistError::NonFiniteBox {
+                    path: path.to_path_buf(),
+                    offset,
+                    found: v,
+                });
+            }
+            corner[m][a] = v;
+        }
+    }
+    let [bmin, bmax] = corner;
+    for a in 0..3 {
+        if bmax[a] <= bmin[a] {
+            return Err(DistError::EmptyBox {
+                path: path.to_path_buf(),
+                offset: 36 + 8 * a as u64,
+                axis: AXES[a],
+                min: bmin[a],
+                max: bmax[a],
+            });
+        }
+    }
+    let spacing: [f64; 3] = std::array::from_fn(|a| (bmax[a] - bmin[a]) / res[a] as f64);
+    // Vega's cubic boxes give equal spacings up to rounding of the corners.
+    if spacing
+        .iter()
+        .any(|s| (s - spacing[0]).abs() > 1e-6 * spacing[0])
+    {
+        return Err(DistError::NonCubic {
+            path: path.to_path_buf(),
+            spacing,
+        });
+    }
+    let nodes: u64 = res.iter().map(|&r| r as u64 + 1).product();
+    let size: u64 = if double { 8 } else { 4 };
+    let need = nodes * size;
+    let have = (bytes.len() - HEADER_BYTES) as u64;
+    if have < need {
+        return Err(DistError::Truncated {
+            path: path.to_path_buf(),
+            offset: bytes.len() as u64,
+            expected: format!(
+                "{nodes} {} values ({need} bytes from byte offset {HEADER_BYTES}), found {have} bytes",
+                if double { "f64" } else { "f32" }
+            ),
+        });
+    }
+    if have > need {
+        return Err(DistError::TrailingBytes {
+            path: path.to_path_buf(),
+            offset: HEADER_BYTES as u64 + need,
+            nodes,
+            extra: have - need,
+        });
+    }
+    let data = &bytes[HEADER_BYTES..];
+    let value = |i: usize| -> f64 {
+        if double {
+            f64::from_le_bytes(data[8 * i..8 * i + 8].try_into().expect("8 bytes"))
+        } else {
+            f32::from_le_bytes(data[4 * i..4 * i + 4].try_into().expect("4 bytes")) as f64
+        }
+    };
+    let mut values = Vec::with_capacity(nodes as usize);
+    for i in 0..nodes as usize {
+        let v = value(i);
+        if !v.is_finite() || (double && v.abs() > f32::MAX as f64) {
+            return Err(DistError::NonFiniteValue {
+                path: path.to_path_buf(),
+                offset: HEADER_BYTES as u64 + i as u64 * size,
+                found: v,
+            });
+        }
+        values.push(v as f32);
+    }
+    SignedDistanceField::from_values(Point3::from(bmin), spacing[0], res, values).map_err(|e| {
+        DistError::Unwritable {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        }
+    })
+}
+
+/// The bytes of `field` as a `.dist` file with f32 values.
+pub fn encode_dist(field: &SignedDistanceField) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(HEADER_BYTES + 4 * field.values.len());
+    for &c in &field.cells {
+        let c = i32::try_from(c)
+            .ok()
+            .filter(|&c| c >= 1 && (c as i64) <= MAX_DIST_RESOLUTION)
+            .ok_or_else(|| format!("resolution {c} does not fit the format"))?;
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+    let bmax = field.node_point(field.cells[0], field.cells[1], field.cells[2]);
+    for v in field.origin.iter().chain(bmax.iter()) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    let nodes: usize = field.cells.iter().map(|c| c + 1).product();
+    if field.values.len() != nodes {
+        return Err(format!(
+            "{} values for {nodes} grid nodes",
+            field.values.len()
+        ));
+    }
+    for v in &field.values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    Ok(out)
+}
+
+/// Writes `field` to `path` (f32 values), atomically: to a temporary file in the same
+/// directory, then renamed over `path`.
+pub fn write_dist(path: &Path, field: &SignedDistanceField) -> Result<(), DistError> {
+    let bytes = encode_dist(field).map_err(|reason| DistError::Unwritable {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| DistError::Unwritable {
+            path: path.to_path_buf(),
+            reason: "the path has no file name".to_string(),
+        })?
+        .to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let write_err = |source| DistError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        // Best effort: the temporary file may not exist.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(write_err(e));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small_field() -> SignedDistanceField {
+        let cells = [2, 3, 4];
+        let values: Vec<f32> = (0..3 * 4 * 5).map(|i| i as f32 * 0.25 - 3.0).collect();
+        SignedDistanceField::from_values(Point3::new(-1.0, 0.5, 2.0), 0.5, cells, values).unwrap()
+    }
+
+    #[test]
+    fn round_trip_keeps_everything() {
+        let f = small_field();
+        let bytes = encode_dist(&f).unwrap();
+        assert_eq!(bytes.len(), HEADER_BYTES + 4 * 60);
+        let g = parse_dist(&bytes, Path::new("x.dist")).unwrap();
+        assert_eq!(g.cells, f.cells);
+        assert_eq!(g.values, f.values);
+        assert_eq!(g.boundary_min, f.boundary_min);
+        assert!((g.origin - f.origin).norm() < 1e-15);
+        // bmax - bmin over the resolution: exact here (binary fractions).
+        assert_eq!(g.spacing, f.spacing);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_naming_an_offset() {
+        let bytes = encode_dist(&small_field()).unwrap();
+        for len in 0..bytes.len() {
+            let e = parse_dist(&bytes[..len], Path::new("cut.dist")).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.starts_with("cut.dist: byte offset"), "{len}: {msg}");
+            assert!(matches!(e, DistError::Truncated { .. }), "{len}: {msg}");
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        let e = parse_dist(&long, Path::new("long.dist")).unwrap_err();
+        assert!(
+            matches!(e, DistError::TrailingBytes { extra: 1, .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_headers_are_refused() {
+        let good = encode_dist(&small_field()).unwrap();
+        let with = |at: usize, b: &[u8]| {
+            let mut v = good.clone();
+            v[at..at + b.len()].copy_from_slice(b);
+            parse_dist(&v, Path::new("bad.dist")).unwrap_err()
+        };
+        assert!(matches!(
+            with(4, &(-3i32).to_le_bytes()),
+            DistError::ClosestPointField { .. }
+        ));
+        assert!(matches!(
+            with(8, &0i32.to_le_bytes()),
+            DistError::BadResolution { axis: 'z', .. }
+        ));
+        assert!(matches!(
+            with(0, &i32::MAX.to_le_bytes()),
+            DistError::BadResolution { axis: 'x', .. }
+        ));
+        assert!(matches!(
+            with(20, &f64::NAN.to_le_bytes()),
+            DistError::NonFiniteBox { offset: 20, .. }
+        ));
+        // bmax z (offset 52) below bmin z.
+        assert!(matches!(
+            with(52, &0.0f64.to_le_bytes()),
+            DistError::EmptyBox { axis: 'z', .. }
+        ));
+        assert!(matches!(
+            with(60 + 4 * 7, &f32::NAN.to_le_bytes()),
+            DistError::NonFiniteValue { offset: 88, .. }
+        ));
+        // bmax x moved: spacings differ.
+        assert!(matches!(
+            with(36, &1.0f64.to_le_bytes()),
+            DistError::NonCubic { .. }
+        ));
+    }
+
+    #[test]
+    fn f64_fields_are_read() {
+        let f = small_field();
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&(-2i32).to_le_bytes());
+        bytes.extend_from_slice(&3i32.to_le_bytes());
+        bytes.extend_from_slice(&4i32.to_le_bytes());
+        let bmax = f.node_point(2, 3, 4);
+        for v in f.origin.iter().chain(bmax.iter()) {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in &f.values {
+            bytes.extend_from_slice(&(*v as f64).to_le_bytes());
+        }
+        let g = parse_dist(&bytes, Path::new("d.dist")).unwrap();
+        assert_eq!(g.values, f.values);
+        assert_eq!(g.cells, [2, 3, 4]);
+        // And truncated f64 data is reported as such.
+        let e = parse_dist(&bytes[..bytes.len() - 3], Path::new("d.dist")).unwrap_err();
+        assert!(e.to_string().contains("f64 values"), "{e}");
+    }
+
+    #[test]
+    fn write_is_atomic_and_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.dist");
+        write_dist(&path, &small_field()).unwrap();
+        assert_eq!(read_dist(&path).unwrap(), small_field());
+        // Only the target remains (the temporary file was renamed).
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let e = read_dist(&dir.path().join("missing.dist")).unwrap_err();
+        assert!(e.to_string().contains("missing.dist"), "{e}");
+    }
+}
