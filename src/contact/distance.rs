@@ -44,16 +44,6 @@ impl DistanceQuery for SignedDistanceField {
     }
 }
 
-impl SignedDistanceField {
-    /// A Lipschitz constant of [`SignedDistanceField::lookup`]: node values of a distance
-    /// function differ by at most the spacing along an edge, so each partial derivative of
-    /// the trilinear interpolant is at most 1 and its gradient at most sqrt(3); the
-    /// outside-box bound adds at most 1. The 1e-3 covers f32 rounding of node values.
-    pub fn lipschitz_bound(&self) -> f64 {
-        1.0 + 3f64.sqrt() * (1.0 + 1e-3)
-    }
-}
-
 /// The half-space `{x : n . x <= offset}`: signed distance `n . x - offset`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HalfSpace {

@@ -748,6 +748,35 @@ pub(crate) fn boundary_min(values: &[f32], cells: [usize; 3], spacing: f64) -> f
     (m as f64 - spacing * std::f64::consts::FRAC_1_SQRT_2) as f32
 }
 
+/// The largest absolute difference between adjacent node values (x fastest layout).
+fn max_edge_difference(values: &[f32], cells: [usize; 3]) -> f32 {
+    let [nx, ny, nz] = cells.map(|c| c + 1);
+    let mut m = 0f32;
+    for k in 0..nz {
+        for j in 0..ny {
+            let row = &values[(k * ny + j) * nx..][..nx];
+            for w in row.windows(2) {
+                m = m.max((w[1] - w[0]).abs());
+            }
+            if j + 1 < ny {
+                let next = &values[(k * ny + j + 1) * nx..][..nx];
+                m = row
+                    .iter()
+                    .zip(next)
+                    .fold(m, |m, (a, b)| m.max((b - a).abs()));
+            }
+            if k + 1 < nz {
+                let next = &values[((k + 1) * ny + j) * nx..][..nx];
+                m = row
+                    .iter()
+                    .zip(next)
+                    .fold(m, |m, (a, b)| m.max((b - a).abs()));
+            }
+        }
+    }
+    m
+}
+
 /// A signed distance field on a regular grid.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignedDistanceField {
@@ -764,6 +793,11 @@ pub struct SignedDistanceField {
     /// on the same face (distance is 1-Lipschitz), so the outside bound stays
     /// conservative between nodes.
     pub boundary_min: f32,
+    /// The largest |difference| of adjacent node values over the spacing (1 for exact
+    /// distances, up to rounding): with it, [`SignedDistanceField::lipschitz_bound`].
+    pub max_slope: f32,
+    /// `1 / spacing`, so lookups multiply instead of dividing.
+    inv_spacing: f64,
 }
 
 /// Splits a grid coordinate into its cell (clamped to the last one) and the fraction.
@@ -856,12 +890,15 @@ impl SignedDistanceField {
             });
         }
         let boundary_min = boundary_min(&values, cells, spacing);
+        let max_slope = (max_edge_difference(&values, cells) as f64 / spacing) as f32;
         Ok(SignedDistanceField {
             origin,
             spacing,
             cells,
             values,
             boundary_min,
+            max_slope,
+            inv_spacing: 1.0 / spacing,
         })
     }
 
@@ -879,7 +916,7 @@ impl SignedDistanceField {
     /// Grid coordinates of p (node units) and whether p lies in the box.
     #[inline(always)]
     fn grid_coordinates(&self, p: &Point3<f64>) -> ([f64; 3], bool) {
-        let inv = 1.0 / self.spacing;
+        let inv = self.inv_spacing;
         let x = (p.x - self.origin.x) * inv;
         let y = (p.y - self.origin.y) * inv;
         let z = (p.z - self.origin.z) * inv;
@@ -923,20 +960,40 @@ impl SignedDistanceField {
         )
     }
 
+    /// Outside the box, the larger of two lower bounds of the distance: the thesis's
+    /// `d_box + boundary_min` (3.11: any path to the surface first crosses the box), and
+    /// `field(nearest box point) - d_box` (distance is 1-Lipschitz). The second makes the
+    /// value continuous across the box faces, which temporal coherence relies on.
     #[cold]
     #[inline(never)]
     fn lookup_outside(&self, g: [f64; 3]) -> f64 {
-        self.outside_offset(g).norm() * self.spacing + self.boundary_min as f64
+        let off = self.outside_offset(g);
+        let d_box = off.norm() * self.spacing;
+        let on_box = self.trilinear([g[0] - off.x, g[1] - off.y, g[2] - off.z]);
+        (d_box + self.boundary_min as f64).max(on_box - d_box)
     }
 
-    /// The field at p: trilinear inside the box; outside, the conservative lower bound
-    /// distance-to-box + smallest boundary value (thesis 3.11).
+    /// A Lipschitz constant of [`SignedDistanceField::lookup`]: inside, each partial
+    /// derivative of the trilinear interpolant is a blend of edge slopes, so the gradient
+    /// is at most `sqrt(3) max_slope`; the outside bound adds at most 1.
+    pub fn lipschitz_bound(&self) -> f64 {
+        3f64.sqrt() * self.max_slope as f64 + 1.0
+    }
+
+    /// The field at p: trilinear inside the box; outside, the conservative lower bound of
+    /// thesis 3.11 (see `lookup_outside`).
     #[inline]
     pub fn lookup(&self, p: &Point3<f64>) -> f64 {
         let (g, inside) = self.grid_coordinates(p);
         if !inside {
             return self.lookup_outside(g);
         }
+        self.trilinear(g)
+    }
+
+    /// Trilinear interpolation at grid coordinates inside the box.
+    #[inline(always)]
+    fn trilinear(&self, g: [f64; 3]) -> f64 {
         let (i, fx) = cell_and_fraction(g[0], self.cells[0]);
         let (j, fy) = cell_and_fraction(g[1], self.cells[1]);
         let (k, fz) = cell_and_fraction(g[2], self.cells[2]);
@@ -1020,12 +1077,31 @@ mod tests {
         ] {
             assert!((f.lookup(&p) - (a + g.dot(&p.coords))).abs() < 1e-6, "{p}");
         }
-        // Outside: distance to the box plus boundary_min.
-        let p = Point3::new(-2.0, 0.6, 2.1);
-        assert!((f.lookup(&p) - (1.0 + f.boundary_min as f64)).abs() < 1e-12);
-        let p = Point3::new(1.5, 2.75, 3.0);
-        let d = (1.0f64 + 1.0).sqrt();
-        assert!((f.lookup(&p) - (d + f.boundary_min as f64)).abs() < 1e-12);
+        // Outside: the larger of distance-to-box + boundary_min and the value at the
+        // nearest box point minus distance-to-box.
+        for (p, q, d) in [
+            (
+                Point3::new(-2.0, 0.6, 2.1),
+                Point3::new(-1.0, 0.6, 2.1),
+                1.0f64,
+            ),
+            (
+                Point3::new(1.5, 2.75, 3.0),
+                Point3::new(0.5, 1.75, 3.0),
+                2f64.sqrt(),
+            ),
+        ] {
+            let expected = (d + f.boundary_min as f64).max(f.lookup(&q) - d);
+            assert!((f.lookup(&p) - expected).abs() < 1e-12);
+            assert!(f.lookup(&p) >= d + f.boundary_min as f64);
+        }
+        // Edge slopes of the affine field are |g_i| <= 0.8 (f32 rounding aside).
+        assert!((f.max_slope - 0.8).abs() < 1e-5);
+        assert!((f.lipschitz_bound() - (3f64.sqrt() * 0.8 + 1.0)).abs() < 1e-4);
+        // Continuous across the box face.
+        let inside = f.lookup(&Point3::new(-1.0 + 1e-12, 0.6, 2.1));
+        let outside = f.lookup(&Point3::new(-1.0 - 1e-12, 0.6, 2.1));
+        assert!((inside - outside).abs() < 1e-9);
     }
 
     #[test]

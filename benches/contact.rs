@@ -1,0 +1,426 @@
+//! Contact traversal shaped like thesis Table 3.1: for each configuration, one haptic
+//! cycle of tree traversal with temporal coherence on and off, and the tree-less pass over
+//! every point; nodes traversed, lookups, contacts and the level of detail reached are
+//! printed once per configuration (stderr) for the README.
+//!
+//! Configurations (all on the shared models):
+//! - `rigid`: the hoses (tube.veg.obj) as a rigid pointshell of 256K points in 4 levels,
+//!   standing on the rigid bridge (simpleBridge.obj, a polygon soup: signed field of its
+//!   offset surface, 256^3);
+//! - `deformable`: the bridge as a deformable pointshell (85K points, r = 20 modal
+//!   derivative basis) under the rigid hoses (signed field 256^3);
+//! - `two-deformable`: the same deformable bridge under deformable hoses (deformed
+//!   distance field, 40 proxies, r = 10 linear modes of the voxelized tube);
+//! - `worst-case`: the deformable configuration pressed 0.3 m deep, where the default
+//!   node budget binds (graceful degradation).
+//!
+//! The first run builds the fields, pointshells and bakes (minutes) and caches them in
+//! `target/bench-cache`; later runs load them.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use haptics::contact::{
+    shell_modes, ContactOutput, ContactParams, ContactShell, DeformedDistanceField, DistanceQuery,
+    Poses, Traversal,
+};
+use haptics::geometry::dist::{read_dist, write_dist};
+use haptics::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
+use haptics::geometry::soup::{soup_signed_field, SoupOptions};
+use haptics::geometry::{MeshDistance, SignedDistanceField};
+use haptics::mesh::{read_obj, read_veg, voxelize, SurfaceMesh, VoxelizeOptions};
+use haptics::reduction::bake::{bake, load_baked, BakeInput, BakeParams, BasisKind, NoProgress};
+use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+
+fn shared(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/models")
+        .join(rel)
+}
+
+fn cache_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let dir = target.join("bench-cache");
+    std::fs::create_dir_all(&dir).expect("create the benchmark cache");
+    dir
+}
+
+fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let v = f();
+    eprintln!("  {what}: {:.1} s", t.elapsed().as_secs_f64());
+    v
+}
+
+/// The signed field of the hoses (closed mesh), 256^3.
+fn tube_field() -> SignedDistanceField {
+    let path = cache_dir().join("tube-256.dist");
+    if let Ok(f) = read_dist(&path) {
+        return f;
+    }
+    let mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
+    let f = timed("tube SDF 256^3", || {
+        SignedDistanceField::compute(&MeshDistance::new(&mesh).unwrap(), 256, 1.5, &|_| {}).unwrap()
+    });
+    write_dist(&path, &f).unwrap();
+    f
+}
+
+/// The bridge soup's offset surface (closed) and its signed field, 256^3.
+fn bridge_field_and_surface() -> (SignedDistanceField, SurfaceMesh) {
+    let dist = cache_dir().join("bridge-256.dist");
+    let surf = cache_dir().join("bridge-256-offset.obj");
+    if let (Ok(f), Ok(s)) = (read_dist(&dist), read_obj(&surf)) {
+        return (f, s);
+    }
+    let soup = read_obj(&shared("simpleBridge/simpleBridge.obj")).unwrap();
+    let opts = SoupOptions {
+        resolution: 256,
+        offset: 1.0,
+        ..SoupOptions::default()
+    };
+    let sf = timed("bridge soup SDF 256^3", || {
+        soup_signed_field(&soup, &opts, &|_| {}).unwrap()
+    });
+    write_dist(&dist, &sf.field).unwrap();
+    haptics::mesh::write_obj(&surf, &sf.surface).unwrap();
+    (sf.field, sf.surface)
+}
+
+fn pointshell(name: &str, mesh: &SurfaceMesh, first: usize, levels: usize) -> Pointshell {
+    let path = cache_dir().join(format!("{name}.pointshell"));
+    if let Ok(p) = Pointshell::read(&path) {
+        return p;
+    }
+    let params = PointshellParams {
+        first_level_points: first,
+        levels,
+        ..PointshellParams::default()
+    };
+    let md = MeshDistance::new(mesh).unwrap();
+    let ps = timed(&format!("pointshell {name}"), || {
+        sample_pointshell(&md, mesh, &params, &|_| {}).unwrap()
+    });
+    ps.write(&path).unwrap();
+    ps
+}
+
+/// The r = 20 bridge (10 linear modes and their derivatives), baked once.
+fn bridge_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
+    let veg = shared("simpleBridge/simpleBridge_resol92-b1.155_enlarged.veg");
+    let input = BakeInput {
+        mesh: veg.clone(),
+        fixed: Some(shared(
+            "simpleBridge/simpleBridge_resol92-b1.155_enlarged.bou",
+        )),
+        basis_file: None,
+        render_interp: None,
+        params: BakeParams {
+            linear_modes: 10,
+            basis: 20,
+            basis_kind: BasisKind::ModalDerivatives,
+            mass_matrix: "consistent".into(),
+            unconstrained: false,
+            voxel_resolution: None,
+            material_groups: false,
+        },
+    };
+    let dir = cache_dir().join("bridge-r20");
+    bake(&input, &dir, &NoProgress).unwrap();
+    (read_veg(&veg).unwrap(), load_baked(&dir).unwrap().basis)
+}
+
+/// The voxelized hoses with 10 free-free linear modes, baked once.
+fn tube_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
+    let dir = cache_dir().join("tube-r10");
+    let veg = cache_dir().join("tube-24.veg");
+    if !veg.exists() {
+        let mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
+        let vox = voxelize(
+            &mesh,
+            &VoxelizeOptions {
+                resolution: 24,
+                ..VoxelizeOptions::default()
+            },
+            None,
+        )
+        .unwrap();
+        haptics::mesh::write_veg(&veg, &vox.mesh).unwrap();
+    }
+    let input = BakeInput {
+        mesh: veg.clone(),
+        fixed: None,
+        basis_file: None,
+        render_interp: None,
+        params: BakeParams {
+            linear_modes: 10,
+            basis: 10,
+            basis_kind: BasisKind::LinearModes,
+            mass_matrix: "consistent".into(),
+            unconstrained: true,
+            voxel_resolution: None,
+            material_groups: false,
+        },
+    };
+    bake(&input, &dir, &NoProgress).unwrap();
+    (read_veg(&veg).unwrap(), load_baked(&dir).unwrap().basis)
+}
+
+/// The height of the deck's top at x = z = 0: the first sign change from above.
+fn deck_top(field: &SignedDistanceField) -> f64 {
+    let mut y = 4.0;
+    while field.lookup(&Point3::new(0.0, y, 0.0)) > 0.0 && y > -1.0 {
+        y -= 0.001;
+    }
+    y
+}
+
+/// Reduced coordinates that move the bridge by about `amplitude` at most.
+fn bridge_q(shell: &ContactShell, amplitude: f64) -> Vec<f64> {
+    let r = shell.r();
+    let q: Vec<f64> = (0..r)
+        .map(|j| ((j * 7 + 3) % 11) as f64 / 11.0 - 0.4)
+        .collect();
+    let max = (0..shell.len())
+        .map(|s| (shell.position(s, &q) - shell.points[s]).norm())
+        .fold(0.0, f64::max);
+    q.iter().map(|v| v * amplitude / max).collect()
+}
+
+/// One contact configuration: the shell, the field, and the poses along a small circle
+/// (radius 5 mm, one step per cycle) around a pressing pose.
+struct Config<'a, D: DistanceQuery> {
+    name: &'a str,
+    shell: &'a ContactShell,
+    field: &'a D,
+    base: Poses,
+    shell_moves: bool,
+    q: Vec<f64>,
+    field_r: usize,
+}
+
+impl<D: DistanceQuery> Config<'_, D> {
+    fn poses(&self, cycle: usize) -> Poses {
+        let t = cycle as f64 * 1e-3;
+        let wobble = Isometry3::from_parts(
+            Translation3::new(0.005 * (6.0 * t).cos(), 0.0, 0.005 * (6.0 * t).sin()),
+            UnitQuaternion::from_scaled_axis(Vector3::y() * 0.02 * t.sin()),
+        );
+        let mut p = self.base;
+        if self.shell_moves {
+            p.shell = wobble * p.shell;
+        } else {
+            p.field = wobble * p.field;
+            p.grasp = wobble * p.grasp;
+        }
+        p
+    }
+
+    fn run(&self, c: &mut Criterion, budget: usize) {
+        let params = |tc| ContactParams {
+            stiffness: 1000.0,
+            warm_budget: budget,
+            temporal_coherence: tc,
+            ..ContactParams::default()
+        };
+        let stats = |out: &ContactOutput| {
+            format!(
+                "traversed {} lookups {} contacts {} LOD {}",
+                out.traversed,
+                out.lookups,
+                out.contacts.len(),
+                out.deepest_level + 1
+            )
+        };
+        let mut group = c.benchmark_group(format!("contact/{}", self.name));
+        for tc in [true, false] {
+            let mut tr = Traversal::new(self.shell, params(tc));
+            let mut out = Traversal::output(self.shell, self.field_r);
+            let mut cycle = 0;
+            // Warm up the temporal-coherence cache and the warm depth.
+            for _ in 0..200 {
+                cycle += 1;
+                tr.run(
+                    self.shell,
+                    self.field,
+                    &self.poses(cycle),
+                    &self.q,
+                    &mut out,
+                );
+            }
+            eprintln!(
+                "{} TC {}: {}",
+                self.name,
+                if tc { "on" } else { "off" },
+                stats(&out)
+            );
+            group.bench_function(if tc { "tree TC on" } else { "tree TC off" }, |b| {
+                b.iter(|| {
+                    cycle += 1;
+                    tr.run(
+                        self.shell,
+                        self.field,
+                        &self.poses(cycle),
+                        &self.q,
+                        &mut out,
+                    );
+                    out.contact.force.x
+                })
+            });
+        }
+        let mut tr = Traversal::new(self.shell, params(false));
+        let mut out = Traversal::output(self.shell, self.field_r);
+        let levels = self.shell.level_offsets.len() - 1;
+        tr.run_treeless(
+            self.shell,
+            self.field,
+            &self.poses(0),
+            &self.q,
+            levels,
+            &mut out,
+        );
+        eprintln!("{} tree-less: {}", self.name, stats(&out));
+        group.bench_function("tree-less", |b| {
+            b.iter(|| {
+                tr.run_treeless(
+                    self.shell,
+                    self.field,
+                    &self.poses(0),
+                    &self.q,
+                    levels,
+                    &mut out,
+                );
+                out.contact.force.x
+            })
+        });
+        group.finish();
+    }
+}
+
+fn shell_from(ps: &Pointshell, modes: Option<haptics::contact::ShellModes>) -> ContactShell {
+    ContactShell::new(
+        ps.points.clone(),
+        ps.normals.clone(),
+        ps.level_offsets.clone(),
+        modes,
+    )
+    .unwrap()
+}
+
+fn contact_benches(c: &mut Criterion) {
+    eprintln!(
+        "preparing fields, pointshells and bakes (cached in {:?})",
+        cache_dir()
+    );
+    let tube_sdf = tube_field();
+    let (bridge_sdf, bridge_surface) = bridge_field_and_surface();
+    let tube_mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
+    let top = deck_top(&bridge_sdf);
+    // The hoses stand on the deck, 3 cm (half a field cell) into it.
+    let standing = |pen: f64| Isometry3::translation(0.0, top - pen, 0.0);
+    let budget = ContactParams::default().warm_budget;
+
+    // Rigid against rigid, 256K points.
+    let tube_ps = pointshell("tube-256k", &tube_mesh, 4000, 4);
+    let tube_shell = shell_from(&tube_ps, None);
+    Config {
+        name: "rigid",
+        shell: &tube_shell,
+        field: &bridge_sdf,
+        base: Poses {
+            shell: standing(0.03),
+            field: Isometry3::identity(),
+            grasp: Point3::new(0.0, top + 5.0, 0.0),
+        },
+        shell_moves: true,
+        q: vec![],
+        field_r: 0,
+    }
+    .run(c, budget);
+
+    // The deformable bridge (r = 20, 85K points) under the rigid hoses.
+    let bridge_ps = pointshell("bridge-85k", &bridge_surface, 1330, 4);
+    let (bridge_mesh, bridge_u) = bridge_basis();
+    let modes = timed("bridge pointshell modes", || {
+        shell_modes(
+            &bridge_ps.points,
+            &bridge_ps.normals,
+            &bridge_mesh,
+            &bridge_u,
+            0.5,
+        )
+        .unwrap()
+    });
+    let bridge_shell = shell_from(&bridge_ps, Some(modes));
+    let q = bridge_q(&bridge_shell, 0.02);
+    let pressing = |pen: f64| Poses {
+        shell: Isometry3::identity(),
+        field: standing(pen),
+        grasp: Point3::new(0.0, top + 5.0, 0.0),
+    };
+    Config {
+        name: "deformable",
+        shell: &bridge_shell,
+        field: &tube_sdf,
+        base: pressing(0.03),
+        shell_moves: false,
+        q: q.clone(),
+        field_r: 0,
+    }
+    .run(c, budget);
+
+    // Worst case: pressed deep, the budget binds.
+    Config {
+        name: "worst-case",
+        shell: &bridge_shell,
+        field: &tube_sdf,
+        base: pressing(0.3),
+        shell_moves: false,
+        q: q.clone(),
+        field_r: 0,
+    }
+    .run(c, budget);
+
+    // Two deformable objects: the hoses' deformed distance field.
+    let (tube_vox, tube_u) = tube_basis();
+    let mut deformed = DeformedDistanceField::new(
+        tube_sdf.clone(),
+        &tube_vox,
+        &tube_u,
+        std::slice::from_ref(&tube_mesh.vertices),
+        40,
+        5,
+    )
+    .unwrap();
+    let qt: Vec<f64> = (0..tube_u.ncols())
+        .map(|j| if j == 6 { 0.05 } else { 0.0 })
+        .collect();
+    deformed.update(&qt);
+    Config {
+        name: "two-deformable",
+        shell: &bridge_shell,
+        field: &deformed,
+        base: pressing(0.03),
+        shell_moves: false,
+        q,
+        field_r: tube_u.ncols(),
+    }
+    .run(c, budget);
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(30)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(3))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = contact_benches
+}
+criterion_main!(benches);
