@@ -4,11 +4,11 @@
 //! printed once per configuration (stderr) for the README.
 //!
 //! Configurations (all on the shared models):
-//! - `rigid`: the hoses (tube.veg.obj) as a rigid pointshell of 256K points in 4 levels,
-//!   standing on the rigid bridge (simpleBridge.obj, a polygon soup: signed field of its
-//!   offset surface, 256^3);
-//! - `deformable`: the bridge as a deformable pointshell (85K points, r = 20 modal
-//!   derivative basis) under the rigid hoses (signed field 256^3);
+//! - `rigid`: the hoses (tube.veg.obj) as a rigid pointshell of 256K points in 6 levels
+//!   (250 roots), lying across the rigid bridge (simpleBridge.obj, a polygon soup: signed
+//!   field of its offset surface, 256^3), 3 cm deep;
+//! - `deformable`: the bridge as a deformable pointshell (85K points in 5 levels, 333
+//!   roots, r = 20 modal-derivative basis) under the rigid hoses (signed field 256^3);
 //! - `two-deformable`: the same deformable bridge under deformable hoses (deformed
 //!   distance field, 40 proxies, r = 10 linear modes of the voxelized tube);
 //! - `worst-case`: the deformable configuration pressed 0.3 m deep, where the default
@@ -319,21 +319,28 @@ fn contact_benches(c: &mut Criterion) {
     let (bridge_sdf, bridge_surface) = bridge_field_and_surface();
     let tube_mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
     let top = deck_top(&bridge_sdf);
-    // The hoses stand on the deck, 3 cm (half a field cell) into it.
-    let standing = |pen: f64| Isometry3::translation(0.0, top - pen, 0.0);
+    // The hoses lie across the deck (their axis, body y, along world z; their lowest
+    // point, body z = 1.5, down), `pen` into it (3 cm is half a field cell).
+    let lying = |pen: f64| {
+        Isometry3::from_parts(
+            Translation3::new(0.0, top - pen + 1.5, -5.0),
+            UnitQuaternion::from_scaled_axis(Vector3::x() * std::f64::consts::FRAC_PI_2),
+        )
+    };
+    let tube_centre = Point3::new(0.0, top + 1.5, 0.0);
     let budget = ContactParams::default().warm_budget;
 
     // Rigid against rigid, 256K points.
-    let tube_ps = pointshell("tube-256k", &tube_mesh, 4000, 4);
+    let tube_ps = pointshell("tube-256k-6", &tube_mesh, 250, 6);
     let tube_shell = shell_from(&tube_ps, None);
     Config {
         name: "rigid",
         shell: &tube_shell,
         field: &bridge_sdf,
         base: Poses {
-            shell: standing(0.03),
+            shell: lying(0.03),
             field: Isometry3::identity(),
-            grasp: Point3::new(0.0, top + 5.0, 0.0),
+            grasp: tube_centre,
         },
         shell_moves: true,
         q: vec![],
@@ -342,7 +349,7 @@ fn contact_benches(c: &mut Criterion) {
     .run(c, budget);
 
     // The deformable bridge (r = 20, 85K points) under the rigid hoses.
-    let bridge_ps = pointshell("bridge-85k", &bridge_surface, 1330, 4);
+    let bridge_ps = pointshell("bridge-85k-5", &bridge_surface, 333, 5);
     let (bridge_mesh, bridge_u) = bridge_basis();
     let modes = timed("bridge pointshell modes", || {
         shell_modes(
@@ -358,8 +365,8 @@ fn contact_benches(c: &mut Criterion) {
     let q = bridge_q(&bridge_shell, 0.02);
     let pressing = |pen: f64| Poses {
         shell: Isometry3::identity(),
-        field: standing(pen),
-        grasp: Point3::new(0.0, top + 5.0, 0.0),
+        field: lying(pen),
+        grasp: tube_centre,
     };
     Config {
         name: "deformable",

@@ -174,10 +174,11 @@ impl DeformedDistanceField {
     ) -> ([usize; MAX_NEIGHBOURS], [f64; MAX_NEIGHBOURS], usize) {
         let k = self.k;
         let mut idx = [0usize; MAX_NEIGHBOURS];
+        // Squared distances while selecting; square roots only for the k kept.
         let mut dist = [f64::INFINITY; MAX_NEIGHBOURS];
         let mut count = 0;
         for i in a..b {
-            let d = (self.positions[i] - x).norm();
+            let d = (self.positions[i] - x).norm_squared();
             if count < k || d < dist[count - 1] {
                 // Insertion into the sorted list of the k nearest.
                 let mut j = count.min(k - 1);
@@ -192,6 +193,9 @@ impl DeformedDistanceField {
                 dist[j] = d;
                 idx[j] = i;
             }
+        }
+        for d in dist.iter_mut().take(count) {
+            *d = d.sqrt();
         }
         let mut w = [0.0; MAX_NEIGHBOURS];
         let (dmin, dmax) = (dist[0], dist[count - 1]);
