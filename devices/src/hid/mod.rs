@@ -1,0 +1,3 @@
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("x")]
+pub struct ProfileError;
