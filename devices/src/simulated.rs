@@ -52,10 +52,10 @@ impl Default for HandParams {
         Self {
             mass_kg: m,
             stiffness_n_per_m: k,
-            damping_n_s_per_m: 2.0 * 0.7 * (k * m as f64).sqrt(),
+            damping_n_s_per_m: 2.0 * 0.7 * (k * m).sqrt(),
             inertia_kg_m2: i,
             rot_stiffness_nm_per_rad: kr,
-            rot_damping_nm_s_per_rad: 2.0 * 0.7 * (kr * i as f64).sqrt(),
+            rot_damping_nm_s_per_rad: 2.0 * 0.7 * (kr * i).sqrt(),
         }
     }
 }
@@ -594,7 +594,7 @@ mod tests {
             assert!(p > 0.0);
             if p > 1.5e-3 {
                 stalls += 1;
-                assert!(p >= 2.5e-3 && p <= 5.5e-3, "stall of {p} s");
+                assert!((2.5e-3..=5.5e-3).contains(&p), "stall of {p} s");
             } else {
                 normal.push(p);
             }
