@@ -4,6 +4,7 @@
 
 pub mod bake;
 pub mod demo;
+pub mod devices;
 pub mod inspect;
 pub mod simulate;
 pub mod voxelize;
@@ -40,6 +41,10 @@ pub enum Command {
     Bake(bake::BakeArgs),
     /// Offline reduced dynamics of a baked model or a Vega .cub, writing q over time.
     Simulate(simulate::SimulateArgs),
+    /// List connected HID haptic/6-DOF devices with their matching profile, and the known
+    /// device profiles.
+    #[command(long_about = devices::LONG_ABOUT)]
+    Devices(devices::DevicesArgs),
 }
 
 /// Parses the command line and runs the chosen subcommand.
@@ -53,6 +58,7 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::Voxelize(a)) => voxelize::run(&a),
         Some(Command::Bake(a)) => bake::run(&a),
         Some(Command::Simulate(a)) => simulate::run(&a),
+        Some(Command::Devices(a)) => devices::run(&a),
     }
 }
 
