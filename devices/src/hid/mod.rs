@@ -11,7 +11,7 @@
 //! `spacemouse-combined`), and this project's **generic raw-HID force-feedback** layout
 //! (`generic-ffb`). Without hardware every entry point fails with a clear error instead of
 //! panicking: [`list_devices`] returns an empty list (or a backend error), opening returns
-//! [`DeviceError::NotFound`].
+//! [`crate::DeviceError::NotFound`].
 
 pub mod backend;
 pub mod profile;
