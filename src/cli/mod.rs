@@ -4,6 +4,7 @@
 
 pub mod bake;
 pub mod demo;
+pub mod devices;
 pub mod inspect;
 pub mod pointshell;
 pub mod sdf;
@@ -48,6 +49,10 @@ pub enum Command {
     /// Signed distance field of a triangle mesh (thesis 3.11) in Vega's .dist format;
     /// --soup for meshes that are not closed.
     Sdf(sdf::SdfArgs),
+    /// List connected HID haptic/6-DOF devices with their matching profile, and the known
+    /// device profiles.
+    #[command(long_about = devices::LONG_ABOUT)]
+    Devices(devices::DevicesArgs),
 }
 
 /// Parses the command line and runs the chosen subcommand.
@@ -63,6 +68,7 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::Simulate(a)) => simulate::run(&a),
         Some(Command::Pointshell(a)) => pointshell::run(&a),
         Some(Command::Sdf(a)) => sdf::run(&a),
+        Some(Command::Devices(a)) => devices::run(&a),
     }
 }
 

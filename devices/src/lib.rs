@@ -1,0 +1,33 @@
+//! The device layer of the haptic renderer: everything between the user's hand and the
+//! haptic thread, and nothing of the physics.
+//!
+//! A haptic cycle reads a [`DeviceSample`] (pose, buttons, timestamp) from a [`Device`] and
+//! writes back a [`Wrench`] (force and torque). This crate provides
+//!
+//! - [`device`]: the [`Device`] trait, poses, capability info ([`DeviceInfo`]) and typed
+//!   errors ([`DeviceError`]);
+//! - [`safety`]: [`SafeDevice`], the safety layer every device is wrapped in (force ramp,
+//!   clamps, wait-for-small-force, deadman button, velocity and impulse limits, stall
+//!   watchdog, disconnect handling) with named [`SafetyEvent`]s;
+//! - [`simulated`]: [`SimulatedDevice`], a closed-loop stand-in (a mass-spring-damper hand
+//!   pulled toward a scripted, recorded or live target, with encoder quantization, one
+//!   sample of output latency and servo jitter from a seeded RNG);
+//! - [`hid`]: a hidapi backend driven by profile files (`devices/profiles/*.toml`);
+//! - [`trajectory`]: the CSV trajectory format (writer, reader with typed errors) and
+//!   [`ReplayDevice`], which plays a recording back sample by sample.
+//!
+//! Why a separate crate: the device layer must be usable (and testable) without the
+//! simulation, and the simulation must not grow hidden dependencies on one device. The
+//! dependency points one way: the renderer depends on this crate, never the reverse.
+
+pub mod device;
+pub mod hid;
+pub mod rng;
+pub mod safety;
+pub mod simulated;
+pub mod trajectory;
+
+pub use device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
+pub use safety::{EventLog, EventRecord, SafeDevice, SafetyEvent, SafetySettings, StallWatchdog};
+pub use simulated::{HandParams, HandTarget, SimConfig, SimulatedDevice, TargetSource};
+pub use trajectory::{ReplayDevice, TrajectoryError, TrajectorySample};
