@@ -252,6 +252,53 @@ fn nearest_grid(points: &[Point3<f64>]) -> PointGrid {
     PointGrid::new(points, (2.0 * area / points.len() as f64).sqrt())
 }
 
+/// Reorders the points of every level along a Morton (Z-order) curve, so that nodes the
+/// traversal visits one after another (siblings, sorted by parent) are near each other in
+/// space and in memory: their modes rows and distance-field cells share cache lines.
+/// Levels keep their ranges, so the tree semantics are unchanged.
+fn morton_order_levels(
+    points: Vec<Point3<f64>>,
+    normals: Vec<Vector3<f64>>,
+    modes: Option<ShellModes>,
+    level_offsets: &[usize],
+) -> (Vec<Point3<f64>>, Vec<Vector3<f64>>, Option<ShellModes>) {
+    let b = Aabb::from_points(points.iter());
+    let scale = 1023.0 / b.extent().max().max(1e-300);
+    let key = |p: &Point3<f64>| {
+        let c = (p - b.min) * scale;
+        morton3(c.x as u32, c.y as u32, c.z as u32)
+    };
+    let mut order: Vec<usize> = (0..points.len()).collect();
+    for w in level_offsets.windows(2) {
+        order[w[0]..w[1]].sort_by_key(|&i| (key(&points[i]), i));
+    }
+    let new_points = order.iter().map(|&i| points[i]).collect();
+    let new_normals = order.iter().map(|&i| normals[i]).collect();
+    let new_modes = modes.map(|m| {
+        let row = 3 * m.r;
+        let mut u = Vec::with_capacity(m.u.len());
+        let mut dn = Vec::with_capacity(m.dn.len());
+        for &i in &order {
+            u.extend_from_slice(&m.u[i * row..(i + 1) * row]);
+            dn.extend_from_slice(&m.dn[i * row..(i + 1) * row]);
+        }
+        ShellModes { r: m.r, u, dn }
+    });
+    (new_points, new_normals, new_modes)
+}
+
+/// Interleaves the low 10 bits of x, y and z.
+fn morton3(x: u32, y: u32, z: u32) -> u32 {
+    let spread = |mut v: u32| {
+        v &= 0x3ff;
+        v = (v | (v << 16)) & 0x030000ff;
+        v = (v | (v << 8)) & 0x0300f00f;
+        v = (v | (v << 4)) & 0x030c30c3;
+        (v | (v << 2)) & 0x09249249
+    };
+    spread(x) | (spread(y) << 1) | (spread(z) << 2)
+}
+
 /// A pointshell ready for contact: points sorted by level, inward normals, the nested
 /// tree, and (for deformable objects) the per-point modes.
 #[derive(Debug, Clone)]
@@ -276,7 +323,9 @@ pub struct ContactShell {
 }
 
 impl ContactShell {
-    /// Checks the input and builds the tree.
+    /// Checks the input and builds the tree. Points are reordered along a space-filling
+    /// curve within each level (for memory locality); `points`, `normals` and `modes` of
+    /// the result are in that order.
     pub fn new(
         points: Vec<Point3<f64>>,
         normals: Vec<Vector3<f64>>,
@@ -304,6 +353,7 @@ impl ContactShell {
                 });
             }
         }
+        let (points, normals, modes) = morton_order_levels(points, normals, modes, &level_offsets);
         let tree = NestedPointTree::build(&points, &level_offsets, modes.as_ref())?;
         let mut point_level = vec![0u8; points.len()];
         for (l, w) in level_offsets.windows(2).enumerate() {
@@ -464,6 +514,15 @@ mod tests {
             NestedPointTree::build(&[], &[0], None).unwrap_err(),
             PointTreeError::Empty
         );
+    }
+
+    #[test]
+    fn morton_interleaves_bits() {
+        assert_eq!(morton3(1, 0, 0), 1);
+        assert_eq!(morton3(0, 1, 0), 2);
+        assert_eq!(morton3(0, 0, 1), 4);
+        assert_eq!(morton3(3, 0, 0), 0b001001);
+        assert_eq!(morton3(1023, 1023, 1023), (1 << 30) - 1);
     }
 
     #[test]
