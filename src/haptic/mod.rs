@@ -2,8 +2,13 @@
 //! contact, virtual coupling and reduced dynamics, and renders force; with timing
 //! statistics and a precise scheduler.
 
+pub mod log;
 pub mod scheduler;
+pub mod simulation;
+pub mod thread;
 pub mod timing;
 
 pub use scheduler::PeriodicScheduler;
+pub use simulation::{CycleReport, HapticSimulation};
+pub use thread::{Command, HapticThread, Snapshot};
 pub use timing::{CycleStats, TimingSummary};

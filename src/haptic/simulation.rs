@@ -1,0 +1,218 @@
+//! One haptic cycle of a scene (thesis Fig. 4.2), without threads or devices, so that a
+//! live loop, a headless replay and the tests run exactly the same code:
+//!
+//! 1. the device pose becomes the manipulandum through the workspace (scale, clutch);
+//! 2. the haptic object's deformed field follows its reduced state;
+//! 3. every environment pointshell is traversed against the haptic object's field;
+//! 4. the static virtual coupling solves the 6x6 equilibrium of coupling and contact
+//!    wrenches and moves the haptic object;
+//! 5. the device wrench (the unsaturated spring, clamped) is returned; a non-finite value
+//!    anywhere yields zero force and a flag;
+//! 6. each deformable object takes one implicit Newmark step under its reduced contact
+//!    forces.
+//!
+//! Allocation-free after construction.
+
+use nalgebra::{Isometry3, Point3, Translation3, Vector3};
+
+use crate::contact::{ContactOutput, PointContact, Poses, Traversal};
+use crate::coupling::{StaticCoupling, Workspace};
+use crate::dynamics::StepEvent;
+use crate::scene::{HapticField, Scene};
+
+/// What one cycle did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CycleReport {
+    /// Manipulandum pose of the grasp frame in the simulation world.
+    pub manipulandum: Isometry3<f64>,
+    /// Simulated pose of the haptic object's grasp frame after the cycle.
+    pub simulation: Isometry3<f64>,
+    /// Wrench for the device (world frame): zero when `fault` is set.
+    pub force: Vector3<f64>,
+    pub torque: Vector3<f64>,
+    /// Nodes traversed and points in contact, over all environment objects.
+    pub traversed: usize,
+    pub contacts: usize,
+    /// Deepest pointshell level reached (over all objects, 1-based; 0 if none).
+    pub level_of_detail: usize,
+    /// Rank kept by the 6x6 solve.
+    pub rank: usize,
+    /// A non-finite value was produced; the device got zero force.
+    pub fault: bool,
+    /// A deformable object diverged and was reset to rest this cycle.
+    pub reset: bool,
+}
+
+/// A scene being simulated.
+#[derive(Debug, Clone)]
+pub struct HapticSimulation {
+    pub scene: Scene,
+    pub coupling: StaticCoupling,
+    pub workspace: Workspace,
+    traversals: Vec<Traversal>,
+    outputs: Vec<ContactOutput>,
+    field_force: Vec<f64>,
+    /// Cycles run.
+    pub cycle: u64,
+    last_manipulandum: Option<Isometry3<f64>>,
+}
+
+impl HapticSimulation {
+    /// Prepares the traversals and places the manipulandum on the haptic object (the
+    /// workspace index maps the device origin to the object's initial grasp frame).
+    pub fn new(scene: Scene) -> Self {
+        let grasp_frame = scene.haptic.pose * Translation3::from(scene.haptic.grasp.coords);
+        let field_r = match &scene.haptic.field {
+            HapticField::Rigid(_) => 0,
+            HapticField::Deformable { dynamics, .. } => dynamics.r(),
+        };
+        let traversals = scene
+            .environment
+            .iter()
+            .map(|e| Traversal::new(&e.shell, scene.contact))
+            .collect();
+        let outputs = scene
+            .environment
+            .iter()
+            .map(|e| Traversal::output(&e.shell, field_r))
+            .collect();
+        HapticSimulation {
+            coupling: StaticCoupling::new(scene.coupling, grasp_frame),
+            workspace: Workspace::new(scene.workspace_scale, grasp_frame),
+            traversals,
+            outputs,
+            field_force: vec![0.0; field_r],
+            cycle: 0,
+            last_manipulandum: None,
+            scene,
+        }
+    }
+
+    /// World pose of the haptic object's body frame.
+    pub fn haptic_pose(&self) -> Isometry3<f64> {
+        self.coupling.pose * Translation3::from(-self.scene.haptic.grasp.coords)
+    }
+
+    /// Edits the contact parameters of every traversal.
+    pub fn set_contact_params(&mut self, edit: impl Fn(&mut crate::contact::ContactParams)) {
+        edit(&mut self.scene.contact);
+        for t in &mut self.traversals {
+            edit(&mut t.params);
+        }
+    }
+
+    /// Puts the haptic object on the manipulandum, the deformable objects at rest, and
+    /// forgets the traversal caches.
+    pub fn reset(&mut self) {
+        if let Some(m) = self.last_manipulandum {
+            self.coupling.pose = m;
+        }
+        for t in &mut self.traversals {
+            t.reset();
+        }
+        for e in &mut self.scene.environment {
+            if let Some(d) = &mut e.dynamics {
+                d.reset();
+            }
+        }
+        if let HapticField::Deformable { dynamics, .. } = &mut self.scene.haptic.field {
+            dynamics.reset();
+        }
+    }
+
+    /// The last contact output of environment object `i`.
+    pub fn contact_output(&self, i: usize) -> &ContactOutput {
+        &self.outputs[i]
+    }
+
+    /// Runs one cycle for a device pose (device frame, metres) and clutch state.
+    pub fn cycle(&mut self, device: &Isometry3<f64>, clutch: bool) -> CycleReport {
+        self.cycle += 1;
+        let manip = self.workspace.manipulandum(device, clutch);
+        self.last_manipulandum = Some(manip);
+        let body = self.haptic_pose();
+        let grasp = self.coupling.pose * Point3::origin();
+        if let HapticField::Deformable { field, dynamics } = &mut self.scene.haptic.field {
+            field.update(&dynamics.q);
+        }
+        let mut total = PointContact::zero();
+        let (mut traversed, mut contacts, mut lod) = (0, 0, 0);
+        for ((env, tr), out) in self
+            .scene
+            .environment
+            .iter()
+            .zip(&mut self.traversals)
+            .zip(&mut self.outputs)
+        {
+            let poses = Poses {
+                shell: env.pose,
+                field: body,
+                grasp,
+            };
+            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            match &self.scene.haptic.field {
+                HapticField::Rigid(sdf) => tr.run(&env.shell, sdf, &poses, q, out),
+                HapticField::Deformable { field, .. } => {
+                    tr.run(&env.shell, field.as_ref(), &poses, q, out)
+                }
+            }
+            total.add(&out.contact);
+            traversed += out.traversed;
+            contacts += out.contacts.len();
+            lod = lod.max(out.deepest_level + 1);
+        }
+        let c = self.coupling.step(&manip, &total);
+        let finite = c
+            .device_force
+            .iter()
+            .chain(c.device_torque.iter())
+            .all(|v| v.is_finite())
+            && self
+                .coupling
+                .pose
+                .translation
+                .vector
+                .iter()
+                .all(|v| v.is_finite());
+        let mut reset = false;
+        // Reduced contact forces into each deformable object, then one Newmark step.
+        for (env, out) in self.scene.environment.iter_mut().zip(&self.outputs) {
+            if let Some(d) = &mut env.dynamics {
+                reset |= d.step(&out.reduced_force) != StepEvent::Ok;
+            }
+        }
+        if let HapticField::Deformable { dynamics, .. } = &mut self.scene.haptic.field {
+            self.field_force.fill(0.0);
+            for out in &self.outputs {
+                for (f, g) in self.field_force.iter_mut().zip(&out.field_reduced_force) {
+                    *f += g;
+                }
+            }
+            reset |= dynamics.step(&self.field_force) != StepEvent::Ok;
+        }
+        if !finite {
+            // Never let a NaN reach the device; restart the object at the manipulandum.
+            self.coupling.pose = manip;
+        }
+        CycleReport {
+            manipulandum: manip,
+            simulation: self.coupling.pose,
+            force: if finite {
+                c.device_force
+            } else {
+                Vector3::zeros()
+            },
+            torque: if finite {
+                c.device_torque
+            } else {
+                Vector3::zeros()
+            },
+            traversed,
+            contacts,
+            level_of_detail: lod,
+            rank: c.rank,
+            fault: !finite,
+            reset,
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The haptic thread: runs [`HapticSimulation`] against a device at a fixed rate (1 kHz
+//! by default, up to 10 kHz) with the hybrid sleep/spin scheduler.
+//!
+//! Each cycle, in order: drain commands (non-blocking), read the device, run the cycle
+//! (coupling, traversal, 6x6 solve, reduced forces, Newmark steps), write the force,
+//! record the cycle time, publish a snapshot. Rules (DESIGN.md): no allocation, no
+//! blocking lock, no I/O inside a cycle; state leaves through a lock-free triple buffer;
+//! commands arrive over a crossbeam channel. A cycle that overruns its period, or a device
+//! read that fails, renders zero force and is counted, never hidden.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use haptics_devices::{Device, Wrench};
+use nalgebra::{Isometry3, Translation3};
+
+use super::simulation::{CycleReport, HapticSimulation};
+use super::timing::{CycleStats, TimingSummary};
+use super::PeriodicScheduler;
+use crate::scene::HapticField;
+
+/// Button bit used as the clutch (workspace indexing).
+pub const CLUTCH_BUTTON: u32 = 1 << 1;
+
+/// Edits sent to the haptic thread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Command {
+    /// Contact penalty stiffness (N/m).
+    ContactStiffness(f64),
+    /// Coupling stiffness (N/m) and torque stiffness (N m).
+    CouplingStiffness { force: f64, torque: f64 },
+    /// Saturation plateau (N), or none.
+    Saturation(Option<f64>),
+    /// Static damping alpha.
+    StaticDamping(f64),
+    /// Velocity limits (m/s, rad/s).
+    VelocityLimits { linear: f64, angular: f64 },
+    /// Warm node budget.
+    NodeBudget(usize),
+    /// Put the haptic object back on the manipulandum and the deformables at rest.
+    Reset,
+}
+
+/// State published every cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub cycle: u64,
+    pub time_s: f64,
+    pub report: Option<CycleReport>,
+    /// World pose of the haptic object's body frame.
+    pub haptic_pose: Isometry3<f64>,
+    /// Reduced coordinates of each environment object (empty for rigid ones).
+    pub q: Vec<Vec<f64>>,
+    /// Reduced coordinates of a deformable haptic object.
+    pub haptic_q: Vec<f64>,
+    /// Timing of the cycles so far (refreshed every 256 cycles).
+    pub timing: TimingSummary,
+    /// Cycles that rendered zero force because they overran or the device failed.
+    pub zero_force_cycles: u64,
+}
+
+impl Snapshot {
+    fn new(sim: &HapticSimulation) -> Self {
+        Snapshot {
+            cycle: 0,
+            time_s: 0.0,
+            report: None,
+            haptic_pose: sim.haptic_pose(),
+            q: sim
+                .scene
+                .environment
+                .iter()
+                .map(|e| e.dynamics.as_ref().map_or(vec![], |d| d.q.clone()))
+                .collect(),
+            haptic_q: match &sim.scene.haptic.field {
+                HapticField::Rigid(_) => vec![],
+                HapticField::Deformable { dynamics, .. } => dynamics.q.clone(),
+            },
+            timing: CycleStats::new(1).summary(),
+            zero_force_cycles: 0,
+        }
+    }
+
+    /// Copies the simulation state in place (no allocation: the vectors keep their
+    /// lengths).
+    fn fill(&mut self, sim: &HapticSimulation) {
+        self.haptic_pose = sim.haptic_pose();
+        for (dst, e) in self.q.iter_mut().zip(&sim.scene.environment) {
+            if let Some(d) = &e.dynamics {
+                dst.copy_from_slice(&d.q);
+            }
+        }
+        if let HapticField::Deformable { dynamics, .. } = &sim.scene.haptic.field {
+            self.haptic_q.copy_from_slice(&dynamics.q);
+        }
+    }
+}
+
+/// A running haptic thread.
+pub struct HapticThread {
+    commands: Sender<Command>,
+    snapshots: triple_buffer::Output<Snapshot>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<(HapticSimulation, CycleStats)>>,
+}
+
+impl HapticThread {
+    /// Starts the loop at `rate_hz` on `device` (wrap real devices in
+    /// `haptics_devices::SafeDevice` first).
+    pub fn spawn(sim: HapticSimulation, mut device: Box<dyn Device + Send>, rate_hz: f64) -> Self {
+        let (tx, rx) = crossbeam_channel::bounded(256);
+        let (mut input, output) = triple_buffer::triple_buffer(&Snapshot::new(&sim));
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("haptic".into())
+            .spawn(move || {
+                let mut sim = sim;
+                let mut scheduler = PeriodicScheduler::new(rate_hz, Duration::from_micros(200));
+                let period = scheduler.period();
+                let mut stats = CycleStats::new(period.as_nanos() as u64);
+                let mut zero_force = 0u64;
+                let start = Instant::now();
+                while !stop_flag.load(Ordering::Relaxed) {
+                    scheduler.wait();
+                    let t0 = Instant::now();
+                    apply_commands(&mut sim, &rx);
+                    let report = match device.read() {
+                        Ok(s) => {
+                            let pose = Isometry3::from_parts(
+                                Translation3::from(s.pose.position),
+                                s.pose.orientation,
+                            );
+                            Some(sim.cycle(&pose, s.buttons & CLUTCH_BUTTON != 0))
+                        }
+                        Err(_) => None,
+                    };
+                    let on_time = t0.elapsed() <= period;
+                    let wrench = match &report {
+                        Some(r) if on_time && !r.fault => Wrench {
+                            force: r.force,
+                            torque: r.torque,
+                        },
+                        _ => {
+                            zero_force += 1;
+                            Wrench::zero()
+                        }
+                    };
+                    let _ = device.write(&wrench);
+                    stats.record(t0.elapsed().as_nanos() as u64);
+                    let snap = input.input_buffer_mut();
+                    snap.cycle = sim.cycle;
+                    snap.time_s = start.elapsed().as_secs_f64();
+                    snap.report = report;
+                    snap.zero_force_cycles = zero_force;
+                    if stats.count().is_multiple_of(256) {
+                        snap.timing = stats.summary();
+                    }
+                    snap.fill(&sim);
+                    input.publish();
+                }
+                let _ = device.write(&Wrench::zero());
+                (sim, stats)
+            })
+            .expect("spawning the haptic thread");
+        HapticThread {
+            commands: tx,
+            snapshots: output,
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Sends a command (dropped, with `false`, if 256 are already queued).
+    pub fn send(&self, c: Command) -> bool {
+        self.commands.try_send(c).is_ok()
+    }
+
+    /// The latest published state.
+    pub fn snapshot(&mut self) -> &Snapshot {
+        self.snapshots.read()
+    }
+
+    /// Stops the loop (rendering zero force) and returns the simulation and its timing.
+    pub fn stop(mut self) -> (HapticSimulation, CycleStats) {
+        self.stop.store(true, Ordering::Relaxed);
+        let handle = self.handle.take().expect("the thread runs until stopped");
+        match handle.join() {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e),
+        }
+    }
+}
+
+impl Drop for HapticThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Applies every queued command (non-blocking; commands are plain values).
+fn apply_commands(sim: &mut HapticSimulation, rx: &Receiver<Command>) {
+    while let Ok(c) = rx.try_recv() {
+        let coupling = &mut sim.coupling.params;
+        match c {
+            Command::ContactStiffness(k) => sim.set_contact_params(|p| p.stiffness = k),
+            Command::CouplingStiffness { force, torque } => {
+                coupling.stiffness = force;
+                coupling.torque_stiffness = torque;
+            }
+            Command::Saturation(s) => coupling.saturation_force = s,
+            Command::StaticDamping(a) => coupling.static_damping = a.clamp(0.0, 0.95),
+            Command::VelocityLimits { linear, angular } => {
+                coupling.max_velocity = linear;
+                coupling.max_angular_velocity = angular;
+            }
+            Command::NodeBudget(b) => sim.set_contact_params(|p| p.warm_budget = b),
+            Command::Reset => sim.reset(),
+        }
+    }
+}
