@@ -1,0 +1,177 @@
+//! Fixtures shared by the contact and haptic benchmarks: the hoses' and the bridge's
+//! fields, pointshells and bakes, built on first use and cached in `target/bench-cache`.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use haptics::contact::{ContactShell, ShellModes};
+use haptics::geometry::dist::{read_dist, write_dist};
+use haptics::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
+use haptics::geometry::soup::{soup_signed_field, SoupOptions};
+use haptics::geometry::{MeshDistance, SignedDistanceField};
+use haptics::mesh::{read_obj, read_veg, voxelize, SurfaceMesh, VoxelizeOptions};
+use haptics::reduction::bake::{bake, load_baked, BakeInput, BakeParams, BasisKind, NoProgress};
+use nalgebra::{DMatrix, Point3};
+
+pub fn shared(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/models")
+        .join(rel)
+}
+
+pub fn cache_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let dir = target.join("bench-cache");
+    std::fs::create_dir_all(&dir).expect("create the benchmark cache");
+    dir
+}
+
+pub fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let v = f();
+    eprintln!("  {what}: {:.1} s", t.elapsed().as_secs_f64());
+    v
+}
+
+/// The signed field of the hoses (closed mesh), 256^3.
+pub fn tube_field() -> SignedDistanceField {
+    let path = cache_dir().join("tube-256.dist");
+    if let Ok(f) = read_dist(&path) {
+        return f;
+    }
+    let mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
+    let f = timed("tube SDF 256^3", || {
+        SignedDistanceField::compute(&MeshDistance::new(&mesh).unwrap(), 256, 1.5, &|_| {}).unwrap()
+    });
+    write_dist(&path, &f).unwrap();
+    f
+}
+
+/// The bridge soup's offset surface (closed) and its signed field, 256^3.
+pub fn bridge_field_and_surface() -> (SignedDistanceField, SurfaceMesh) {
+    let dist = cache_dir().join("bridge-256.dist");
+    let surf = cache_dir().join("bridge-256-offset.obj");
+    if let (Ok(f), Ok(s)) = (read_dist(&dist), read_obj(&surf)) {
+        return (f, s);
+    }
+    let soup = read_obj(&shared("simpleBridge/simpleBridge.obj")).unwrap();
+    let opts = SoupOptions {
+        resolution: 256,
+        offset: 1.0,
+        ..SoupOptions::default()
+    };
+    let sf = timed("bridge soup SDF 256^3", || {
+        soup_signed_field(&soup, &opts, &|_| {}).unwrap()
+    });
+    write_dist(&dist, &sf.field).unwrap();
+    haptics::mesh::write_obj(&surf, &sf.surface).unwrap();
+    (sf.field, sf.surface)
+}
+
+pub fn pointshell(name: &str, mesh: &SurfaceMesh, first: usize, levels: usize) -> Pointshell {
+    let path = cache_dir().join(format!("{name}.pointshell"));
+    if let Ok(p) = Pointshell::read(&path) {
+        return p;
+    }
+    let params = PointshellParams {
+        first_level_points: first,
+        levels,
+        ..PointshellParams::default()
+    };
+    let md = MeshDistance::new(mesh).unwrap();
+    let ps = timed(&format!("pointshell {name}"), || {
+        sample_pointshell(&md, mesh, &params, &|_| {}).unwrap()
+    });
+    ps.write(&path).unwrap();
+    ps
+}
+
+/// The r = 20 bridge (10 linear modes and their derivatives), baked once.
+pub fn bridge_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
+    let veg = shared("simpleBridge/simpleBridge_resol92-b1.155_enlarged.veg");
+    let input = BakeInput {
+        mesh: veg.clone(),
+        fixed: Some(shared(
+            "simpleBridge/simpleBridge_resol92-b1.155_enlarged.bou",
+        )),
+        basis_file: None,
+        render_interp: None,
+        params: BakeParams {
+            linear_modes: 10,
+            basis: 20,
+            basis_kind: BasisKind::ModalDerivatives,
+            mass_matrix: "consistent".into(),
+            unconstrained: false,
+            voxel_resolution: None,
+            material_groups: false,
+        },
+    };
+    let dir = cache_dir().join("bridge-r20");
+    bake(&input, &dir, &NoProgress).unwrap();
+    (read_veg(&veg).unwrap(), load_baked(&dir).unwrap().basis)
+}
+
+/// The baked r = 20 bridge (see [`bridge_basis`]), with its cubic polynomial.
+pub fn bridge_model() -> haptics::reduction::bake::BakedModel {
+    bridge_basis();
+    load_baked(&cache_dir().join("bridge-r20")).unwrap()
+}
+
+/// The voxelized hoses with 10 free-free linear modes, baked once.
+pub fn tube_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
+    let dir = cache_dir().join("tube-r10");
+    let veg = cache_dir().join("tube-24.veg");
+    if !veg.exists() {
+        let mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
+        let vox = voxelize(
+            &mesh,
+            &VoxelizeOptions {
+                resolution: 24,
+                ..VoxelizeOptions::default()
+            },
+            None,
+        )
+        .unwrap();
+        haptics::mesh::write_veg(&veg, &vox.mesh).unwrap();
+    }
+    let input = BakeInput {
+        mesh: veg.clone(),
+        fixed: None,
+        basis_file: None,
+        render_interp: None,
+        params: BakeParams {
+            linear_modes: 10,
+            basis: 10,
+            basis_kind: BasisKind::LinearModes,
+            mass_matrix: "consistent".into(),
+            unconstrained: true,
+            voxel_resolution: None,
+            material_groups: false,
+        },
+    };
+    bake(&input, &dir, &NoProgress).unwrap();
+    (read_veg(&veg).unwrap(), load_baked(&dir).unwrap().basis)
+}
+
+/// The height of the deck's top at x = z = 0: the first sign change from above.
+pub fn deck_top(field: &SignedDistanceField) -> f64 {
+    let mut y = 4.0;
+    while field.lookup(&Point3::new(0.0, y, 0.0)) > 0.0 && y > -1.0 {
+        y -= 0.001;
+    }
+    y
+}
+
+pub fn shell_from(ps: &Pointshell, modes: Option<ShellModes>) -> ContactShell {
+    ContactShell::new(
+        ps.points.clone(),
+        ps.normals.clone(),
+        ps.level_offsets.clone(),
+        modes,
+    )
+    .unwrap()
+}
