@@ -404,3 +404,21 @@ fn shipped_scene_load_times() {
         );
     }
 }
+
+/// The complete example of the README's "Scenes" section is a valid scene.
+#[test]
+fn readme_example_parses() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = &readme[readme.find("## Scenes").expect("a Scenes section")..];
+    let start = section.find("```toml\n").expect("a toml example") + 8;
+    let end = start + section[start..].find("```").unwrap();
+    // Paths resolve as if the example were in assets/scenes.
+    let path = repo().join("assets/scenes/readme-example.toml");
+    let s = haptics::scene::format::parse_scene_str(&section[start..end], &path)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.scene_name(), "bridge-probe");
+    assert_eq!(
+        s.environment[0].deformable.as_ref().map(|d| d.r()),
+        Some(20)
+    );
+}

@@ -4,7 +4,7 @@
 //! and represented by its signed distance field (rigid, or deformable through the deformed
 //! distance field of thesis 3.12), and any number of **environment objects**, represented
 //! by pointshells (rigid, or reduced-deformable with their own implicit Newmark
-//! integrator). This module defines the loaded form; [`format`] defines the TOML scene
+//! integrator). This module defines the loaded form; [`format`](mod@format) defines the TOML scene
 //! file, [`load`] builds the loaded form from it (with the expensive pieces cached on
 //! disk by [`cache`]), and [`error`] the typed errors of both.
 
