@@ -42,7 +42,7 @@ impl CacheKey {
         CacheKey { hasher, kind }
     }
 
-    /// Adds the bytes of a file (`what` names it in errors).
+    /// Adds the bytes of a file (and their length, so concatenations cannot collide).
     pub fn file(&mut self, path: &Path) -> Result<(), std::io::Error> {
         let bytes = std::fs::read(path)?;
         self.hasher.update((bytes.len() as u64).to_le_bytes());
