@@ -58,6 +58,7 @@ fn bridge_under_hoses() -> Scene {
             grasp: Point3::new(0.0, 5.0, 0.0),
             pose: hoses,
             surface: read_obj(&shared("tube/tube.veg.obj")).unwrap(),
+            render_basis: vec![],
         },
         environment: vec![EnvironmentObject {
             name: "bridge".into(),

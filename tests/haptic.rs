@@ -79,6 +79,7 @@ fn floor_scene(contact_k: f64, coupling_k: f64) -> Scene {
             grasp: Point3::origin(),
             pose: Isometry3::translation(0.0, 0.02 + 0.02 + 0.03, 0.0),
             surface: cube,
+            render_basis: vec![],
         },
         environment: vec![EnvironmentObject {
             name: "floor".into(),

@@ -4,7 +4,18 @@
 //! and represented by its signed distance field (rigid, or deformable through the deformed
 //! distance field of thesis 3.12), and any number of **environment objects**, represented
 //! by pointshells (rigid, or reduced-deformable with their own implicit Newmark
-//! integrator). This module defines the loaded form.
+//! integrator). This module defines the loaded form; [`format`](mod@format) defines the TOML scene
+//! file, [`load`] builds the loaded form from it (with the expensive pieces cached on
+//! disk by [`cache`]), and [`error`] the typed errors of both.
+
+pub mod cache;
+pub mod error;
+pub mod format;
+pub mod load;
+
+pub use error::SceneError;
+pub use format::{parse_scene, SceneFile};
+pub use load::{load_scene, load_scene_with_report, LoadReport, NoProgress, SceneProgress};
 
 use nalgebra::{Isometry3, Point3};
 
@@ -36,6 +47,9 @@ pub struct HapticObject {
     pub pose: Isometry3<f64>,
     /// The surface, for display.
     pub surface: SurfaceMesh,
+    /// Per surface vertex, the 3 x r rows of the render basis (row-major, f32), for
+    /// u = U q on the render thread; empty for a rigid haptic object.
+    pub render_basis: Vec<f32>,
 }
 
 /// An object of the environment, sampled by a pointshell.

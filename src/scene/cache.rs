@@ -1,0 +1,133 @@
+//! The scene cache: expensive pieces (distance fields, pointshells, generated simulation
+//! meshes) stored as files named by a SHA-256 of everything they depend on, so a second
+//! load of an unchanged scene reads them instead of recomputing them, and a changed
+//! input (file bytes or parameter) gets a new name instead of a stale answer.
+//!
+//! Layout of the cache directory:
+//! - `KIND-KEY.EXT`: the artifact (`sdf-*.dist`, `pshell-*.pshell`, `veg-*.veg`), KEY the
+//!   first 32 hex digits of SHA-256 over [`FORMAT_VERSION`], the kind, the bytes of every
+//!   input file and the `Debug` form of every parameter;
+//! - `KIND-KEY.EXT.sha256`: the SHA-256 of the artifact's bytes, written after it;
+//! - `bake-KEY/`: a baked directory ([`crate::reduction::bake::bake`], which validates
+//!   its own manifest and output hashes).
+//!
+//! Writes go to a temporary file in the cache directory, renamed into place, and the
+//! checksum is written (also atomically) only after the artifact: a reader never sees a
+//! half-written artifact, and an artifact whose checksum is missing or differs (an
+//! interrupted write, a corrupted disk, a hand edit) is recomputed, never trusted.
+
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sha2::{Digest, Sha256};
+
+use super::error::SceneError;
+
+/// Version of the cached artifacts' meaning; bump it when a builder changes its output,
+/// so old caches are not reused.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A cache key under construction.
+pub struct CacheKey {
+    hasher: Sha256,
+    kind: &'static str,
+}
+
+impl CacheKey {
+    /// A key for artifacts of `kind` (`sdf`, `pshell`, `veg`, `bake`).
+    pub fn new(kind: &'static str) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(format!("haptics scene cache v{FORMAT_VERSION}\0{kind}\0").as_bytes());
+        CacheKey { hasher, kind }
+    }
+
+    /// Adds the bytes of a file (and their length, so concatenations cannot collide).
+    pub fn file(&mut self, path: &Path) -> Result<(), std::io::Error> {
+        let bytes = std::fs::read(path)?;
+        self.hasher.update((bytes.len() as u64).to_le_bytes());
+        self.hasher.update(&bytes);
+        Ok(())
+    }
+
+    /// Adds a parameter (by its `Debug` form, which is exact for floats).
+    pub fn value(&mut self, name: &str, v: &impl Debug) {
+        let s = format!("{name}={v:?}\0");
+        self.hasher.update(s.as_bytes());
+    }
+
+    /// The file or directory name: `KIND-KEY` plus `.ext` when `ext` is not empty.
+    pub fn name(self, ext: &str) -> String {
+        let hex = hex(&self.hasher.finalize());
+        let key = &hex[..32];
+        if ext.is_empty() {
+            format!("{}-{key}", self.kind)
+        } else {
+            format!("{}-{key}.{ext}", self.kind)
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of a file's bytes, hex.
+pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+    Ok(hex(&Sha256::digest(std::fs::read(path)?)))
+}
+
+/// The checksum file beside `artifact`.
+pub fn checksum_path(artifact: &Path) -> PathBuf {
+    let mut s = artifact.as_os_str().to_owned();
+    s.push(".sha256");
+    PathBuf::from(s)
+}
+
+static TEMP_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh temporary path in `dir` (hidden, unique in this process, tagged with the pid).
+pub fn temp_path(dir: &Path, name: &str) -> PathBuf {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()))
+}
+
+/// Whether `artifact` exists with a checksum file matching its bytes; `Err` says why
+/// not (for the load report) when the artifact exists but cannot be trusted.
+pub fn verify(artifact: &Path) -> Result<bool, String> {
+    if !artifact.exists() {
+        return Ok(false);
+    }
+    let expected = std::fs::read_to_string(checksum_path(artifact))
+        .map_err(|e| format!("no readable checksum ({e})"))?;
+    let actual = file_sha256(artifact).map_err(|e| format!("unreadable ({e})"))?;
+    if expected.trim() == actual {
+        Ok(true)
+    } else {
+        Err("checksum mismatch (corrupt or half-written)".into())
+    }
+}
+
+/// Moves `temp` (fully written) to `artifact` and records its checksum, both atomically.
+pub fn commit(dir: &Path, temp: &Path, artifact: &Path) -> Result<(), SceneError> {
+    let err = |path: &Path, e: std::io::Error| SceneError::Cache {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let sum = file_sha256(temp).map_err(|e| err(temp, e))?;
+    // Remove a stale checksum first, so no window pairs it with the new artifact.
+    let sum_path = checksum_path(artifact);
+    match std::fs::remove_file(&sum_path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(err(&sum_path, e)),
+    }
+    std::fs::rename(temp, artifact).map_err(|e| err(artifact, e))?;
+    let name = artifact
+        .file_name()
+        .map_or_else(|| "artifact".into(), |n| n.to_string_lossy().into_owned());
+    let temp_sum = temp_path(dir, &format!("{name}.sha256"));
+    std::fs::write(&temp_sum, format!("{sum}\n")).map_err(|e| err(&temp_sum, e))?;
+    std::fs::rename(&temp_sum, &sum_path).map_err(|e| err(&sum_path, e))?;
+    Ok(())
+}

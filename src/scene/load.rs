@@ -1,0 +1,693 @@
+//! Building a [`Scene`] from a scene file: the haptic object's signed distance field
+//! (closed mesh, polygon soup or primitive box; for a deformable object its deformed
+//! distance field and reduced dynamics), every environment object's pointshell and
+//! contact shell (for a deformable one its per-point modes, reduced dynamics and render
+//! basis), and the contact and coupling parameters.
+//!
+//! Distance fields, pointshells and generated simulation meshes are cached by content
+//! hash in the cache directory ([`super::cache`]); bakes go through
+//! [`crate::reduction::bake::bake`] into hashed directories. Everything else (embedding,
+//! per-point modes, trees) is cheap and rebuilt on every load, so a second load of an
+//! unchanged scene takes seconds. [`LoadReport`] says what was computed and what reused.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nalgebra::{DMatrix, Point3, Vector3};
+
+use super::cache::{commit, temp_path, verify, CacheKey};
+use super::error::{BoxedError, SceneError};
+use super::format::{parse_scene, point, pose, BoxSpec, DeformableSpec, SceneFile};
+use super::{EnvironmentObject, HapticField, HapticObject, Scene};
+use crate::contact::{shell_modes, ContactShell, DeformedDistanceField};
+use crate::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
+use crate::geometry::dist::{read_dist, write_dist};
+use crate::geometry::pointshell::{
+    sample_pointshell, Pointshell, PointshellParams, PointshellProgress,
+};
+use crate::geometry::soup::{soup_offset_surface, soup_signed_field, SoupOptions, DEFAULT_OFFSET};
+use crate::geometry::{MeshDistance, SdfOptions, SdfProgress, SignedDistanceField};
+use crate::mesh::read::default_material;
+use crate::mesh::{
+    box_hex_mesh, embed, read_surface, read_veg, read_volume, voxelize, write_veg, SurfaceMesh,
+    VolumeMesh, VoxelizeOptions,
+};
+use crate::reduction::bake::{bake, load_baked, BakeInput, BakeOutcome, BakeParams, BakeProgress};
+use crate::reduction::evaluator::ReducedForces;
+
+/// Progress of a scene load, for progress bars (the CLI draws them with indicatif).
+/// Called from worker threads.
+pub trait SceneProgress: Sync {
+    /// A stage starts (`"environment[0] 'bridge': pointshell"`).
+    fn stage(&self, name: &str);
+    /// The fraction of the current stage done, in [0, 1].
+    fn fraction(&self, f: f64);
+}
+
+/// Reports nothing.
+pub struct NoProgress;
+
+impl SceneProgress for NoProgress {
+    fn stage(&self, _: &str) {}
+    fn fraction(&self, _: f64) {}
+}
+
+/// What a load computed and what it took from the cache (labels such as
+/// `"environment[0] 'bridge': pointshell"`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadReport {
+    /// Artifacts computed (and written to the cache).
+    pub computed: Vec<String>,
+    /// Artifacts read from the cache.
+    pub reused: Vec<String>,
+    /// Cached artifacts found but not trusted (bad checksum, unreadable), with the
+    /// reason; each was then recomputed.
+    pub rejected: Vec<String>,
+}
+
+/// Loads the scene at `path`, caching expensive pieces in `cache` (created if needed).
+pub fn load_scene(
+    path: &Path,
+    cache: &Path,
+    progress: &dyn SceneProgress,
+) -> Result<Scene, SceneError> {
+    load_scene_with_report(path, cache, progress).map(|(scene, _)| scene)
+}
+
+/// [`load_scene`], also saying what was computed and what reused.
+pub fn load_scene_with_report(
+    path: &Path,
+    cache: &Path,
+    progress: &dyn SceneProgress,
+) -> Result<(Scene, LoadReport), SceneError> {
+    let file = parse_scene(path)?;
+    std::fs::create_dir_all(cache).map_err(|e| SceneError::Cache {
+        path: cache.to_path_buf(),
+        message: format!("cannot create the cache directory: {e}"),
+    })?;
+    let loader = Loader {
+        file: &file,
+        cache: cache.to_path_buf(),
+        progress,
+        report: RefCell::new(LoadReport::default()),
+    };
+    let haptic = loader.haptic()?;
+    let environment = (0..file.environment.len())
+        .map(|i| loader.environment(i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scene = Scene {
+        name: file.scene_name(),
+        description: file.description.clone(),
+        haptic,
+        environment,
+        contact: file.contact_params(),
+        coupling: file.coupling_params(),
+        workspace_scale: file.workspace_scale,
+        rate_hz: file.rate_hz,
+    };
+    Ok((scene, loader.report.into_inner()))
+}
+
+struct Loader<'a> {
+    file: &'a SceneFile,
+    cache: PathBuf,
+    progress: &'a dyn SceneProgress,
+    /// Interior mutability: the compute closures borrow the loader while it records.
+    report: RefCell<LoadReport>,
+}
+
+/// The reduced model of a deformable object.
+struct Reduced {
+    mesh: VolumeMesh,
+    basis: DMatrix<f64>,
+    dynamics: ReducedNewmark,
+}
+
+impl Loader<'_> {
+    /// Wraps an underlying error with the object and step.
+    fn build<E: Into<BoxedError>>(&self, object: &str, step: &str, e: E) -> SceneError {
+        SceneError::Build {
+            path: self.file.path.clone(),
+            object: object.to_string(),
+            step: step.to_string(),
+            source: e.into(),
+        }
+    }
+
+    fn stage(&self, object: &str, step: &str) {
+        self.progress.stage(&format!("{object}: {step}"));
+    }
+
+    /// The cached artifact `name`, or `compute`d and cached.
+    fn cached<T>(
+        &self,
+        label: String,
+        name: String,
+        read: impl Fn(&Path) -> Result<T, BoxedError>,
+        write: impl Fn(&Path, &T) -> Result<(), BoxedError>,
+        compute: impl FnOnce() -> Result<T, SceneError>,
+    ) -> Result<T, SceneError> {
+        let artifact = self.cache.join(&name);
+        match verify(&artifact) {
+            Ok(true) => match read(&artifact) {
+                Ok(v) => {
+                    self.report.borrow_mut().reused.push(label);
+                    return Ok(v);
+                }
+                Err(e) => self
+                    .report
+                    .borrow_mut()
+                    .rejected
+                    .push(format!("{label}: {name}: {e}")),
+            },
+            Ok(false) => {}
+            Err(why) => self
+                .report
+                .borrow_mut()
+                .rejected
+                .push(format!("{label}: {name}: {why}")),
+        }
+        let value = compute()?;
+        let temp = temp_path(&self.cache, &name);
+        write(&temp, &value).map_err(|e| SceneError::Cache {
+            path: temp.clone(),
+            message: e.to_string(),
+        })?;
+        commit(&self.cache, &temp, &artifact)?;
+        self.report.borrow_mut().computed.push(label);
+        Ok(value)
+    }
+
+    fn key_file(&self, key: &mut CacheKey, object: &str, p: &Path) -> Result<(), SceneError> {
+        key.file(p)
+            .map_err(|e| self.build(object, &format!("hashing {}", p.display()), e))
+    }
+
+    fn read_mesh(&self, object: &str, key: &str, rel: &str) -> Result<SurfaceMesh, SceneError> {
+        read_surface(&self.file.resolve(rel))
+            .map_err(|e| self.build(object, &format!("reading {key}"), e))
+    }
+
+    fn haptic(&self) -> Result<HapticObject, SceneError> {
+        let file = self.file;
+        let h = &file.haptic;
+        let object = format!("haptic '{}'", h.name);
+        let progress = self.progress;
+        self.stage(&object, "surface");
+        let surface = match (&h.box_size, &h.mesh) {
+            (Some(size), _) => box_union(&[BoxSpec {
+                size: *size,
+                position: [0.0; 3],
+            }]),
+            (None, Some(m)) => self.read_mesh(&object, "haptic.mesh", m)?,
+            (None, None) => return Err(self.build(&object, "shape", "no box and no mesh")),
+        };
+
+        // The rest signed distance field.
+        let mut key = CacheKey::new("sdf");
+        match (&h.box_size, &h.mesh) {
+            (Some(size), _) => key.value("box", size),
+            (None, Some(m)) => self.key_file(&mut key, &object, &file.resolve(m))?,
+            (None, None) => {}
+        }
+        let soup_offset = h.soup_offset.unwrap_or(DEFAULT_OFFSET);
+        let sdf_opts = SdfOptions {
+            resolution: h.sdf_resolution,
+            ..SdfOptions::default()
+        };
+        key.value("soup", &h.soup);
+        key.value("soup_offset", &soup_offset);
+        key.value("options", &sdf_opts);
+        self.stage(&object, "signed distance field");
+        let field = {
+            let surface = &surface;
+            let soup = h.soup;
+            let this = self;
+            let compute = || -> Result<SignedDistanceField, SceneError> {
+                let cb = |p: SdfProgress| progress.fraction(p.done as f64 / p.total.max(1) as f64);
+                if soup {
+                    let opts = SoupOptions {
+                        resolution: sdf_opts.resolution,
+                        offset: soup_offset,
+                        ..SoupOptions::default()
+                    };
+                    soup_signed_field(surface, &opts, &cb)
+                        .map(|s| s.field)
+                        .map_err(|e| this.build(&object, "signed distance field (soup)", e))
+                } else {
+                    MeshDistance::new(surface)
+                        .and_then(|d| SignedDistanceField::compute_with(&d, &sdf_opts, &cb))
+                        .map_err(|e| this.build(&object, "signed distance field", e))
+                }
+            };
+            self.cached(
+                format!("{object}: signed distance field"),
+                key.name("dist"),
+                |p| read_dist(p).map_err(Into::into),
+                |p, f| write_dist(p, f).map_err(Into::into),
+                compute,
+            )?
+        };
+
+        let pose = pose(&h.position, &h.rotation);
+        let grasp = point(&h.grasp);
+        let Some(spec) = &h.deformable else {
+            return Ok(HapticObject {
+                name: h.name.clone(),
+                field: HapticField::Rigid(field),
+                grasp,
+                pose,
+                surface,
+                render_basis: Vec::new(),
+            });
+        };
+        let reduced = self.reduced(&object, "haptic.deformable", spec, &surface, h)?;
+        self.stage(&object, "deformed distance field");
+        let sites = used_vertices(&surface);
+        let deformed = DeformedDistanceField::new(
+            field,
+            &reduced.mesh,
+            &reduced.basis,
+            &[sites],
+            spec.proxies.unwrap_or(40),
+            spec.neighbours.unwrap_or(5),
+        )
+        .map_err(|e| self.build(&object, "deformed distance field", e))?;
+        let render_basis = render_basis(&surface.vertices, &reduced.mesh, &reduced.basis)
+            .map_err(|e| self.build(&object, "render basis", e))?;
+        Ok(HapticObject {
+            name: h.name.clone(),
+            field: HapticField::Deformable {
+                field: Box::new(deformed),
+                dynamics: Box::new(reduced.dynamics),
+            },
+            grasp,
+            pose,
+            surface,
+            render_basis,
+        })
+    }
+
+    fn environment(&self, i: usize) -> Result<EnvironmentObject, SceneError> {
+        let file = self.file;
+        let e = &file.environment[i];
+        let object = format!("environment[{i}] '{}'", e.name);
+        let progress = self.progress;
+        self.stage(&object, "surface");
+        let display = match (&e.mesh, &e.boxes) {
+            (Some(m), _) => self.read_mesh(&object, &format!("environment[{i}].mesh"), m)?,
+            (None, Some(b)) => box_union(b),
+            (None, None) => return Err(self.build(&object, "shape", "no mesh and no boxes")),
+        };
+
+        let mut key = CacheKey::new("pshell");
+        match (&e.mesh, &e.boxes) {
+            (Some(m), _) => self.key_file(&mut key, &object, &file.resolve(m))?,
+            (None, Some(b)) => key.value(
+                "boxes",
+                &b.iter().map(|b| (b.size, b.position)).collect::<Vec<_>>(),
+            ),
+            (None, None) => {}
+        }
+        let soup_offset = e.soup_offset.unwrap_or(DEFAULT_OFFSET);
+        let params = PointshellParams {
+            first_level_points: e.points,
+            levels: e.levels,
+            offset: e.offset,
+            iterations: e.iterations,
+            seed: e.seed,
+            ..PointshellParams::default()
+        };
+        key.value("soup", &e.soup);
+        if e.soup {
+            key.value("soup_resolution", &e.soup_resolution);
+            key.value("soup_offset", &soup_offset);
+        }
+        key.value("params", &params);
+        self.stage(&object, "pointshell");
+        let pointshell = {
+            let this = self;
+            let display = &display;
+            let compute = || -> Result<Pointshell, SceneError> {
+                let sample_surface = if e.soup {
+                    this.stage(&object, "soup offset surface");
+                    let cb =
+                        |p: SdfProgress| progress.fraction(p.done as f64 / p.total.max(1) as f64);
+                    soup_offset_surface(display, e.soup_resolution, soup_offset, &cb)
+                        .map_err(|err| this.build(&object, "soup offset surface", err))?
+                } else {
+                    display.clone()
+                };
+                let distance = MeshDistance::new(&sample_surface)
+                    .map_err(|err| this.build(&object, "pointshell surface", err))?;
+                if !e.soup {
+                    distance.check_solid().map_err(|err| {
+                        this.build(&object, "pointshell surface (boxes must be disjoint)", err)
+                    })?;
+                }
+                this.stage(&object, "pointshell");
+                let cb = |p: PointshellProgress| {
+                    let it = p.iteration as f64 / p.max_iterations.max(1) as f64;
+                    progress.fraction((p.level as f64 + it.min(1.0)) / p.levels.max(1) as f64)
+                };
+                sample_pointshell(&distance, &sample_surface, &params, &cb)
+                    .map_err(|err| this.build(&object, "pointshell", err))
+            };
+            self.cached(
+                format!("{object}: pointshell"),
+                key.name("pshell"),
+                |p| Pointshell::read(p).map_err(Into::into),
+                |p, ps| ps.write(p).map_err(Into::into),
+                compute,
+            )?
+        };
+
+        let pose = pose(&e.position, &e.rotation);
+        let (modes, dynamics, render_basis) = match &e.deformable {
+            None => (None, None, Vec::new()),
+            Some(spec) => {
+                let key = format!("environment[{i}].deformable");
+                let reduced = self.reduced_env(&object, &key, spec, &display, e)?;
+                self.stage(&object, "pointshell modes");
+                let limit = spec
+                    .max_outside
+                    .unwrap_or_else(|| 0.05 * reduced.mesh.bounding_box().extent().norm());
+                let modes = shell_modes(
+                    &pointshell.points,
+                    &pointshell.normals,
+                    &reduced.mesh,
+                    &reduced.basis,
+                    limit,
+                )
+                .map_err(|err| self.build(&object, "pointshell modes", err))?;
+                self.stage(&object, "render basis");
+                let rb = render_basis(&display.vertices, &reduced.mesh, &reduced.basis)
+                    .map_err(|err| self.build(&object, "render basis", err))?;
+                (Some(modes), Some(reduced.dynamics), rb)
+            }
+        };
+        self.stage(&object, "contact shell");
+        let shell = ContactShell::new(
+            pointshell.points,
+            pointshell.normals,
+            pointshell.level_offsets,
+            modes,
+        )
+        .map_err(|err| self.build(&object, "contact shell", err))?;
+        Ok(EnvironmentObject {
+            name: e.name.clone(),
+            shell,
+            pose,
+            dynamics,
+            surface: display,
+            render_basis,
+        })
+    }
+
+    fn reduced(
+        &self,
+        object: &str,
+        key: &str,
+        spec: &DeformableSpec,
+        surface: &SurfaceMesh,
+        h: &super::format::HapticSpec,
+    ) -> Result<Reduced, SceneError> {
+        let source = match (&h.box_size, &h.mesh) {
+            (Some(size), _) => VoxelSource::Box(*size),
+            (None, Some(m)) => VoxelSource::Mesh(self.file.resolve(m)),
+            (None, None) => VoxelSource::Surface,
+        };
+        self.reduced_model(object, key, spec, surface, source)
+    }
+
+    fn reduced_env(
+        &self,
+        object: &str,
+        key: &str,
+        spec: &DeformableSpec,
+        surface: &SurfaceMesh,
+        e: &super::format::EnvironmentSpec,
+    ) -> Result<Reduced, SceneError> {
+        let source = match (&e.mesh, &e.boxes) {
+            (Some(m), _) => VoxelSource::Mesh(self.file.resolve(m)),
+            (None, Some(b)) => VoxelSource::Boxes(b.iter().map(|b| (b.size, b.position)).collect()),
+            (None, None) => VoxelSource::Surface,
+        };
+        self.reduced_model(object, key, spec, surface, source)
+    }
+
+    /// The simulation mesh (read, or voxelized and cached), the bake, and the reduced
+    /// dynamics of a deformable object.
+    fn reduced_model(
+        &self,
+        object: &str,
+        key: &str,
+        spec: &DeformableSpec,
+        surface: &SurfaceMesh,
+        source: VoxelSource,
+    ) -> Result<Reduced, SceneError> {
+        let file = self.file;
+        let canonical = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
+        let (volume_path, mesh) = match (&spec.volume, spec.voxel_resolution) {
+            (Some(v), _) => {
+                let p = canonical(file.resolve(v));
+                self.stage(object, "simulation mesh");
+                let mesh = read_volume(&p)
+                    .map_err(|e| self.build(object, &format!("reading {key}.volume"), e))?;
+                (p, mesh)
+            }
+            (None, Some(res)) => {
+                let mut k = CacheKey::new("veg");
+                match &source {
+                    VoxelSource::Box(size) => k.value("box", size),
+                    VoxelSource::Boxes(b) => k.value("boxes", b),
+                    VoxelSource::Mesh(p) => self.key_file(&mut k, object, p)?,
+                    VoxelSource::Surface => k.value("surface", &surface.vertices.len()),
+                }
+                k.value("voxel_resolution", &res);
+                let name = k.name("veg");
+                self.stage(object, "voxelize");
+                let this = self;
+                let compute = || -> Result<VolumeMesh, SceneError> {
+                    match source {
+                        VoxelSource::Box(size) => Ok(box_volume(&size, res)),
+                        _ => voxelize(
+                            surface,
+                            &VoxelizeOptions {
+                                resolution: res,
+                                ..VoxelizeOptions::default()
+                            },
+                            None,
+                        )
+                        .map(|v| v.mesh)
+                        .map_err(|e| this.build(object, "voxelize", e)),
+                    }
+                };
+                let mesh = self.cached(
+                    format!("{object}: simulation mesh"),
+                    name.clone(),
+                    |p| read_veg(p).map_err(Into::into),
+                    |p, m| write_veg(p, m).map_err(Into::into),
+                    compute,
+                )?;
+                (canonical(self.cache.join(name)), mesh)
+            }
+            (None, None) => {
+                return Err(self.build(object, key, "no volume and no voxel_resolution"))
+            }
+        };
+        let fixed = spec.fixed.as_ref().map(|f| canonical(file.resolve(f)));
+        let params = BakeParams {
+            linear_modes: spec.linear_modes,
+            basis: spec.r(),
+            basis_kind: spec.kind(),
+            mass_matrix: spec.mass_matrix.clone(),
+            unconstrained: fixed.is_none(),
+            voxel_resolution: None,
+            material_groups: false,
+        };
+        let mut k = CacheKey::new("bake");
+        self.key_file(&mut k, object, &volume_path)?;
+        if let Some(f) = &fixed {
+            self.key_file(&mut k, object, f)?;
+        }
+        k.value("params", &params);
+        let dir = self.cache.join(k.name(""));
+        let input = BakeInput {
+            mesh: volume_path,
+            fixed,
+            basis_file: None,
+            render_interp: None,
+            params,
+        };
+        let bridge = BakeBridge {
+            progress: self.progress,
+            prefix: format!("{object}: bake"),
+            total: AtomicU64::new(1),
+            done: AtomicU64::new(0),
+        };
+        let label = format!("{object}: bake");
+        match bake(&input, &dir, &bridge).map_err(|e| self.build(object, "bake", e))? {
+            BakeOutcome::UpToDate(_) => self.report.borrow_mut().reused.push(label),
+            BakeOutcome::Baked(_) => self.report.borrow_mut().computed.push(label),
+        }
+        let baked = load_baked(&dir).map_err(|e| self.build(object, "loading the bake", e))?;
+        let r = baked.basis.ncols();
+        let forces = ReducedForces::new(&baked.polynomial, r)
+            .map_err(|e| self.build(object, "reduced forces", e))?;
+        let params = ReducedParams {
+            newmark: NewmarkParams::average_acceleration(1.0 / file.rate_hz),
+            damping_mass: spec.damping_mass,
+            damping_stiffness: spec.damping_stiffness,
+            ..ReducedParams::default()
+        };
+        Ok(Reduced {
+            mesh,
+            basis: baked.basis,
+            dynamics: ReducedNewmark::new(forces, params),
+        })
+    }
+}
+
+/// What a voxelized simulation mesh is made from (for its cache key).
+enum VoxelSource {
+    /// A primitive box: a regular hex grid.
+    Box([f64; 3]),
+    /// A union of boxes: voxelized.
+    Boxes(Vec<([f64; 3], [f64; 3])>),
+    /// A mesh file: voxelized.
+    Mesh(PathBuf),
+    /// No file (not reached for valid scenes).
+    Surface,
+}
+
+/// Bake progress forwarded to a [`SceneProgress`].
+struct BakeBridge<'a> {
+    progress: &'a dyn SceneProgress,
+    prefix: String,
+    total: AtomicU64,
+    done: AtomicU64,
+}
+
+impl BakeProgress for BakeBridge<'_> {
+    fn stage(&self, name: &str, total: u64) {
+        self.total.store(total.max(1), Ordering::Relaxed);
+        self.done.store(0, Ordering::Relaxed);
+        self.progress.stage(&format!("{}: {name}", self.prefix));
+    }
+    fn advance(&self, n: u64) {
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        let total = self.total.load(Ordering::Relaxed);
+        self.progress
+            .fraction((done as f64 / total as f64).min(1.0));
+    }
+    fn finish(&self) {
+        self.progress.fraction(1.0);
+    }
+}
+
+/// Cells per axis of a box of `size` with `n` cells along its longest side.
+fn box_cells(size: &[f64; 3], n: usize) -> [usize; 3] {
+    let longest = size.iter().cloned().fold(0.0, f64::max);
+    size.map(|s| ((s / longest * n as f64).round() as usize).clamp(1, n.max(1)))
+}
+
+/// The hex grid of a box centred at the origin, `n` cells along its longest side.
+fn box_volume(size: &[f64; 3], n: usize) -> VolumeMesh {
+    let s = Vector3::from(*size);
+    box_hex_mesh(
+        s,
+        box_cells(size, n),
+        Point3::from(-s / 2.0),
+        default_material(),
+    )
+}
+
+/// The closed outward surface of a union of boxes (each the boundary of a hex grid with 8
+/// cells along its longest side, so deformable boxes have vertices to embed and proxies
+/// to choose), unused vertices dropped.
+fn box_union(boxes: &[BoxSpec]) -> SurfaceMesh {
+    let mut out = SurfaceMesh::default();
+    for b in boxes {
+        let s = Vector3::from(b.size);
+        let grid = box_hex_mesh(
+            s,
+            box_cells(&b.size, 8),
+            point(&b.position) - s / 2.0,
+            default_material(),
+        );
+        let tris = grid.boundary_triangles();
+        let mut map = vec![usize::MAX; grid.vertices.len()];
+        let base = out.vertices.len();
+        for t in &tris {
+            let mut nt = [0; 3];
+            for (k, &v) in t.iter().enumerate() {
+                if map[v] == usize::MAX {
+                    map[v] = out.vertices.len() - base;
+                    out.vertices.push(grid.vertices[v]);
+                }
+                nt[k] = base + map[v];
+            }
+            out.triangles.push(nt);
+        }
+    }
+    out
+}
+
+/// The vertices referenced by triangles (files like tube.veg.obj carry unused ones).
+fn used_vertices(surface: &SurfaceMesh) -> Vec<Point3<f64>> {
+    let mut used = vec![false; surface.vertices.len()];
+    for t in &surface.triangles {
+        for &v in t {
+            if let Some(u) = used.get_mut(v) {
+                *u = true;
+            }
+        }
+    }
+    surface
+        .vertices
+        .iter()
+        .zip(&used)
+        .filter(|(_, &u)| u)
+        .map(|(p, _)| *p)
+        .collect()
+}
+
+/// Per point, the 3 x r rows (row-major, f32) of the basis interpolated at the point's
+/// embedding in `mesh` (points outside take the nearest element's extrapolation).
+fn render_basis(
+    points: &[Point3<f64>],
+    mesh: &VolumeMesh,
+    basis: &DMatrix<f64>,
+) -> Result<Vec<f32>, BoxedError> {
+    if basis.nrows() != mesh.num_dofs() {
+        return Err(format!(
+            "the basis has {} rows; the simulation mesh has {} degrees of freedom",
+            basis.nrows(),
+            mesh.num_dofs()
+        )
+        .into());
+    }
+    let emb = embed(points, mesh)?;
+    let r = basis.ncols();
+    let n = emb.interpolation.nodes_per_vertex;
+    let mut out = vec![0f32; points.len() * 3 * r];
+    let mut row = vec![0f64; 3 * r];
+    for s in 0..points.len() {
+        row.iter_mut().for_each(|x| *x = 0.0);
+        let w = &emb.interpolation.weights[s * n..(s + 1) * n];
+        let idx = &emb.interpolation.indices[s * n..(s + 1) * n];
+        for (wa, &v) in w.iter().zip(idx) {
+            for i in 0..3 {
+                for j in 0..r {
+                    row[i * r + j] += wa * basis[(3 * v + i, j)];
+                }
+            }
+        }
+        for (o, x) in out[s * 3 * r..(s + 1) * 3 * r].iter_mut().zip(&row) {
+            *o = *x as f32;
+        }
+    }
+    Ok(out)
+}

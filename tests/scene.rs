@@ -1,0 +1,424 @@
+//! Scene files: parsing and validation errors (file, line, key, resolved path), a full
+//! load of a small scene with every kind of object (rigid and deformable haptic and
+//! environment objects), the cache (a second load recomputes nothing; a corrupt cache
+//! file is detected and recomputed), a full load of the shipped peg-in-shaft scene with a
+//! geometric check, and parse-only validation of every shipped scene.
+//!
+//! `cargo test --release --test scene -- --ignored --nocapture` also loads every shipped
+//! scene twice (from scratch, then cached) and prints the times.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use haptics::scene::{
+    load_scene_with_report, parse_scene, HapticField, LoadReport, NoProgress, Scene, SceneError,
+};
+use nalgebra::{Point3, Vector3};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn write_scene(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write the scene");
+    p
+}
+
+/// A small scene of every kind of object: a deformable box probe (voxelized, free,
+/// 4 linear modes), a rigid union of two boxes, and the deformable beam3 (its render
+/// mesh sampled, its hex mesh baked with 3 modal derivatives from 3 linear modes).
+fn small_scene(dir: &Path) -> PathBuf {
+    let beam = repo().join("assets/beam3");
+    let text = format!(
+        r#"
+description = "test scene"
+rate_hz = 500.0
+workspace_scale = 0.2
+
+[haptic]
+name = "probe"
+box = [0.2, 0.4, 0.2]
+sdf_resolution = 24
+grasp = [0.0, 0.1, 0.0]
+position = [0.0, 1.0, 0.0]
+rotation = [0.0, 0.1, 0.0]
+
+[haptic.deformable]
+voxel_resolution = 4
+linear_modes = 4
+basis_kind = "linear-modes"
+proxies = 12
+neighbours = 4
+
+[[environment]]
+name = "blocks"
+boxes = [{{ size = [0.5, 0.1, 0.5], position = [0.0, -0.1, 0.0] }}, {{ size = [0.1, 0.1, 0.1], position = [1.0, 0.0, 0.0] }}]
+points = 16
+levels = 3
+
+[[environment]]
+name = "beam"
+mesh = "{beam}/beam3.obj"
+points = 16
+levels = 3
+position = [0.0, 0.0, 1.0]
+
+[environment.deformable]
+volume = "{beam}/beam3.veg"
+fixed = "{beam}/beam3.bou"
+linear_modes = 3
+damping_stiffness = 0.01
+
+[contact]
+stiffness = 500.0
+
+[coupling]
+saturation_force = 0.0
+"#,
+        beam = beam.display()
+    );
+    write_scene(dir, "small.toml", &text)
+}
+
+fn load(path: &Path, cache: &Path) -> (Scene, LoadReport) {
+    load_scene_with_report(path, cache, &NoProgress).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read the cache")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn small_scene_loads_and_second_load_reuses_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let path = small_scene(dir.path());
+    let (scene, first) = load(&path, &cache);
+
+    // Every piece built: SDF, 2 pointshells, the probe's voxel mesh, 2 bakes.
+    assert_eq!(first.computed.len(), 6, "{first:?}");
+    assert!(
+        first.reused.is_empty() && first.rejected.is_empty(),
+        "{first:?}"
+    );
+    assert_eq!(files_with_ext(&cache, "dist").len(), 1);
+    assert_eq!(files_with_ext(&cache, "pshell").len(), 2);
+    assert_eq!(files_with_ext(&cache, "veg").len(), 1);
+    assert_eq!(files_with_ext(&cache, "sha256").len(), 4);
+
+    // The loaded scene.
+    assert_eq!(scene.name, "small");
+    assert_eq!(scene.description, "test scene");
+    assert_eq!(scene.rate_hz, 500.0);
+    assert_eq!(scene.workspace_scale, 0.2);
+    assert_eq!(scene.contact.stiffness, 500.0);
+    // A deformable haptic object gets the deformed-field budget.
+    assert_eq!(
+        scene.contact.warm_budget,
+        haptics::contact::ContactParams::deformed_field().warm_budget
+    );
+    assert_eq!(scene.coupling.saturation_force, None);
+    assert!((scene.coupling.dt - 2e-3).abs() < 1e-15);
+    let h = &scene.haptic;
+    assert_eq!(h.grasp, Point3::new(0.0, 0.1, 0.0));
+    assert!((h.pose.translation.vector - Vector3::new(0.0, 1.0, 0.0)).norm() < 1e-15);
+    assert!((h.pose.rotation.scaled_axis() - Vector3::new(0.0, 0.1, 0.0)).norm() < 1e-12);
+    match &h.field {
+        HapticField::Deformable { field, dynamics } => {
+            assert_eq!(dynamics.r(), 4);
+            assert_eq!(field.num_proxies(), 12);
+            assert!(field.rest_field().lookup(&Point3::origin()) < -0.05);
+        }
+        HapticField::Rigid(_) => panic!("the probe is deformable"),
+    }
+    assert_eq!(h.render_basis.len(), h.surface.vertices.len() * 3 * 4);
+
+    let blocks = &scene.environment[0];
+    assert_eq!(blocks.shell.len(), 16 * 16);
+    assert!(blocks.dynamics.is_none() && blocks.render_basis.is_empty());
+    assert_eq!(blocks.shell.r(), 0);
+    let beam = &scene.environment[1];
+    let r = beam.shell.r();
+    assert_eq!(r, 6);
+    assert_eq!(beam.dynamics.as_ref().map(|d| d.r()), Some(r));
+    assert_eq!(beam.render_basis.len(), beam.surface.vertices.len() * 3 * r);
+    assert!((beam.pose.translation.vector - Vector3::new(0.0, 0.0, 1.0)).norm() < 1e-15);
+
+    // The second load recomputes nothing, and gives the same scene.
+    let t = Instant::now();
+    let (again, second) = load(&path, &cache);
+    let secs = t.elapsed().as_secs_f64();
+    assert!(second.computed.is_empty(), "{second:?}");
+    assert_eq!(second.reused.len(), 6, "{second:?}");
+    assert!(secs < 5.0, "cached load took {secs} s");
+    assert_eq!(again.environment[1].shell.points, beam.shell.points);
+    assert_eq!(again.environment[1].render_basis, beam.render_basis);
+}
+
+#[test]
+fn corrupt_cache_files_are_detected_and_recomputed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let path = write_scene(
+        dir.path(),
+        "rigid.toml",
+        r#"
+[haptic]
+name = "probe"
+box = [0.2, 0.2, 0.2]
+sdf_resolution = 16
+
+[[environment]]
+name = "block"
+boxes = [{ size = [1.0, 0.2, 1.0] }]
+points = 32
+levels = 2
+"#,
+    );
+    let (scene, _) = load(&path, &cache);
+    // Flip one byte in the middle of the pointshell (still a well-formed file, so only
+    // the checksum can tell), and truncate the field.
+    let pshell = &files_with_ext(&cache, "pshell")[0];
+    let mut bytes = std::fs::read(pshell).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    std::fs::write(pshell, &bytes).unwrap();
+    let dist = &files_with_ext(&cache, "dist")[0];
+    let len = std::fs::metadata(dist).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dist)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+
+    let (again, report) = load(&path, &cache);
+    assert_eq!(report.rejected.len(), 2, "{report:?}");
+    assert!(
+        report.rejected.iter().all(|r| r.contains("checksum")),
+        "{report:?}"
+    );
+    assert_eq!(report.computed.len(), 2, "{report:?}");
+    assert_eq!(
+        again.environment[0].shell.points,
+        scene.environment[0].shell.points
+    );
+
+    // A missing checksum is not trusted either.
+    std::fs::remove_file(format!("{}.sha256", pshell.display())).unwrap();
+    let (_, report) = load(&path, &cache);
+    assert_eq!(report.rejected.len(), 1, "{report:?}");
+    assert_eq!(report.computed.len(), 1, "{report:?}");
+    // Repaired: the next load reuses everything.
+    let (_, report) = load(&path, &cache);
+    assert_eq!((report.computed.len(), report.reused.len()), (0, 2));
+}
+
+fn parse_err(text: &str) -> (SceneError, PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_scene(dir.path(), "bad.toml", text);
+    let err = parse_scene(&path).expect_err("the scene is invalid");
+    (err, path, dir)
+}
+
+const HAPTIC_BOX: &str = "[haptic]\nname = \"p\"\nbox = [0.1, 0.1, 0.1]\n";
+
+#[test]
+fn syntax_error_names_the_file_line_and_column() {
+    let (err, path, _dir) = parse_err(&format!("{HAPTIC_BOX}rate_hz = = 3\n"));
+    match &err {
+        SceneError::Syntax {
+            path: p,
+            line,
+            column,
+            ..
+        } => {
+            assert_eq!(p, &path);
+            assert_eq!(*line, 4);
+            assert!(*column >= 9, "column {column}");
+        }
+        other => panic!("expected a syntax error, got {other}"),
+    }
+    let msg = err.to_string();
+    assert!(msg.starts_with(&format!("{}:4:", path.display())), "{msg}");
+}
+
+#[test]
+fn wrong_type_and_unknown_key_are_errors_with_lines() {
+    let (err, _, _dir) = parse_err(&format!("{HAPTIC_BOX}colour = \"red\"\n"));
+    let msg = err.to_string();
+    assert!(
+        matches!(err, SceneError::Syntax { line: 4, .. }),
+        "unknown key on line 4: {msg}"
+    );
+    assert!(msg.contains("colour"), "{msg}");
+
+    let (err, _, _dir) = parse_err(&format!(
+        "{HAPTIC_BOX}\n[[environment]]\nname = \"e\"\nboxes = [{{ size = [1, 1, 1] }}]\npoints = \"many\"\n"
+    ));
+    assert!(
+        matches!(err, SceneError::Syntax { line: 8, .. }),
+        "wrong type on line 8: {err}"
+    );
+}
+
+#[test]
+fn missing_file_names_the_key_and_the_resolved_path() {
+    let (err, path, _dir) = parse_err(&format!(
+        "{HAPTIC_BOX}\n[[environment]]\nname = \"e\"\nmesh = \"models/nope.obj\"\npoints = 10\n"
+    ));
+    match &err {
+        SceneError::MissingFile {
+            path: p,
+            key,
+            resolved,
+        } => {
+            assert_eq!(p, &path);
+            assert_eq!(key, "environment[0].mesh");
+            assert_eq!(resolved, &path.parent().unwrap().join("models/nope.obj"));
+        }
+        other => panic!("expected a missing file, got {other}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains("environment[0].mesh") && msg.contains("nope.obj"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn invalid_values_say_what_was_expected() {
+    let (err, _, _dir) =
+        parse_err("[haptic]\nname = \"p\"\nbox = [0.1, 0.1, 0.1]\nmesh = \"x.obj\"\n");
+    let msg = err.to_string();
+    assert!(
+        matches!(&err, SceneError::Invalid { key, .. } if key == "haptic"),
+        "{msg}"
+    );
+    assert!(msg.contains("both `box` and `mesh`"), "{msg}");
+
+    let (err, _, _dir) = parse_err("[haptic]\nname = \"p\"\n");
+    assert!(
+        err.to_string().contains("neither `box` nor `mesh`"),
+        "{err}"
+    );
+
+    let cases = [
+        ("sdf_resolution = 0\n", "haptic.sdf_resolution"),
+        ("box = [0.1, -1, 0.1]\n", "haptic.box"),
+    ];
+    for (line, key) in cases {
+        let text = format!(
+            "[haptic]\nname = \"p\"\n{line}{}",
+            if line.starts_with("box") {
+                ""
+            } else {
+                "box = [1, 1, 1]\n"
+            }
+        );
+        let (err, _, _dir) = parse_err(&text);
+        assert!(
+            matches!(&err, SceneError::Invalid { key: k, .. } if k == key),
+            "{key}: {err}"
+        );
+    }
+    let (err, _, _dir) = parse_err(&format!(
+        "{HAPTIC_BOX}\n[[environment]]\nname = \"e\"\nboxes = [{{ size = [1, 1, 1] }}]\npoints = 0\n"
+    ));
+    assert!(
+        matches!(&err, SceneError::Invalid { key, .. } if key == "environment[0].points"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("at least 4"), "{err}");
+}
+
+#[test]
+fn shipped_scenes_parse() {
+    let dir = repo().join("assets/scenes");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let s = parse_scene(&p).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!s.description.is_empty(), "{}", p.display());
+            names.push(s.scene_name());
+        }
+    }
+    names.sort();
+    assert_eq!(names, ["bridge-probe", "hoses-gap", "peg-shaft"]);
+}
+
+/// The shipped peg-in-shaft scene, loaded fully: centred in the shaft the peg touches no
+/// wall point; moved 3 cm sideways (past the 2 cm clearance) it does.
+#[test]
+fn peg_shaft_loads_and_the_clearance_is_right() {
+    let cache = tempfile::tempdir().unwrap();
+    let (scene, report) = load(&repo().join("assets/scenes/peg-shaft.toml"), cache.path());
+    assert_eq!(report.computed.len(), 2, "{report:?}");
+    let shaft = &scene.environment[0];
+    assert_eq!(shaft.shell.len(), 500 * 64);
+    let HapticField::Rigid(field) = &scene.haptic.field else {
+        panic!("the peg is rigid");
+    };
+    let inside = |dx: f64| {
+        // The peg lowered to the middle of the shaft, shifted by dx along x.
+        let peg = nalgebra::Isometry3::translation(dx, 0.5, 0.0);
+        shaft
+            .shell
+            .points
+            .iter()
+            .filter(|p| field.lookup(&(peg.inverse() * (shaft.pose * **p))) < 0.0)
+            .count()
+    };
+    assert_eq!(inside(0.0), 0);
+    assert_eq!(inside(0.015), 0);
+    assert!(inside(0.03) > 10, "{}", inside(0.03));
+}
+
+/// Loads every shipped scene from scratch and then from the cache, printing the times
+/// (run with `--release --ignored --nocapture`).
+#[test]
+#[ignore]
+fn shipped_scene_load_times() {
+    let cache = tempfile::tempdir().unwrap();
+    for name in ["peg-shaft", "hoses-gap", "bridge-probe"] {
+        let path = repo().join(format!("assets/scenes/{name}.toml"));
+        let t = Instant::now();
+        let (scene, first) = load(&path, cache.path());
+        let cold = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let (_, second) = load(&path, cache.path());
+        let warm = t.elapsed().as_secs_f64();
+        assert!(second.computed.is_empty(), "{second:?}");
+        let points: usize = scene.environment.iter().map(|e| e.shell.len()).sum();
+        eprintln!(
+            "{name}: first load {cold:.1} s ({} computed), cached {warm:.2} s; {points} points",
+            first.computed.len()
+        );
+    }
+}
+
+/// The complete example of the README's "Scenes" section is a valid scene.
+#[test]
+fn readme_example_parses() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = &readme[readme.find("## Scenes").expect("a Scenes section")..];
+    let start = section.find("```toml\n").expect("a toml example") + 8;
+    let end = start + section[start..].find("```").unwrap();
+    // Paths resolve as if the example were in assets/scenes.
+    let path = repo().join("assets/scenes/readme-example.toml");
+    let s = haptics::scene::format::parse_scene_str(&section[start..end], &path)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.scene_name(), "bridge-probe");
+    assert_eq!(
+        s.environment[0].deformable.as_ref().map(|d| d.r()),
+        Some(20)
+    );
+}
