@@ -7,6 +7,7 @@ pub mod demo;
 pub mod devices;
 pub mod inspect;
 pub mod pointshell;
+pub mod replay;
 pub mod sdf;
 pub mod simulate;
 pub mod voxelize;
@@ -46,6 +47,12 @@ pub enum Command {
     /// Sample a multi-resolution oriented pointshell of a closed triangle mesh by particle
     /// repulsion, printing each level's coverage and uniformity.
     Pointshell(pointshell::PointshellArgs),
+    /// Replay a recorded trajectory on a scene, headless and deterministic, into a haptic
+    /// log; --compare checks it against a golden log, --plot draws it.
+    Replay(replay::ReplayArgs),
+    /// Record a device trajectory while running a scene's haptic loop (the simulated hand
+    /// following keyframes, or a HID device in real time).
+    Record(replay::RecordArgs),
     /// Signed distance field of a triangle mesh (thesis 3.11) in Vega's .dist format;
     /// --soup for meshes that are not closed.
     Sdf(sdf::SdfArgs),
@@ -68,6 +75,8 @@ pub fn run() -> anyhow::Result<()> {
         Some(Command::Simulate(a)) => simulate::run(&a),
         Some(Command::Pointshell(a)) => pointshell::run(&a),
         Some(Command::Sdf(a)) => sdf::run(&a),
+        Some(Command::Replay(a)) => replay::run_replay(&a),
+        Some(Command::Record(a)) => replay::run_record(&a),
         Some(Command::Devices(a)) => devices::run(&a),
     }
 }

@@ -126,9 +126,17 @@ pub fn coupling_torque(
     (t, grad)
 }
 
-/// The step of the 6x6 system `A x = b` by SVD (4.10): the minimum-norm solution on
-/// the non-degenerate singular directions, and on the degenerate ones the projection of
-/// `toward` (the displacement to the manipulandum). Returns the step and the rank kept.
+/// The step of the 6x6 system `A x = b` by SVD (4.10): Newton on the well-determined
+/// singular directions, and on the degenerate ones (singular values below `ratio *
+/// sigma_1`) the projection of `toward` (the displacement to the manipulandum).
+///
+/// The thesis switches each direction hard at the threshold. Here the switch is smooth,
+/// with the filter factor `phi = s^2 / (s^2 + (ratio sigma_1)^2)`:
+/// `x = sum_i [phi_i (u_i . b) / s_i + (1 - phi_i) (v_i . toward)] v_i`. It equals the
+/// thesis's choice far from the threshold, but a singular value crossing it no longer
+/// makes the step jump, which otherwise can lock a pivoting contact into a limit cycle
+/// (a direction toggling between resisted and free every few cycles). Returns the step
+/// and the number of directions above the threshold.
 pub fn solve_degenerate(
     a: &Matrix6<f64>,
     b: &Vector6<f64>,
@@ -140,17 +148,25 @@ pub fn solve_degenerate(
         return (*toward, 0);
     };
     let s = svd.singular_values;
-    let smax = s.max();
+    let floor = ratio * s.max();
     let mut x = Vector6::zeros();
     let mut rank = 0;
     for i in 0..6 {
         let v = vt.row(i).transpose();
-        if smax > 0.0 && s[i] > ratio * smax {
-            x += v * (u.column(i).dot(b) / s[i]);
-            rank += 1;
+        let phi = if floor > 0.0 {
+            s[i] * s[i] / (s[i] * s[i] + floor * floor)
         } else {
-            x += v * v.dot(toward);
+            0.0
+        };
+        if s[i] > floor {
+            rank += 1;
         }
+        let newton = if s[i] > 0.0 {
+            u.column(i).dot(b) / s[i]
+        } else {
+            0.0
+        };
+        x += v * (phi * newton + (1.0 - phi) * v.dot(toward));
     }
     (x, rank)
 }
@@ -393,7 +409,14 @@ mod tests {
         let (x, rank) = solve_degenerate(&a, &b, &toward, 1e-3);
         assert_eq!(rank, 2);
         let expected = Vector6::new(-0.1, -0.1, 0.3, 0.1, 0.0, -0.2);
-        assert!((x - expected).norm() < 1e-12, "{x:?}");
+        // Far from the threshold the smooth filter equals the hard switch up to
+        // (1 - phi) |toward - newton| with 1 - phi = (0.1 / 50)^2 = 4e-6: 3.7e-5 here.
+        assert!((x - expected).norm() < 1e-4, "{x:?}");
+        // A direction at the threshold moves half Newton, half toward the target.
+        a[(1, 1)] = -0.1;
+        let (x, rank) = solve_degenerate(&a, &b, &toward, 1e-3);
+        assert_eq!(rank, 1);
+        assert!((x[1] - 0.5 * (-50.0 + 9.0)).abs() < 1e-9, "{x:?}");
     }
 
     /// Free space, the manipulandum 1 m away (deep in saturation, where the coupling

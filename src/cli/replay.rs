@@ -1,0 +1,303 @@
+//! `haptics record` and `haptics replay`: run a scene's haptic loop on a device, recording
+//! the device trajectory, and replay a trajectory headless and deterministically into a
+//! haptic log, optionally compared against a golden log (regression tests) and plotted.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use haptics_devices::hid::{builtin_profile, HidDevice};
+use haptics_devices::trajectory::{read_trajectory, Trajectory, TrajectoryWriter};
+use haptics_devices::{
+    Device, SafeDevice, SimConfig, SimulatedDevice, TargetSource, TrajectorySample, Wrench,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+use nalgebra::{Isometry3, Translation3};
+
+use crate::haptic::log::{compare_logs, diff_summary, format_row, header, read_log, Log};
+use crate::haptic::thread::CLUTCH_BUTTON;
+use crate::haptic::{CycleReport, HapticSimulation, PeriodicScheduler};
+use crate::plot::{line_plot, Series};
+use crate::scene::{load_scene, Scene, SceneProgress};
+
+/// Arguments of `haptics replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The scene file (TOML, see README "Scenes").
+    pub scene: PathBuf,
+    /// The recorded trajectory (CSV: time_s,px,py,pz,qw,qx,qy,qz,buttons[,fx..tz]).
+    pub trajectory: PathBuf,
+    /// Where to write the haptic log (CSV, one row per cycle; see README "Haptic loop").
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+    /// A golden log to compare with: exits non-zero with a summary of the differing
+    /// columns when any differs by more than --tol (cycle_us is not compared).
+    #[arg(long)]
+    pub compare: Option<PathBuf>,
+    /// Largest absolute difference accepted per value by --compare.
+    #[arg(long, default_value_t = 1e-6)]
+    pub tol: f64,
+    /// Also plot force magnitude, contacts and traversed nodes over time to this PNG.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Cache directory for the scene's baked fields, pointshells and models.
+    #[arg(long, default_value = "target/haptics-cache")]
+    pub cache: PathBuf,
+}
+
+/// Arguments of `haptics record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The scene file (TOML).
+    pub scene: PathBuf,
+    /// `simulated` (the closed-loop simulated hand, headless and deterministic; its
+    /// target follows --targets) or `hid:PROFILE` (a connected HID device, in real time,
+    /// for example hid:generic-ffb; `haptics devices` lists the profiles).
+    #[arg(long, default_value = "simulated")]
+    pub device: String,
+    /// Keyframes of the simulated hand's target pose (trajectory CSV, device metres).
+    #[arg(long)]
+    pub targets: Option<PathBuf>,
+    /// Seconds to record (default: the last keyframe's time plus 0.5 s, or 10 s).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Seed of the simulated device's servo jitter and stalls.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where to write the trajectory (CSV with the rendered wrench columns).
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+    /// Cache directory for the scene's baked fields, pointshells and models.
+    #[arg(long, default_value = "target/haptics-cache")]
+    pub cache: PathBuf,
+}
+
+/// Scene-loading progress on a spinner with the stage name and percentage.
+struct BarProgress(ProgressBar);
+
+impl SceneProgress for BarProgress {
+    fn stage(&self, name: &str) {
+        self.0.set_message(name.to_string());
+        self.0.set_position(0);
+    }
+    fn fraction(&self, f: f64) {
+        self.0.set_position((f.clamp(0.0, 1.0) * 100.0) as u64);
+    }
+}
+
+/// Loads a scene with a progress bar.
+pub fn load_with_progress(path: &Path, cache: &Path) -> anyhow::Result<Scene> {
+    let bar = ProgressBar::new(100).with_style(
+        ProgressStyle::with_template("{spinner} {wide_msg} {bar:30} {pos:>3}%")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    std::fs::create_dir_all(cache)
+        .with_context(|| format!("creating the cache directory {}", cache.display()))?;
+    let scene = load_scene(path, cache, &BarProgress(bar.clone()));
+    bar.finish_and_clear();
+    Ok(scene?)
+}
+
+fn isometry(s: &TrajectorySample) -> Isometry3<f64> {
+    Isometry3::from_parts(Translation3::from(s.pose.position), s.pose.orientation)
+}
+
+fn wrench(r: &CycleReport) -> Wrench {
+    Wrench {
+        force: r.force,
+        torque: r.torque,
+    }
+}
+
+/// Replays `trajectory` on a fresh simulation of `scene`; returns the log text.
+pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> String {
+    let mut sim = HapticSimulation::new(scene);
+    let mut text = header();
+    for s in &trajectory.samples {
+        let device = isometry(s);
+        let t0 = Instant::now();
+        let r = sim.cycle(&device, s.buttons & CLUTCH_BUTTON != 0);
+        let us = t0.elapsed().as_secs_f64() * 1e6;
+        format_row(&mut text, s.time_s, &device, s.buttons, &r, us);
+    }
+    text
+}
+
+pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
+    let trajectory = read_trajectory(&a.trajectory)?;
+    if trajectory.samples.is_empty() {
+        bail!("{}: the trajectory has no samples", a.trajectory.display());
+    }
+    let scene = load_with_progress(&a.scene, &a.cache)?;
+    let start = Instant::now();
+    let text = replay_log(scene, &trajectory);
+    let elapsed = start.elapsed().as_secs_f64();
+    std::fs::write(&a.out, &text).with_context(|| format!("writing {}", a.out.display()))?;
+    let log = crate::haptic::log::parse_log(&text, &a.out)?;
+    println!(
+        "replayed {} cycles ({:.2} s of motion) in {elapsed:.2} s -> {}",
+        log.rows.len(),
+        trajectory.samples.last().map_or(0.0, |s| s.time_s) - trajectory.samples[0].time_s,
+        a.out.display()
+    );
+    summarize(&log);
+    if let Some(png) = &a.plot {
+        plot_log(&log, png)?;
+        println!("plot -> {}", png.display());
+    }
+    if let Some(golden) = &a.compare {
+        let expected = read_log(golden)?;
+        let diffs = compare_logs(&log, &expected, a.tol);
+        if !diffs.is_empty() {
+            bail!(
+                "the replay differs from {}\n{}",
+                golden.display(),
+                diff_summary(&diffs, a.tol)
+            );
+        }
+        println!("matches {} within {:e}", golden.display(), a.tol);
+    }
+    Ok(())
+}
+
+fn summarize(log: &Log) {
+    let col = |name: &str| {
+        crate::haptic::log::COLUMNS
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or(0)
+    };
+    let (fx, fy, fz) = (col("fx"), col("fy"), col("fz"));
+    let peak = log
+        .rows
+        .iter()
+        .map(|r| (r[fx] * r[fx] + r[fy] * r[fy] + r[fz] * r[fz]).sqrt())
+        .fold(0.0, f64::max);
+    let max_of = |k: usize| log.rows.iter().map(|r| r[k]).fold(0.0, f64::max);
+    let faults = log.rows.iter().filter(|r| r[col("fault")] != 0.0).count();
+    println!(
+        "peak force {peak:.3} N, up to {} contacts and {} nodes, deepest level {}, {faults} faults",
+        max_of(col("contacts")),
+        max_of(col("traversed")),
+        max_of(col("lod"))
+    );
+}
+
+fn plot_log(log: &Log, png: &Path) -> anyhow::Result<()> {
+    let c = |name: &str| {
+        crate::haptic::log::COLUMNS
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or(0)
+    };
+    let series = |name: &str, f: &dyn Fn(&[f64; 28]) -> f64| Series {
+        name: name.into(),
+        points: log.rows.iter().map(|r| (r[0], f(r))).collect(),
+    };
+    let (fx, fy, fz) = (c("fx"), c("fy"), c("fz"));
+    let force = series("|force| (N)", &|r| {
+        (r[fx] * r[fx] + r[fy] * r[fy] + r[fz] * r[fz]).sqrt()
+    });
+    let contacts = c("contacts");
+    let nodes = c("traversed");
+    let contacts = series("contacts / 100", &|r| r[contacts] / 100.0);
+    let nodes = series("nodes / 1000", &|r| r[nodes] / 1000.0);
+    line_plot(
+        png,
+        "Haptic replay",
+        "time (s)",
+        "",
+        &[force, contacts, nodes],
+    )?;
+    Ok(())
+}
+
+pub fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
+    let scene = load_with_progress(&a.scene, &a.cache)?;
+    let rate = scene.rate_hz;
+    let sim = HapticSimulation::new(scene);
+    if a.device == "simulated" {
+        let targets = match &a.targets {
+            Some(p) => read_trajectory(p)?.samples,
+            None => {
+                bail!("--device simulated needs --targets KEYFRAMES.csv (the hand's target poses)")
+            }
+        };
+        let duration = a
+            .duration
+            .unwrap_or_else(|| targets.last().map_or(10.0, |s| s.time_s + 0.5));
+        let config = SimConfig {
+            seed: a.seed,
+            period_s: 1.0 / rate,
+            ..SimConfig::default()
+        };
+        let device = SimulatedDevice::new(config, TargetSource::Keyframes(targets))?;
+        record_loop(sim, device, duration, None, &a.out)
+    } else if let Some(name) = a.device.strip_prefix("hid:") {
+        let profile = builtin_profile(name)?;
+        let settings = profile.safety.clone();
+        let device = SafeDevice::new(HidDevice::open(profile)?, settings)?;
+        let duration = a.duration.unwrap_or(10.0);
+        record_loop(sim, device, duration, Some(rate), &a.out)
+    } else {
+        bail!(
+            "unknown --device '{}': expected 'simulated' or 'hid:PROFILE'",
+            a.device
+        )
+    }
+}
+
+/// Runs the loop for `duration` seconds of device time (in real time at `realtime` Hz
+/// when given), keeping the samples in memory (no I/O inside the loop), then writes them.
+fn record_loop(
+    mut sim: HapticSimulation,
+    mut device: impl Device,
+    duration: f64,
+    realtime: Option<f64>,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let capacity = (duration * realtime.unwrap_or(1000.0) * 1.2) as usize + 16;
+    let mut samples: Vec<(TrajectorySample, Wrench)> = Vec::with_capacity(capacity);
+    let mut scheduler = realtime.map(|hz| PeriodicScheduler::new(hz, Duration::from_micros(200)));
+    let start = Instant::now();
+    let mut t0: Option<f64> = None;
+    let bar = ProgressBar::new((duration * 1000.0) as u64);
+    loop {
+        if let Some(s) = &mut scheduler {
+            s.wait();
+        }
+        let s = device.read()?;
+        let first = *t0.get_or_insert(s.time_s);
+        if s.time_s - first > duration {
+            break;
+        }
+        let r = sim.cycle(&isometry(&s.into()), s.buttons & CLUTCH_BUTTON != 0);
+        let w = wrench(&r);
+        device.write(&w)?;
+        if samples.len() < samples.capacity() {
+            samples.push((s.into(), w));
+        }
+        if samples.len().is_multiple_of(100) {
+            bar.set_position(((s.time_s - first) * 1000.0) as u64);
+        }
+    }
+    device.write(&Wrench::zero())?;
+    bar.finish_and_clear();
+    let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut w = TrajectoryWriter::new(std::io::BufWriter::new(file), true)?;
+    for (s, f) in &samples {
+        w.write(s, Some(f))?;
+    }
+    w.finish()?.flush()?;
+    println!(
+        "recorded {} samples ({:.2} s) in {:.2} s -> {}",
+        samples.len(),
+        samples.last().map_or(0.0, |s| s.0.time_s) - samples.first().map_or(0.0, |s| s.0.time_s),
+        start.elapsed().as_secs_f64(),
+        out.display()
+    );
+    Ok(())
+}
