@@ -93,6 +93,56 @@ fn device_pose(cycle: u64) -> Isometry3<f64> {
     Isometry3::translation(slide, down, 0.0)
 }
 
+/// Each regression scene replayed on its recorded trajectory: the distribution of the
+/// full cycle's time, for the README table.
+fn regression_scenes(c: &mut Criterion) {
+    use haptics::scene::{load_scene, NoProgress};
+    use haptics_devices::trajectory::read_trajectory;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let cases = [
+        ("bridge-probe", "bridge-probe-poke"),
+        ("bridge-probe", "bridge-probe-fast"),
+        ("peg-shaft", "peg-shaft-insert"),
+        ("hoses-gap", "hoses-gap-through"),
+    ];
+    for (scene, traj) in cases {
+        let path = root.join(format!("assets/scenes/{scene}.toml"));
+        let scene = load_scene(&path, &cache_dir().join("scenes"), &NoProgress).unwrap();
+        let t = read_trajectory(&root.join(format!("assets/trajectories/{traj}.csv"))).unwrap();
+        let poses: Vec<Isometry3<f64>> = t
+            .samples
+            .iter()
+            .map(|s| Isometry3::from_parts(Translation3::from(s.pose.position), s.pose.orientation))
+            .collect();
+        let mut stats = CycleStats::new(1_000_000);
+        // Five passes over the trajectory, each on a fresh simulation.
+        for _ in 0..5 {
+            let mut sim = HapticSimulation::new(scene.clone());
+            for p in &poses {
+                let t0 = Instant::now();
+                sim.cycle(p, false);
+                stats.record(t0.elapsed().as_nanos() as u64);
+            }
+        }
+        let s = stats.summary();
+        eprintln!(
+            "{traj}: {} cycles, p50 {:.1} us, p99.9 {:.1} us, max {:.1} us, overruns {}",
+            s.cycles, s.p50_us, s.p999_us, s.max_us, s.overruns
+        );
+        let mut sim = HapticSimulation::new(scene);
+        let mut i = 0;
+        c.bench_function(&format!("haptic cycle/replay {traj}"), |b| {
+            b.iter(|| {
+                if i == poses.len() {
+                    i = 0;
+                }
+                i += 1;
+                sim.cycle(&poses[i - 1], false).force.x
+            })
+        });
+    }
+}
+
 fn haptic_cycle(c: &mut Criterion) {
     let mut sim = HapticSimulation::new(bridge_under_hoses());
     // Settle into contact, then record the distribution of 20,000 cycles.
@@ -127,6 +177,6 @@ fn haptic_cycle(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(50);
-    targets = haptic_cycle
+    targets = haptic_cycle, regression_scenes
 }
 criterion_main!(benches);

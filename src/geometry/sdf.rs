@@ -636,6 +636,20 @@ pub(crate) fn unsigned_values(
     band_cells: f64,
     progress: ProgressFn,
 ) -> Vec<f32> {
+    let (tris, slots, width) = band_and_propagate(vertices, triangles, grid, band_cells, progress);
+    let fans = band::Fans::new(triangles, vertices.len());
+    band::finish_unsigned(grid, &tris, &fans, &slots, width)
+}
+
+/// The exact band and the closest-triangle propagation shared by the unsigned and the
+/// signed fields: the triangles' corners, the node slots and the band width.
+fn band_and_propagate(
+    vertices: &[Point3<f64>],
+    triangles: &[[usize; 3]],
+    grid: &Grid,
+    band_cells: f64,
+    progress: ProgressFn,
+) -> (Vec<band::Tri>, Vec<band::Slot>, f64) {
     let tris = band::corners(vertices, triangles);
     let width = band_cells * grid.h;
     let mut slots = band::band(grid, &tris, width, &|done, total| {
@@ -652,8 +666,7 @@ pub(crate) fn unsigned_values(
             total,
         })
     });
-    let fans = band::Fans::new(triangles, vertices.len());
-    band::finish_unsigned(grid, &tris, &fans, &slots, width)
+    (tris, slots, width)
 }
 
 /// The signed distance on `grid` by band, propagation and sign flood fill.
@@ -663,22 +676,13 @@ fn band_signed_values(
     band_cells: f64,
     progress: ProgressFn,
 ) -> Vec<f32> {
-    let tris = band::corners(&distance.vertices, &distance.triangles);
-    let width = band_cells * grid.h;
-    let mut slots = band::band(grid, &tris, width, &|done, total| {
-        progress(SdfProgress {
-            stage: SdfStage::Band,
-            done,
-            total,
-        })
-    });
-    band::propagate(grid, &tris, &mut slots, width, &|done, total| {
-        progress(SdfProgress {
-            stage: SdfStage::Propagate,
-            done,
-            total,
-        })
-    });
+    let (tris, mut slots, width) = band_and_propagate(
+        &distance.vertices,
+        &distance.triangles,
+        grid,
+        band_cells,
+        progress,
+    );
     let fans = band::Fans::new(&distance.triangles, distance.vertices.len());
     let known = band::sign_band(grid, &tris, &fans, &mut slots, width, &|t, f| {
         distance.pseudonormal(t, f)
