@@ -25,7 +25,7 @@ pub fn gauss_legendre_unit(n: usize) -> (Vec<f64>, Vec<f64>) {
     }
 }
 
-/// Tensor-product rule on [0,1]^3: (point, weight) pairs.
+/// Tensor-product rule on `[0,1]^3`: (point, weight) pairs.
 pub fn gauss_cube(n: usize) -> Vec<([f64; 3], f64)> {
     let (x, w) = gauss_legendre_unit(n);
     let mut out = Vec::with_capacity(n * n * n);

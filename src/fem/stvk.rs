@@ -6,8 +6,8 @@
 //! - energy density   W = lambda/2 tr(E)^2 + mu tr(E^2);
 //! - second PK stress S = lambda tr(E) I + 2 mu E;
 //! - first PK stress  P = F S = dW/dF;
-//! - dP[dF] = dF S + F (lambda tr(dE) I + 2 mu dE), dE = sym(F^T dF);
-//! - d2P[A, B] = A dS[B] + B dS[A] + F (lambda tr(E2) I + 2 mu E2), E2 = sym(A^T B).
+//! - `dP[dF] = dF S + F (lambda tr(dE) I + 2 mu dE)`, `dE = sym(F^T dF)`;
+//! - `d2P[A, B] = A dS[B] + B dS[A] + F (lambda tr(E2) I + 2 mu E2)`, `E2 = sym(A^T B)`.
 //!
 //! The linear law is the same expansion truncated at first order about F = I:
 //! P = lambda tr(G) I + mu (G + G^T).
@@ -44,7 +44,7 @@ pub fn first_pk(f: &Matrix3<f64>, lambda: f64, mu: f64) -> Matrix3<f64> {
     f * second_pk(&green_strain(f), lambda, mu)
 }
 
-/// Directional derivative dP[dF] at F.
+/// Directional derivative `dP[dF]` at F.
 pub fn first_pk_differential(
     f: &Matrix3<f64>,
     df: &Matrix3<f64>,

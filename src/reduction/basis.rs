@@ -229,7 +229,7 @@ pub fn mass_pca(
 }
 
 /// The basis of an embedded render mesh: row block i of the result is
-/// sum_k w_ik U[v_ik] (the interpolation weights applied to the simulation basis), so
+/// `sum_k w_ik U[v_ik]` (the interpolation weights applied to the simulation basis), so
 /// the render displacement is u_render = U_render q.
 pub fn render_basis(interp: &crate::mesh::Interpolation, u: &DMatrix<f64>) -> DMatrix<f64> {
     let nr = interp.num_vertices();
