@@ -16,4 +16,5 @@ pub mod haptic;
 pub mod mesh;
 pub mod plot;
 pub mod reduction;
+pub mod render;
 pub mod scene;
