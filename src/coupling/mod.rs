@@ -26,9 +26,7 @@ pub mod workspace;
 
 pub use workspace::Workspace;
 
-use nalgebra::{
-    Isometry3, Matrix3, Matrix6, Quaternion, Translation3, UnitQuaternion, Vector3, Vector6,
-};
+use nalgebra::{Isometry3, Matrix3, Matrix6, Translation3, UnitQuaternion, Vector3, Vector6};
 
 use crate::contact::model::PointContact;
 
@@ -287,16 +285,6 @@ pub fn clamp_norm(v: Vector3<f64>, max: f64) -> Vector3<f64> {
         v * (max / n)
     } else {
         v
-    }
-}
-
-/// A quaternion from a rotation vector, exact for any angle.
-pub fn quaternion_exp(w: &Vector3<f64>) -> UnitQuaternion<f64> {
-    let angle = w.norm();
-    if angle < 1e-12 {
-        UnitQuaternion::new_normalize(Quaternion::new(1.0, w.x / 2.0, w.y / 2.0, w.z / 2.0))
-    } else {
-        UnitQuaternion::from_scaled_axis(*w)
     }
 }
 
