@@ -14,27 +14,13 @@ use haptics_devices::{
     Device, HandParams, HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource, Wrench,
 };
 use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
-/// Counts this thread's allocations (the haptic cycle must make none).
-struct Counting;
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "common/alloc.rs"]
+mod alloc;
+
+use alloc::{allocations, Counting};
+
+/// The haptic cycle must not allocate.
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -116,18 +102,14 @@ fn pressing_on_the_floor_renders_the_series_stiffness() {
     // Device origin is the cube's initial grasp frame, 5 cm above the floor top (3 cm gap
     // + 2 cm half cube): go down 3.5 cm, 5 mm into the floor.
     let mut report = sim.cycle(&start, false);
-    let before = ALLOCATIONS.with(|c| c.get());
+    let before = allocations();
     for i in 0..3000 {
         let y = -0.035 * (i as f64 / 1000.0).min(1.0);
         report = sim.cycle(&(Isometry3::translation(0.0, y, 0.0) * start), false);
         assert!(!report.fault);
         assert!(report.force.iter().all(|f| f.is_finite()));
     }
-    assert_eq!(
-        ALLOCATIONS.with(|c| c.get()) - before,
-        0,
-        "the cycle allocated"
-    );
+    assert_eq!(allocations() - before, 0, "the cycle allocated");
     assert!(report.contacts > 10, "{} contacts", report.contacts);
     assert!(report.force.y > 0.0 && report.force.x.abs() < 1e-3 * report.force.y);
     let depth = 0.005;

@@ -1,42 +1,14 @@
 //! The reduced step allocates nothing (the haptic thread's rule): a counting global
 //! allocator sees zero allocations over many steps, after construction.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+#[path = "common/alloc.rs"]
+mod alloc;
+
+use alloc::{allocations, Counting};
 
 use haptics::dynamics::{ReducedNewmark, ReducedParams, StepEvent};
 use haptics::reduction::evaluator::ReducedForces;
 use haptics::reduction::vega::read_cub;
-
-struct Counting;
-
-thread_local! {
-    // Per thread, so tests running in parallel do not count each other's allocations.
-    static THREAD_ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = THREAD_ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-/// Allocations made so far by the calling thread.
-fn allocations() -> usize {
-    THREAD_ALLOCATIONS.with(|c| c.get())
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
