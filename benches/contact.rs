@@ -190,7 +190,8 @@ fn contact_benches(c: &mut Criterion) {
 
     // The deformable bridge (r = 20, 85K points) under the rigid hoses.
     let bridge_ps = pointshell("bridge-85k-5", &bridge_surface, 333, 5);
-    let (bridge_mesh, bridge_u) = bridge_basis();
+    let (bridge_mesh, bridge) = bridge_model();
+    let bridge_u = bridge.basis;
     let modes = timed("bridge pointshell modes", || {
         shell_modes(
             &bridge_ps.points,

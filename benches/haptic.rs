@@ -25,8 +25,7 @@ fn bridge_under_hoses() -> Scene {
     let (bridge_sdf, bridge_surface) = bridge_field_and_surface();
     let top = deck_top(&bridge_sdf);
     let bridge_ps = pointshell("bridge-85k-5", &bridge_surface, 333, 5);
-    let model = bridge_model();
-    let (mesh, _) = bridge_basis();
+    let (mesh, model) = bridge_model();
     let modes = shell_modes(
         &bridge_ps.points,
         &bridge_ps.normals,

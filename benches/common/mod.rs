@@ -12,7 +12,9 @@ use haptics::geometry::pointshell::{sample_pointshell, Pointshell, PointshellPar
 use haptics::geometry::soup::{soup_signed_field, SoupOptions};
 use haptics::geometry::{MeshDistance, SignedDistanceField};
 use haptics::mesh::{read_obj, read_veg, voxelize, SurfaceMesh, VoxelizeOptions};
-use haptics::reduction::bake::{bake, load_baked, BakeInput, BakeParams, BasisKind, NoProgress};
+use haptics::reduction::bake::{
+    bake, load_baked, BakeInput, BakeParams, BakedModel, BasisKind, NoProgress,
+};
 use nalgebra::{DMatrix, Point3};
 
 pub fn shared(rel: &str) -> PathBuf {
@@ -90,8 +92,9 @@ pub fn pointshell(name: &str, mesh: &SurfaceMesh, first: usize, levels: usize) -
     ps
 }
 
-/// The r = 20 bridge (10 linear modes and their derivatives), baked once.
-pub fn bridge_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
+/// The r = 20 bridge (10 linear modes and their derivatives), baked once: its
+/// simulation mesh and the baked model (basis and cubic polynomial).
+pub fn bridge_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
     let veg = shared("simpleBridge/simpleBridge_resol92-b1.155_enlarged.veg");
     let input = BakeInput {
         mesh: veg.clone(),
@@ -112,13 +115,7 @@ pub fn bridge_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
     };
     let dir = cache_dir().join("bridge-r20");
     bake(&input, &dir, &NoProgress).unwrap();
-    (read_veg(&veg).unwrap(), load_baked(&dir).unwrap().basis)
-}
-
-/// The baked r = 20 bridge (see [`bridge_basis`]), with its cubic polynomial.
-pub fn bridge_model() -> haptics::reduction::bake::BakedModel {
-    bridge_basis();
-    load_baked(&cache_dir().join("bridge-r20")).unwrap()
+    (read_veg(&veg).unwrap(), load_baked(&dir).unwrap())
 }
 
 /// The voxelized hoses with 10 free-free linear modes, baked once.
