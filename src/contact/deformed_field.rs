@@ -167,11 +167,7 @@ impl DeformedDistanceField {
     }
 
     /// The k nearest deformed proxies of domain `(a, b)` and their normalized weights.
-    fn neighbours(
-        &self,
-        x: &Point3<f64>,
-        (a, b): (usize, usize),
-    ) -> ([usize; MAX_NEIGHBOURS], [f64; MAX_NEIGHBOURS], usize) {
+    fn neighbours(&self, x: &Point3<f64>, (a, b): (usize, usize)) -> Neighbours {
         let k = self.k;
         let mut idx = [0usize; MAX_NEIGHBOURS];
         // Squared distances while selecting; square roots only for the k kept.
@@ -217,10 +213,11 @@ impl DeformedDistanceField {
         (idx, w, count)
     }
 
-    fn domain_distance(&self, x: &Point3<f64>, domain: (usize, usize)) -> f64 {
-        let (idx, w, count) = self.neighbours(x, domain);
+    /// The blended pull-back distance of one domain's neighbours.
+    fn blend(&self, x: &Point3<f64>, nb: &Neighbours) -> f64 {
+        let (idx, w, count) = nb;
         let mut d = 0.0;
-        for j in 0..count {
+        for j in 0..*count {
             if w[j] == 0.0 {
                 continue;
             }
@@ -230,14 +227,30 @@ impl DeformedDistanceField {
         }
         d
     }
+
+    /// The smallest domain distance at `x` (NaN domains ignored; infinity if all are
+    /// NaN) and the neighbours of the domain that gives it.
+    fn nearest_domain(&self, x: &Point3<f64>) -> (f64, Neighbours) {
+        let mut best: Option<(f64, Neighbours)> = None;
+        for &dom in &self.domains {
+            let nb = self.neighbours(x, dom);
+            let d = self.blend(x, &nb);
+            match &best {
+                Some((b, _)) if !(d < *b || b.is_nan()) => {}
+                _ => best = Some((d, nb)),
+            }
+        }
+        let (d, nb) = best.expect("a deformed field has at least one domain");
+        (if d.is_nan() { f64::INFINITY } else { d }, nb)
+    }
 }
+
+/// The k nearest proxies of a domain, their normalized weights, and how many there are.
+type Neighbours = ([usize; MAX_NEIGHBOURS], [f64; MAX_NEIGHBOURS], usize);
 
 impl DistanceQuery for DeformedDistanceField {
     fn distance(&self, p: &Point3<f64>) -> f64 {
-        self.domains
-            .iter()
-            .map(|&dom| self.domain_distance(p, dom))
-            .fold(f64::INFINITY, f64::min)
+        self.nearest_domain(p).0
     }
 
     fn reduced_dim(&self) -> usize {
@@ -245,15 +258,8 @@ impl DistanceQuery for DeformedDistanceField {
     }
 
     fn add_reduced_force(&self, p: &Point3<f64>, f: &Vector3<f64>, out: &mut [f64]) {
-        // The domain that answers the query takes the force.
-        let mut best = (f64::INFINITY, self.domains[0]);
-        for &dom in &self.domains {
-            let d = self.domain_distance(p, dom);
-            if d < best.0 {
-                best = (d, dom);
-            }
-        }
-        let (idx, w, count) = self.neighbours(p, best.1);
+        // The domain that answers the query takes the force, with its blending weights.
+        let (_, (idx, w, count)) = self.nearest_domain(p);
         for j in 0..count {
             let proxy = &self.proxies[idx[j]];
             for (o, u) in out.iter_mut().zip(&proxy.u) {
