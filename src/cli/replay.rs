@@ -16,7 +16,9 @@ use haptics_devices::{
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::{Isometry3, Translation3};
 
-use crate::haptic::log::{compare_logs, diff_summary, format_row, header, read_log, Log};
+use crate::haptic::log::{
+    column, compare_logs, diff_summary, force_magnitude, read_log, row, Log, Row,
+};
 use crate::haptic::thread::CLUTCH_BUTTON;
 use crate::haptic::{CycleReport, HapticSimulation, PeriodicScheduler};
 use crate::plot::{line_plot, Series};
@@ -112,18 +114,20 @@ fn wrench(r: &CycleReport) -> Wrench {
     }
 }
 
-/// Replays `trajectory` on a fresh simulation of `scene`; returns the log text.
-pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> String {
+/// Replays `trajectory` on a fresh simulation of `scene`; returns the log.
+pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> Log {
     let mut sim = HapticSimulation::new(scene);
-    let mut text = header();
+    let mut log = Log {
+        rows: Vec::with_capacity(trajectory.samples.len()),
+    };
     for s in &trajectory.samples {
         let device = isometry(s);
         let t0 = Instant::now();
         let r = sim.cycle(&device, s.buttons & CLUTCH_BUTTON != 0);
         let us = t0.elapsed().as_secs_f64() * 1e6;
-        format_row(&mut text, s.time_s, &device, s.buttons, &r, us);
+        log.rows.push(row(s.time_s, &device, s.buttons, &r, us));
     }
-    text
+    log
 }
 
 pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
@@ -133,10 +137,9 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
     }
     let scene = load_with_progress(&a.scene, &a.cache)?;
     let start = Instant::now();
-    let text = replay_log(scene, &trajectory);
+    let log = replay_log(scene, &trajectory);
     let elapsed = start.elapsed().as_secs_f64();
-    std::fs::write(&a.out, &text).with_context(|| format!("writing {}", a.out.display()))?;
-    let log = crate::haptic::log::parse_log(&text, &a.out)?;
+    std::fs::write(&a.out, log.to_csv()).with_context(|| format!("writing {}", a.out.display()))?;
     println!(
         "replayed {} cycles ({:.2} s of motion) in {elapsed:.2} s -> {}",
         log.rows.len(),
@@ -163,19 +166,13 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The index of a column that [`crate::haptic::log::COLUMNS`] is known to hold.
+fn col(name: &str) -> usize {
+    column(name).expect("a haptic log column")
+}
+
 fn summarize(log: &Log) {
-    let col = |name: &str| {
-        crate::haptic::log::COLUMNS
-            .iter()
-            .position(|c| *c == name)
-            .unwrap_or(0)
-    };
-    let (fx, fy, fz) = (col("fx"), col("fy"), col("fz"));
-    let peak = log
-        .rows
-        .iter()
-        .map(|r| (r[fx] * r[fx] + r[fy] * r[fy] + r[fz] * r[fz]).sqrt())
-        .fold(0.0, f64::max);
+    let peak = log.rows.iter().map(force_magnitude).fold(0.0, f64::max);
     let max_of = |k: usize| log.rows.iter().map(|r| r[k]).fold(0.0, f64::max);
     let faults = log.rows.iter().filter(|r| r[col("fault")] != 0.0).count();
     println!(
@@ -187,22 +184,12 @@ fn summarize(log: &Log) {
 }
 
 fn plot_log(log: &Log, png: &Path) -> anyhow::Result<()> {
-    let c = |name: &str| {
-        crate::haptic::log::COLUMNS
-            .iter()
-            .position(|c| *c == name)
-            .unwrap_or(0)
-    };
-    let series = |name: &str, f: &dyn Fn(&[f64; 28]) -> f64| Series {
+    let series = |name: &str, f: &dyn Fn(&Row) -> f64| Series {
         name: name.into(),
         points: log.rows.iter().map(|r| (r[0], f(r))).collect(),
     };
-    let (fx, fy, fz) = (c("fx"), c("fy"), c("fz"));
-    let force = series("|force| (N)", &|r| {
-        (r[fx] * r[fx] + r[fy] * r[fy] + r[fz] * r[fz]).sqrt()
-    });
-    let contacts = c("contacts");
-    let nodes = c("traversed");
+    let (contacts, nodes) = (col("contacts"), col("traversed"));
+    let force = series("|force| (N)", &force_magnitude);
     let contacts = series("contacts / 100", &|r| r[contacts] / 100.0);
     let nodes = series("nodes / 1000", &|r| r[nodes] / 1000.0);
     line_plot(
