@@ -2,8 +2,12 @@
 //! Vega's beam3 polynomial reproduced through a bake with its basis, cache behaviour,
 //! atomic writes, and readable errors for bad input.
 
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::haptics;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
 use haptics::mesh::read_veg;
@@ -157,13 +161,6 @@ fn bad_bake_inputs_get_clear_errors_and_leave_no_cache() {
     let err = bake(&input, &out, &NoProgress).unwrap_err();
     assert!(matches!(err, BakeError::NotMassOrthonormal { .. }), "{err}");
     assert!(!out.exists());
-}
-
-fn haptics(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_haptics"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn s(p: &Path) -> &str {

@@ -1,24 +1,12 @@
 //! The `haptics` binary driven the way a user drives it: help, the demo, inspect,
 //! voxelize and fullsim, and readable failures on bad input.
 
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{haptics, stderr, stdout};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn haptics(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_haptics"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run haptics")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn models() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models")

@@ -2,19 +2,10 @@
 //! known profiles, says whether devices were found, and exits 0; `--help` explains;
 //! `--check` validates a profile file and names the line of an error.
 
-use std::process::{Command, Output};
+#[path = "common/cli.rs"]
+mod cli;
 
-fn haptics(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_haptics"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run haptics")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use cli::{haptics, stdout};
 
 #[test]
 fn devices_lists_profiles_and_succeeds_without_hardware() {

@@ -7,8 +7,12 @@
 //! reduced-force SIMD kernels on a CPU with a different instruction set, while any change
 //! of behaviour (a different contact set or step) moves values by far more.
 
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::haptics;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -16,14 +20,6 @@ fn root() -> PathBuf {
 
 fn cache() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("haptics-cache")
-}
-
-fn haptics(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_haptics"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run haptics")
 }
 
 /// The scene of a trajectory: the longest scene name that prefixes the file name.

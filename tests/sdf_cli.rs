@@ -2,19 +2,16 @@
 //! read back against exact distances, and readable refusals for a polygon soup without
 //! --soup and for a resolution that does not fit in memory.
 
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::haptics;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use haptics::geometry::dist::read_dist;
 use haptics::geometry::MeshDistance;
 use haptics::mesh::read_obj;
-
-fn haptics(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_haptics"))
-        .args(args)
-        .output()
-        .expect("run haptics")
-}
 
 fn model(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
