@@ -6,6 +6,7 @@
 // chains over zipped slices would obscure the formulas they implement.
 #![allow(clippy::needless_range_loop)]
 
+pub mod app;
 pub mod cli;
 pub mod contact;
 pub mod coupling;

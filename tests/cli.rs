@@ -21,14 +21,21 @@ fn help_lists_the_subcommands() {
     let o = haptics(&["--help"]);
     assert!(o.status.success());
     let s = stdout(&o);
-    for cmd in ["demo", "fullsim", "inspect", "voxelize"] {
+    for cmd in [
+        "beam",
+        "fullsim",
+        "inspect",
+        "voxelize",
+        "run",
+        "screenshot",
+    ] {
         assert!(s.contains(cmd), "--help does not mention {cmd}:\n{s}");
     }
 }
 
 #[test]
 fn demo_reports_tip_displacement_and_step_time() {
-    let o = haptics(&["demo", "--steps", "40"]);
+    let o = haptics(&["beam", "--steps", "40"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
     assert!(s.contains("tip = vertex"), "{s}");

@@ -25,9 +25,11 @@ pub mod hid;
 pub mod rng;
 pub mod safety;
 pub mod simulated;
+pub mod tap;
 pub mod trajectory;
 
 pub use device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
 pub use safety::{EventLog, EventRecord, SafeDevice, SafetyEvent, SafetySettings, StallWatchdog};
 pub use simulated::{HandParams, HandTarget, SimConfig, SimulatedDevice, TargetSource};
+pub use tap::{TapControl, TapDevice};
 pub use trajectory::{ReplayDevice, TrajectoryError, TrajectorySample};

@@ -1,4 +1,4 @@
-//! `haptics demo` (the default) and `haptics fullsim`: the full-space reference
+//! `haptics beam` and `haptics fullsim`: the full-space reference
 //! simulator driven from the command line.
 //!
 //! The demo loads the bundled beam (assets/beam3: 75 hexes, clamped at its y = 1 end by

@@ -1,6 +1,7 @@
 //! The `haptics` command line: argument parsing (clap) and one module per subcommand.
 //!
-//! With no subcommand, `haptics` runs the bundled demo (see [`demo`]).
+//! With no subcommand, `haptics` runs the interactive application on the default scene
+//! (see [`run`]), or its headless demo where there is no display.
 
 pub mod bake;
 pub mod demo;
@@ -8,6 +9,8 @@ pub mod devices;
 pub mod inspect;
 pub mod pointshell;
 pub mod replay;
+pub mod run;
+pub mod screenshot;
 pub mod sdf;
 pub mod simulate;
 pub mod voxelize;
@@ -18,7 +21,8 @@ use clap::{Parser, Subcommand};
 
 /// Real-time 6-DOF haptic rendering of reduced deformable contact.
 ///
-/// Run with no arguments for the bundled demo.
+/// Run with no arguments for the interactive application on the bundled bridge scene
+/// (or, without a display or GPU, its headless demo).
 #[derive(Debug, Parser)]
 #[command(name = "haptics", version, about, long_about = None)]
 pub struct Cli {
@@ -28,8 +32,15 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// The bundled demo: a full-space StVK simulation of the beam under gravity.
-    Demo(demo::DemoArgs),
+    /// The interactive application (the default): a window showing a scene while the
+    /// haptic thread runs it, with panels, plots and mouse/SpaceMouse/HID input; the
+    /// headless demo where there is no display.
+    Run(run::RunArgs),
+    /// Render one frame of a scene offscreen to PNG, at rest or at a moment of a
+    /// replayed trajectory.
+    Screenshot(screenshot::ScreenshotArgs),
+    /// A small full-space example: StVK simulation of the bundled beam under gravity.
+    Beam(demo::DemoArgs),
     /// Full-space implicit Newmark simulation of a volumetric mesh (the reference
     /// simulator), writing vertex displacements over time to CSV.
     Fullsim(demo::FullsimArgs),
@@ -66,8 +77,15 @@ pub enum Command {
 pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        None => demo::run_demo(&demo::DemoArgs::default()),
-        Some(Command::Demo(a)) => demo::run_demo(&a),
+        None => run::run(&run::RunArgs {
+            device: "auto".into(),
+            out: "target/haptics-demo".into(),
+            cache: "target/haptics-cache".into(),
+            ..run::RunArgs::default()
+        }),
+        Some(Command::Run(a)) => run::run(&a),
+        Some(Command::Screenshot(a)) => screenshot::run(&a),
+        Some(Command::Beam(a)) => demo::run_demo(&a),
         Some(Command::Fullsim(a)) => demo::run_fullsim(&a),
         Some(Command::Inspect(a)) => inspect::run(&a),
         Some(Command::Voxelize(a)) => voxelize::run(&a),

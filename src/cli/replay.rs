@@ -121,11 +121,11 @@ pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> Log {
         rows: Vec::with_capacity(trajectory.samples.len()),
     };
     for s in &trajectory.samples {
-        let device = isometry(s);
         let t0 = Instant::now();
-        let r = sim.cycle(&device, s.buttons & CLUTCH_BUTTON != 0);
+        let r = sim.replay_sample(s);
         let us = t0.elapsed().as_secs_f64() * 1e6;
-        log.rows.push(row(s.time_s, &device, s.buttons, &r, us));
+        log.rows
+            .push(row(s.time_s, &isometry(s), s.buttons, &r, us));
     }
     log
 }

@@ -150,6 +150,10 @@ pub struct Traversal {
     q_abs: Vec<f64>,
     cycle: u32,
     last_deepest: usize,
+    /// Debug views: every node looked up in the last cycle, with whether its sphere
+    /// reached the surface (`d <= R`). Off (and empty) unless recording is on.
+    recording: bool,
+    visited_nodes: Vec<(u32, bool)>,
 }
 
 impl Traversal {
@@ -172,7 +176,25 @@ impl Traversal {
             q_abs: vec![0.0; shell.r()],
             cycle: 0,
             last_deepest: 0,
+            recording: false,
+            visited_nodes: Vec::new(),
         }
+    }
+
+    /// Turns on or off the recording of visited nodes for debug views (thesis Fig.
+    /// 3.11). Recording grows a vector, so it is for a render-side copy of the
+    /// traversal, never for the haptic thread's.
+    pub fn set_recording(&mut self, on: bool) {
+        self.recording = on;
+        if !on {
+            self.visited_nodes = Vec::new();
+        }
+    }
+
+    /// The nodes looked up in the last cycle, with whether each sphere reached the
+    /// surface (empty unless recording; nodes skipped by temporal coherence are absent).
+    pub fn visited_nodes(&self) -> &[(u32, bool)] {
+        &self.visited_nodes
     }
 
     /// An output with room for every point; `field_r` is the reduced dimension of the
@@ -292,6 +314,7 @@ impl Traversal {
         let mut visited = 0usize;
         let mut lookups = 0usize;
         let mut deepest = 0usize;
+        self.visited_nodes.clear();
         for depth in 0..tree.depths() {
             if current.is_empty() {
                 break;
@@ -315,6 +338,9 @@ impl Traversal {
                 let s = tree.node_point[node] as usize;
                 let d = self.distance(shell, field, &rel, q, s, &mut lookups);
                 let radius = tree.radius(node, &self.q_abs);
+                if self.recording {
+                    self.visited_nodes.push((node as u32, d <= radius));
+                }
                 if d > radius {
                     if let Some(l) = lip {
                         self.tc_threshold[node] = self.motion + (d - radius) / l;

@@ -20,6 +20,12 @@ pub struct ReducedParams {
     pub newton_iterations: usize,
     /// |q| above which the state counts as diverged.
     pub divergence_limit: f64,
+    /// Multiplies the internal forces R~ and stiffness K~: scaling Young's modulus,
+    /// since StVK's Lame parameters are both proportional to it (1 = as baked).
+    pub material_scale: f64,
+    /// Modes in use: coordinates `q_j` with `j >= active_modes` are held at zero (the
+    /// interactive "number of modes" setting; values >= r use every mode).
+    pub active_modes: usize,
 }
 
 impl Default for ReducedParams {
@@ -30,6 +36,8 @@ impl Default for ReducedParams {
             damping_stiffness: 0.0,
             newton_iterations: 1,
             divergence_limit: 1e6,
+            material_scale: 1.0,
+            active_modes: usize::MAX,
         }
     }
 }
@@ -109,6 +117,12 @@ impl ReducedNewmark {
         for _ in 0..self.params.newton_iterations.max(1) {
             self.forces
                 .evaluate(&self.q, &mut self.r_int, &mut self.k, &mut self.scratch);
+            let scale = self.params.material_scale;
+            if scale != 1.0 {
+                for x in self.r_int.iter_mut().chain(&mut self.k) {
+                    *x *= scale;
+                }
+            }
             // vel (into kv temporarily) and the residual.
             for i in 0..r {
                 let dq = self.q[i] - self.q0[i];
@@ -135,6 +149,15 @@ impl ReducedNewmark {
             }
             for i in 0..r {
                 self.a[i * r + i] += ci;
+            }
+            // Inactive modes: the equation of q_j becomes q_j <- 0.
+            for j in self.params.active_modes.min(r)..r {
+                for i in 0..r {
+                    self.a[i * r + j] = 0.0;
+                    self.a[j * r + i] = 0.0;
+                }
+                self.a[j * r + j] = 1.0;
+                self.res[j] = self.q[j];
             }
             if !cholesky_solve_in_place(&mut self.a, r, &mut self.res) {
                 return self.recover();

@@ -10,5 +10,5 @@ pub mod timing;
 
 pub use scheduler::PeriodicScheduler;
 pub use simulation::{CycleReport, HapticSimulation};
-pub use thread::{Command, HapticThread, Snapshot};
+pub use thread::{Command, ContactSample, HapticThread, Snapshot, SNAPSHOT_CONTACTS};
 pub use timing::{CycleStats, TimingSummary};

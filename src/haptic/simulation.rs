@@ -101,6 +101,18 @@ impl HapticSimulation {
         }
     }
 
+    /// Edits the integrator settings of every reduced-deformable object.
+    pub fn edit_dynamics(&mut self, edit: impl Fn(&mut crate::dynamics::ReducedParams)) {
+        for e in &mut self.scene.environment {
+            if let Some(d) = &mut e.dynamics {
+                edit(&mut d.params);
+            }
+        }
+        if let HapticField::Deformable { dynamics, .. } = &mut self.scene.haptic.field {
+            edit(&mut dynamics.params);
+        }
+    }
+
     /// Puts the haptic object on the manipulandum, the deformable objects at rest, and
     /// forgets the traversal caches.
     pub fn reset(&mut self) {
@@ -123,6 +135,16 @@ impl HapticSimulation {
     /// The last contact output of environment object `i`.
     pub fn contact_output(&self, i: usize) -> &ContactOutput {
         &self.outputs[i]
+    }
+
+    /// Runs one cycle for a recorded device sample (its pose, and its buttons for the
+    /// clutch): the step of every replay.
+    pub fn replay_sample(&mut self, s: &haptics_devices::TrajectorySample) -> CycleReport {
+        let device = Isometry3::from_parts(Translation3::from(s.pose.position), s.pose.orientation);
+        self.cycle(
+            &device,
+            s.buttons & crate::haptic::thread::CLUTCH_BUTTON != 0,
+        )
     }
 
     /// Runs one cycle for a device pose (device frame, metres) and clutch state.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use haptics_devices::{Device, Wrench};
-use nalgebra::{Isometry3, Translation3};
+use nalgebra::{Isometry3, Point3, Translation3, Vector3};
 
 use super::simulation::{CycleReport, HapticSimulation};
 use super::timing::{CycleStats, TimingSummary};
@@ -40,8 +40,25 @@ pub enum Command {
     VelocityLimits { linear: f64, angular: f64 },
     /// Warm node budget.
     NodeBudget(usize),
+    /// Modes in use by every reduced object (the rest are held at zero).
+    ModesUsed(usize),
+    /// Young's modulus scale of every reduced object (1 = as baked).
+    MaterialScale(f64),
     /// Put the haptic object back on the manipulandum and the deformables at rest.
     Reset,
+}
+
+/// Contact points carried by a snapshot (the first ones in point order when more are in
+/// contact; [`Snapshot::contacts_total`] has the true count).
+pub const SNAPSHOT_CONTACTS: usize = 256;
+
+/// One point in contact, for display.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ContactSample {
+    /// World position of the pointshell point.
+    pub position: Point3<f64>,
+    /// Penalty force on the haptic object at that point (world; after the L/l scaling).
+    pub force: Vector3<f64>,
 }
 
 /// State published every cycle.
@@ -60,10 +77,28 @@ pub struct Snapshot {
     pub timing: TimingSummary,
     /// Cycles that rendered zero force because they overran or the device failed.
     pub zero_force_cycles: u64,
+    /// Work time of this cycle (µs): device read to device write.
+    pub cycle_us: f64,
+    /// `SNAPSHOT_CONTACTS` slots, the first `contact_count` valid (a fixed length, so
+    /// that filling never allocates).
+    contact_slots: Vec<ContactSample>,
+    contact_count: usize,
+    /// Points in contact over all environment objects.
+    pub contacts_total: usize,
+    /// The workspace's indexing transform (device to simulation world, thesis 4.5):
+    /// input devices need it to move the manipulandum along world directions.
+    pub workspace_index: Isometry3<f64>,
 }
 
 impl Snapshot {
-    fn new(sim: &HapticSimulation) -> Self {
+    /// The current state of `sim` (allocates; the haptic thread refills one in place).
+    pub fn capture(sim: &HapticSimulation) -> Self {
+        let mut s = Snapshot::empty(sim);
+        s.fill(sim);
+        s
+    }
+
+    fn empty(sim: &HapticSimulation) -> Self {
         Snapshot {
             cycle: 0,
             time_s: 0.0,
@@ -81,7 +116,17 @@ impl Snapshot {
             },
             timing: CycleStats::new(1).summary(),
             zero_force_cycles: 0,
+            cycle_us: 0.0,
+            contact_slots: vec![ContactSample::default(); SNAPSHOT_CONTACTS],
+            contact_count: 0,
+            contacts_total: 0,
+            workspace_index: sim.workspace.index,
         }
+    }
+
+    /// The points in contact (at most [`SNAPSHOT_CONTACTS`]).
+    pub fn contacts(&self) -> &[ContactSample] {
+        &self.contact_slots[..self.contact_count]
     }
 
     /// Copies the simulation state in place (no allocation: the vectors keep their
@@ -95,6 +140,25 @@ impl Snapshot {
         }
         if let HapticField::Deformable { dynamics, .. } = &sim.scene.haptic.field {
             self.haptic_q.copy_from_slice(&dynamics.q);
+        }
+        self.workspace_index = sim.workspace.index;
+        let k = sim.scene.contact.stiffness;
+        self.contact_count = 0;
+        self.contacts_total = 0;
+        for i in 0..sim.scene.environment.len() {
+            let out = sim.contact_output(i);
+            self.contacts_total += out.contacts.len();
+            for c in &out.contacts {
+                if self.contact_count == SNAPSHOT_CONTACTS {
+                    break;
+                }
+                // The penalty force of thesis (3.4) on the field object, k d n, scaled.
+                self.contact_slots[self.contact_count] = ContactSample {
+                    position: c.position,
+                    force: c.normal * (k * c.depth * out.scale),
+                };
+                self.contact_count += 1;
+            }
         }
     }
 }
@@ -112,7 +176,7 @@ impl HapticThread {
     /// `haptics_devices::SafeDevice` first).
     pub fn spawn(sim: HapticSimulation, mut device: Box<dyn Device + Send>, rate_hz: f64) -> Self {
         let (tx, rx) = crossbeam_channel::bounded(256);
-        let (mut input, output) = triple_buffer::triple_buffer(&Snapshot::new(&sim));
+        let (mut input, output) = triple_buffer::triple_buffer(&Snapshot::capture(&sim));
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();
         let handle = std::thread::Builder::new()
@@ -150,12 +214,14 @@ impl HapticThread {
                         }
                     };
                     let _ = device.write(&wrench);
-                    stats.record(t0.elapsed().as_nanos() as u64);
+                    let ns = t0.elapsed().as_nanos() as u64;
+                    stats.record(ns);
                     let snap = input.input_buffer_mut();
                     snap.cycle = sim.cycle;
                     snap.time_s = start.elapsed().as_secs_f64();
                     snap.report = report;
                     snap.zero_force_cycles = zero_force;
+                    snap.cycle_us = ns as f64 * 1e-3;
                     if stats.count().is_multiple_of(256) {
                         snap.timing = stats.summary();
                     }
@@ -221,6 +287,12 @@ fn apply_commands(sim: &mut HapticSimulation, rx: &Receiver<Command>) {
                 coupling.max_angular_velocity = angular;
             }
             Command::NodeBudget(b) => sim.set_contact_params(|p| p.warm_budget = b),
+            Command::ModesUsed(m) => sim.edit_dynamics(|p| p.active_modes = m.max(1)),
+            Command::MaterialScale(s) => {
+                if s.is_finite() && s > 0.0 {
+                    sim.edit_dynamics(|p| p.material_scale = s);
+                }
+            }
             Command::Reset => sim.reset(),
         }
     }

@@ -10,19 +10,32 @@
 //! ```
 //!
 //! evaluated on the GPU, so each frame uploads only the r floats of `q` and the deformed
-//! vertex data never leaves GPU memory (it is written into buffers usable as vertex
-//! buffers). This is the first slice of the render path: headless compute only
-//! ([`deform::GpuDeformer`]), with a CPU reference ([`deform::deform_cpu`]); windows,
-//! shading and UI come later.
+//! vertex data never leaves GPU memory: the deformer's outputs are bound directly as the
+//! vertex buffers of the lit render pass.
+//!
+//! - [`deform`]: the compute pass ([`GpuDeformer`]) and its CPU reference;
+//! - [`renderer`]: the scene pass ([`SceneRenderer`]): lit objects, the manipulandum
+//!   ghost, the floor grid and overlays;
+//! - [`overlay`]: the overlay geometry (arrows, BD spheres, pointshell points);
+//! - [`camera`]: the orbit camera;
+//! - [`offscreen`]: frames rendered to a texture and written as PNG.
 //!
 //! [`GpuContext::headless`] opens any wgpu adapter (hardware, or software Vulkan via
-//! mesa lavapipe) without a window.
+//! mesa lavapipe) without a window; the interactive application opens one for its
+//! window's surface.
 
+pub mod camera;
 pub mod deform;
+pub mod offscreen;
+pub mod overlay;
+pub mod renderer;
 
+pub use camera::OrbitCamera;
 pub use deform::{
     deform_cpu, deform_normals_cpu, normal_basis, DeformOutput, GpuDeformer, NormalBasis,
 };
+pub use offscreen::{render_image, Image, OFFSCREEN_FORMAT};
+pub use renderer::{ContactMarker, FrameState, Overlays, SceneRenderer};
 
 use thiserror::Error;
 
@@ -50,6 +63,21 @@ pub enum RenderError {
     /// The data does not fit the device's limits.
     #[error("exceeds device limits: {0}")]
     Limits(String),
+    /// No colour format the renderer supports.
+    #[error("unsupported texture format: {0}")]
+    UnsupportedFormat(String),
+    /// A frame could not be written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// PNG encoding failed.
+    #[error("{}: PNG encoding failed: {message}", path.display())]
+    Png {
+        path: std::path::PathBuf,
+        message: String,
+    },
 }
 
 /// A wgpu device and queue opened without a window (tests, benchmarks, screenshots).

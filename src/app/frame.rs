@@ -1,0 +1,154 @@
+//! From the haptic state to what a frame draws: poses and reduced coordinates from a
+//! [`Snapshot`], contact markers, and the debug views (pointshell points and the BD
+//! spheres a traversal visits, thesis Fig. 3.11) computed on the render side.
+
+use nalgebra::Translation3;
+
+use crate::contact::{Poses, Traversal};
+use crate::haptic::Snapshot;
+use crate::render::overlay::{bd_spheres, pointshell_points};
+use crate::render::{ContactMarker, FrameState};
+use crate::scene::{HapticField, Scene};
+
+/// Fills `frame` from a snapshot of `scene`'s simulation (reusing its vectors).
+pub fn fill_frame(snapshot: &Snapshot, scene: &Scene, frame: &mut FrameState) {
+    frame.haptic_pose = snapshot.haptic_pose.cast();
+    frame.manipulandum_pose = snapshot
+        .report
+        .as_ref()
+        .map(|r| (r.manipulandum * Translation3::from(-scene.haptic.grasp.coords)).cast());
+    frame.haptic_q.clear();
+    frame
+        .haptic_q
+        .extend(snapshot.haptic_q.iter().map(|&x| x as f32));
+    frame.environment_q.resize_with(snapshot.q.len(), Vec::new);
+    for (dst, q) in frame.environment_q.iter_mut().zip(&snapshot.q) {
+        dst.clear();
+        dst.extend(q.iter().map(|&x| x as f32));
+    }
+    frame.contacts.clear();
+    frame
+        .contacts
+        .extend(snapshot.contacts().iter().map(|c| ContactMarker {
+            position: c.position.cast(),
+            force: c.force.cast(),
+        }));
+    frame.lines.clear();
+    frame.points.clear();
+}
+
+/// Which debug views to draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DebugViews {
+    /// Pointshell levels to show as points (0 = none).
+    pub pointshell_levels: usize,
+    /// The BD spheres visited by the traversal.
+    pub bd_spheres: bool,
+}
+
+/// The render side's copy of the scene's contact state, for the debug views: its own
+/// traversals (recording visited nodes, without temporal coherence so every visited
+/// node is drawn) and its own copy of the haptic object's field. Never touches the
+/// haptic thread's state.
+#[derive(Debug)]
+pub struct DebugContact {
+    scene: Scene,
+    traversals: Vec<Traversal>,
+    outputs: Vec<crate::contact::ContactOutput>,
+    q: Vec<Vec<f64>>,
+}
+
+impl DebugContact {
+    pub fn new(scene: &Scene) -> Self {
+        let field_r = match &scene.haptic.field {
+            HapticField::Rigid(_) => 0,
+            HapticField::Deformable { dynamics, .. } => dynamics.r(),
+        };
+        let params = crate::contact::ContactParams {
+            temporal_coherence: false,
+            ..scene.contact
+        };
+        let traversals = scene
+            .environment
+            .iter()
+            .map(|e| {
+                let mut t = Traversal::new(&e.shell, params);
+                t.set_recording(true);
+                t
+            })
+            .collect();
+        DebugContact {
+            outputs: scene
+                .environment
+                .iter()
+                .map(|e| Traversal::output(&e.shell, field_r))
+                .collect(),
+            q: scene
+                .environment
+                .iter()
+                .map(|e| vec![0.0; e.shell.r()])
+                .collect(),
+            traversals,
+            scene: scene.clone(),
+        }
+    }
+
+    /// Sets the node budget of the debug traversals (follow the haptic thread's).
+    pub fn set_budget(&mut self, budget: usize) {
+        for t in &mut self.traversals {
+            t.params.warm_budget = budget;
+        }
+    }
+
+    /// Appends the enabled debug views for the state in `snapshot` to `frame`.
+    pub fn add_views(&mut self, snapshot: &Snapshot, views: DebugViews, frame: &mut FrameState) {
+        let body = snapshot.haptic_pose;
+        let grasp = snapshot
+            .report
+            .as_ref()
+            .map_or(body * self.scene.haptic.grasp, |r| {
+                r.simulation.translation.vector.into()
+            });
+        if views.bd_spheres {
+            if let HapticField::Deformable { field, .. } = &mut self.scene.haptic.field {
+                field.update(&snapshot.haptic_q);
+            }
+        }
+        for (i, env) in self.scene.environment.iter().enumerate() {
+            let q = &mut self.q[i];
+            if let Some(src) = snapshot.q.get(i).filter(|s| s.len() == q.len()) {
+                q.copy_from_slice(src);
+            }
+            if views.pointshell_levels > 0 {
+                pointshell_points(
+                    &env.shell,
+                    &env.pose,
+                    q,
+                    views.pointshell_levels,
+                    &mut frame.points,
+                );
+            }
+            if views.bd_spheres {
+                let poses = Poses {
+                    shell: env.pose,
+                    field: body,
+                    grasp,
+                };
+                let (t, out) = (&mut self.traversals[i], &mut self.outputs[i]);
+                match &self.scene.haptic.field {
+                    HapticField::Rigid(sdf) => t.run(&env.shell, sdf, &poses, q, out),
+                    HapticField::Deformable { field, .. } => {
+                        t.run(&env.shell, field.as_ref(), &poses, q, out)
+                    }
+                }
+                bd_spheres(
+                    &env.shell,
+                    &env.pose,
+                    q,
+                    t.visited_nodes(),
+                    &mut frame.lines,
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The interactive application: a window showing the scene while the haptic thread runs
+//! it, with panels to tune it and mouse, keyboard or SpaceMouse input driving the
+//! simulated device; and its fallbacks without a display (the headless demo) or for
+//! single frames (`haptics screenshot`).
+//!
+//! Threads: the haptic thread ([`crate::haptic::HapticThread`]) owns the simulation and
+//! the device; this module's event loop is the render thread. It reads the latest
+//! snapshot through the lock-free triple buffer, sends edits over the command channel
+//! and sends the mouse-driven target pose to the simulated device over another channel,
+//! so nothing it does (a slow frame, a resize, a blocked present) can delay a haptic
+//! cycle.
+//!
+//! - [`frame`]: snapshot to [`crate::render::FrameState`], and the debug views;
+//! - [`input`]: mouse and keyboard to a 6-DOF target pose and camera motion;
+//! - [`headless`]: offscreen frames and the headless demo;
+//! - [`window`]: the winit + wgpu + egui window.
+
+pub mod frame;
+pub mod headless;
+pub mod input;
+mod panels;
+pub mod window;
+
+pub use frame::{fill_frame, DebugContact, DebugViews};
+pub use headless::{render_snapshot, replay_until, run_demo, DemoSummary};
