@@ -389,6 +389,7 @@ fn haptic_timing_with_and_without_rendering() {
     };
     let (alone, snap_alone, _) = run(false);
     let (beside, snap_beside, frames) = run(true);
+    println!("haptic thread real-time priority: {}", snap_alone.realtime);
     println!(
         "haptic p50/p99/p99.9/max us: alone {:.0}/{:.0}/{:.0}/{:.0} ({} cycles, {} overruns); \
          with rendering {:.0}/{:.0}/{:.0}/{:.0} ({} cycles, {} overruns, {frames} frames)",

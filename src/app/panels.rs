@@ -117,6 +117,7 @@ pub struct Status {
     pub device: String,
     pub adapter: String,
     pub haptic_rate_hz: f64,
+    pub realtime: bool,
     pub render_fps: f64,
     pub overruns: u64,
     pub zero_force_cycles: u64,
@@ -224,7 +225,14 @@ fn status(ui: &mut egui::Ui, s: &Status) {
                     };
                     row("device", s.device.clone());
                     row("GPU", s.adapter.clone());
-                    row("haptic rate", format!("{:.0} Hz", s.haptic_rate_hz));
+                    row(
+                        "haptic rate",
+                        format!(
+                            "{:.0} Hz ({} priority)",
+                            s.haptic_rate_hz,
+                            if s.realtime { "real-time" } else { "normal" }
+                        ),
+                    );
                     row("cycle p99.9", format!("{:.0} µs", s.p999_us));
                     row(
                         "overruns",

@@ -634,6 +634,7 @@ impl App {
         st.overruns = snapshot.timing.overruns;
         st.zero_force_cycles = snapshot.zero_force_cycles;
         st.p999_us = snapshot.timing.p999_us;
+        st.realtime = snapshot.realtime;
         let since = now.duration_since(self.last_rate.0).as_secs_f64();
         if since >= 0.5 {
             st.haptic_rate_hz = (snapshot.cycle.saturating_sub(self.last_rate.1)) as f64 / since;

@@ -79,6 +79,8 @@ pub struct Snapshot {
     pub zero_force_cycles: u64,
     /// Work time of this cycle (µs): device read to device write.
     pub cycle_us: f64,
+    /// Whether the OS granted the haptic thread real-time priority.
+    pub realtime: bool,
     /// `SNAPSHOT_CONTACTS` slots, the first `contact_count` valid (a fixed length, so
     /// that filling never allocates).
     contact_slots: Vec<ContactSample>,
@@ -117,6 +119,7 @@ impl Snapshot {
             timing: CycleStats::new(1).summary(),
             zero_force_cycles: 0,
             cycle_us: 0.0,
+            realtime: false,
             contact_slots: vec![ContactSample::default(); SNAPSHOT_CONTACTS],
             contact_count: 0,
             contacts_total: 0,
@@ -182,6 +185,7 @@ impl HapticThread {
         let handle = std::thread::Builder::new()
             .name("haptic".into())
             .spawn(move || {
+                let realtime = request_realtime_priority();
                 let mut sim = sim;
                 let mut scheduler = PeriodicScheduler::new(rate_hz, Duration::from_micros(200));
                 let period = scheduler.period();
@@ -222,6 +226,7 @@ impl HapticThread {
                     snap.report = report;
                     snap.zero_force_cycles = zero_force;
                     snap.cycle_us = ns as f64 * 1e-3;
+                    snap.realtime = realtime;
                     if stats.count().is_multiple_of(256) {
                         snap.timing = stats.summary();
                     }
@@ -267,6 +272,33 @@ impl Drop for HapticThread {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+/// Asks for real-time scheduling of the calling thread (Linux and other Unix: SCHED_FIFO
+/// at priority 80 of 99; elsewhere the highest priority the OS offers). Returns whether
+/// it was granted; refusal (no privilege) leaves the thread at normal priority.
+fn request_realtime_priority() -> bool {
+    use thread_priority::{ThreadPriority, ThreadPriorityValue};
+    let Ok(value) = ThreadPriorityValue::try_from(80u8) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use thread_priority::unix::{
+            set_thread_priority_and_policy, thread_native_id, RealtimeThreadSchedulePolicy,
+            ThreadSchedulePolicy,
+        };
+        set_thread_priority_and_policy(
+            thread_native_id(),
+            ThreadPriority::Crossplatform(value),
+            ThreadSchedulePolicy::Realtime(RealtimeThreadSchedulePolicy::Fifo),
+        )
+        .is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        thread_priority::set_current_thread_priority(ThreadPriority::Crossplatform(value)).is_ok()
     }
 }
 
