@@ -192,20 +192,22 @@ impl Session {
     }
 }
 
+/// An opened device and the name shown for it.
+type NamedDevice = (Box<dyn Device + Send>, String);
+
 /// A HID device for `choice`, if it names one or `Auto` finds a SpaceMouse.
-fn open_hid(choice: &DeviceChoice) -> Result<Option<(Box<dyn Device + Send>, String)>, AppError> {
-    let open =
-        |name: &str, path: Option<&str>| -> Result<(Box<dyn Device + Send>, String), AppError> {
-            let profile = builtin_profile(name).map_err(anyhow::Error::from)?;
-            let settings = profile.safety.clone();
-            let hid = match path {
-                Some(p) => HidDevice::open_path(profile, p),
-                None => HidDevice::open(profile),
-            }
-            .map_err(anyhow::Error::from)?;
-            let device = SafeDevice::new(hid, settings).map_err(anyhow::Error::from)?;
-            Ok((Box::new(device), format!("HID device ({name})")))
-        };
+fn open_hid(choice: &DeviceChoice) -> Result<Option<NamedDevice>, AppError> {
+    let open = |name: &str, path: Option<&str>| -> Result<NamedDevice, AppError> {
+        let profile = builtin_profile(name).map_err(anyhow::Error::from)?;
+        let settings = profile.safety.clone();
+        let hid = match path {
+            Some(p) => HidDevice::open_path(profile, p),
+            None => HidDevice::open(profile),
+        }
+        .map_err(anyhow::Error::from)?;
+        let device = SafeDevice::new(hid, settings).map_err(anyhow::Error::from)?;
+        Ok((Box::new(device), format!("HID device ({name})")))
+    };
     match choice {
         DeviceChoice::Simulated => Ok(None),
         DeviceChoice::Hid(name) => open(name, None).map(Some),
@@ -259,7 +261,8 @@ const FORMATS: [wgpu::TextureFormat; 4] = [
     wgpu::TextureFormat::Rgba8Unorm,
 ];
 
-/// Picks the surface format: the first of [`FORMATS`] the surface offers.
+/// Picks the surface format: the first the surface offers of `Bgra8UnormSrgb`,
+/// `Rgba8UnormSrgb`, `Bgra8Unorm`, `Rgba8Unorm`.
 pub fn choose_format(offered: &[wgpu::TextureFormat]) -> Result<wgpu::TextureFormat, RenderError> {
     FORMATS
         .iter()
@@ -866,7 +869,7 @@ impl ApplicationHandler for App {
             .as_ref()
             .is_some_and(|g| g.egui.egui_wants_keyboard_input());
         let key = matches!(&event, WindowEvent::KeyboardInput { .. });
-        if release || (!consumed && !(key && typing)) {
+        if release || !(consumed || key && typing) {
             self.handle_input(&event);
         }
     }

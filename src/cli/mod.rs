@@ -1,7 +1,7 @@
 //! The `haptics` command line: argument parsing (clap) and one module per subcommand.
 //!
 //! With no subcommand, `haptics` runs the interactive application on the default scene
-//! (see [`run`]), or its headless demo where there is no display.
+//! (see [`mod@run`]), or its headless demo where there is no display.
 
 pub mod bake;
 pub mod demo;

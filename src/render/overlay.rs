@@ -74,7 +74,7 @@ fn perpendicular(v: &Vector3<f32>) -> Vector3<f32> {
 /// length). Zero-length arrows add nothing.
 pub fn arrow(from: Point3<f32>, vector: Vector3<f32>, color: [f32; 4], out: &mut Vec<ColorVertex>) {
     let len = vector.norm();
-    if !(len > 1e-9) || !len.is_finite() {
+    if len.is_nan() || len <= 1e-9 || !len.is_finite() {
         return;
     }
     let tip = from + vector;
