@@ -504,6 +504,9 @@ impl App {
         let alpha = s.workspace_scale;
         let index = s.haptic.snapshot().workspace_index;
         let mut moved = false;
+        let translate = |pose: &mut Pose, t: &nalgebra::Vector3<f64>| {
+            move_target(pose, t, &UnitQuaternion::identity(), alpha, &index)
+        };
         match event {
             WindowEvent::ModifiersChanged(m) => self.input.modifiers = m.state(),
             WindowEvent::MouseInput { state, button, .. } => {
@@ -541,13 +544,7 @@ impl App {
                         moved = true;
                     } else if self.input.left {
                         let t = drag_translation(&g.camera, dx, dy, height);
-                        move_target(
-                            &mut s.target.pose,
-                            &t,
-                            &UnitQuaternion::identity(),
-                            alpha,
-                            &index,
-                        );
+                        translate(&mut s.target.pose, &t);
                         moved = true;
                     }
                 }
@@ -563,13 +560,7 @@ impl App {
                     g.camera.zoom(0.9f32.powf(steps as f32));
                 } else {
                     let t = wheel_translation(&g.camera, steps);
-                    move_target(
-                        &mut s.target.pose,
-                        &t,
-                        &UnitQuaternion::identity(),
-                        alpha,
-                        &index,
-                    );
+                    translate(&mut s.target.pose, &t);
                     moved = true;
                 }
             }

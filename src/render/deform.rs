@@ -567,18 +567,7 @@ impl GpuDeformer {
             });
         encoder.copy_buffer_to_buffer(self.buffer(which), 0, &staging, 0, size);
         self.queue.submit([encoder.finish()]);
-        let (tx, rx) = std::sync::mpsc::channel();
-        staging
-            .slice(..)
-            .map_async(wgpu::MapMode::Read, move |res| {
-                // The receiver lives until after the poll below; a failed send only means
-                // it is gone, and then nobody needs the result.
-                let _ = tx.send(res);
-            });
-        self.device.poll(wgpu::PollType::wait_indefinitely())?;
-        rx.recv()
-            .map_err(|_| RenderError::Map("map callback never ran".into()))?
-            .map_err(|e| RenderError::Map(format!("{e}")))?;
+        super::map_read_blocking(&self.device, &staging)?;
         let floats: Vec<f32> = {
             let view = staging
                 .slice(..)

@@ -80,6 +80,25 @@ pub enum RenderError {
     },
 }
 
+/// Maps `buffer` (`MAP_READ`, its copy already submitted) for reading and blocks until
+/// the device has finished and the mapping is ready: the read-back path of tests and
+/// offscreen frames, never of the frame loop.
+pub(crate) fn map_read_blocking(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+) -> Result<(), RenderError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    buffer.slice(..).map_async(wgpu::MapMode::Read, move |res| {
+        // The receiver lives until after the poll below; a failed send only means it is
+        // gone, and then nobody needs the result.
+        let _ = tx.send(res);
+    });
+    device.poll(wgpu::PollType::wait_indefinitely())?;
+    rx.recv()
+        .map_err(|_| RenderError::Map("map callback never ran".into()))?
+        .map_err(|e| RenderError::Map(format!("{e}")))
+}
+
 /// A wgpu device and queue opened without a window (tests, benchmarks, screenshots).
 #[derive(Debug, Clone)]
 pub struct GpuContext {

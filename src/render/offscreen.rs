@@ -151,17 +151,7 @@ pub fn render_image(
         },
     );
     ctx.queue.submit([encoder.finish()]);
-    let (tx, rx) = std::sync::mpsc::channel();
-    staging
-        .slice(..)
-        .map_async(wgpu::MapMode::Read, move |res| {
-            // The receiver outlives the poll below; a failed send means nobody waits.
-            let _ = tx.send(res);
-        });
-    ctx.device.poll(wgpu::PollType::wait_indefinitely())?;
-    rx.recv()
-        .map_err(|_| RenderError::Map("map callback never ran".into()))?
-        .map_err(|e| RenderError::Map(format!("{e}")))?;
+    super::map_read_blocking(&ctx.device, &staging)?;
     let mut rgba = Vec::with_capacity((row * height) as usize);
     {
         let mapped = staging

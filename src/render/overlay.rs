@@ -38,22 +38,20 @@ pub fn floor_grid(cx: f32, cz: f32, y: f32, half_extent: f32, out: &mut Vec<Colo
     let n = (half_extent / step).ceil() as i32;
     let (x0, z0) = ((cx / step).round() * step, (cz / step).round() * step);
     let extent = n as f32 * step;
-    for i in -n..=n {
-        let major = ((x0 / step).round() as i32 + i) % 10 == 0;
-        let c = if major {
+    // Every tenth line (counted from the world origin) is brighter.
+    let color = |origin: f32, i: i32| {
+        if ((origin / step).round() as i32 + i) % 10 == 0 {
             [0.55, 0.57, 0.6, 0.9]
         } else {
             [0.35, 0.36, 0.38, 0.6]
-        };
+        }
+    };
+    for i in -n..=n {
+        let c = color(x0, i);
         let x = x0 + i as f32 * step;
         out.push(ColorVertex::new(Point3::new(x, y, z0 - extent), c));
         out.push(ColorVertex::new(Point3::new(x, y, z0 + extent), c));
-        let major = ((z0 / step).round() as i32 + i) % 10 == 0;
-        let c = if major {
-            [0.55, 0.57, 0.6, 0.9]
-        } else {
-            [0.35, 0.36, 0.38, 0.6]
-        };
+        let c = color(z0, i);
         let z = z0 + i as f32 * step;
         out.push(ColorVertex::new(Point3::new(x0 - extent, y, z), c));
         out.push(ColorVertex::new(Point3::new(x0 + extent, y, z), c));
