@@ -421,3 +421,48 @@ fn haptic_timing_with_and_without_rendering() {
         "{beside:?} vs {alone:?}"
     );
 }
+
+/// Hides every GPU adapter from a child process: wgpu on Vulkan only, with a Vulkan
+/// loader that finds no driver.
+fn without_adapter(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    cmd.env("WGPU_BACKEND", "vulkan")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .current_dir(root())
+}
+
+#[test]
+fn without_an_adapter_the_demo_says_so_and_screenshot_fails_cleanly() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache();
+    let o = without_adapter(&mut std::process::Command::new(env!(
+        "CARGO_BIN_EXE_haptics"
+    )))
+    .args(["run", "--headless", "--out", dir.path().to_str().unwrap()])
+    .args(["--cache", cache.to_str().unwrap()])
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let summary = std::fs::read_to_string(dir.path().join("summary.txt")).unwrap();
+    assert!(
+        summary.contains("not rendered: no GPU adapter"),
+        "{summary}"
+    );
+    assert!(!dir.path().join("frame.png").exists());
+    let out = dir.path().join("s.png");
+    let o = without_adapter(&mut std::process::Command::new(env!(
+        "CARGO_BIN_EXE_haptics"
+    )))
+    .args(["screenshot", "--out", out.to_str().unwrap()])
+    .args(["--cache", cache.to_str().unwrap()])
+    .output()
+    .unwrap();
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("no GPU adapter") && e.contains("mesa-vulkan-drivers"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+}
