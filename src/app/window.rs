@@ -602,10 +602,10 @@ impl App {
         let now = Instant::now();
         let dt = now.duration_since(self.last_frame).as_secs_f64();
         self.last_frame = now;
-        if self.ui.is_none() {
-            self.ui = Some(ui_state(&self.config, &s.scene, &g.adapter_name));
-        }
-        let ui = self.ui.as_mut().expect("set above");
+        let config = &self.config;
+        let ui = self
+            .ui
+            .get_or_insert_with(|| ui_state(config, &s.scene, &g.adapter_name));
 
         // The haptic state: copied out of the triple buffer, never waited for.
         let snapshot = s.haptic.snapshot();
