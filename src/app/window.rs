@@ -74,6 +74,8 @@ pub struct WindowConfig {
     pub scene_path: PathBuf,
     pub device: DeviceChoice,
     pub loader: SceneLoader,
+    /// Close after this many presented frames (smoke tests); `None` runs until closed.
+    pub max_frames: Option<u64>,
 }
 
 /// Opens the event loop: the first thing that fails without a display.
@@ -95,6 +97,7 @@ pub fn run(event_loop: EventLoop<()>, config: WindowConfig, scene: Scene) -> Res
         ui: None,
         last_frame: Instant::now(),
         last_rate: (Instant::now(), 0),
+        frames: 0,
     };
     event_loop
         .run_app(&mut app)
@@ -406,6 +409,8 @@ struct App {
     ui: Option<UiState>,
     last_frame: Instant,
     last_rate: (Instant, u64),
+    /// Frames presented.
+    frames: u64,
 }
 
 impl App {
@@ -592,12 +597,14 @@ impl App {
         }
     }
 
-    fn redraw(&mut self) -> Result<(), AppError> {
+    /// Draws a frame; returns whether one was presented (minimized windows and
+    /// unavailable surfaces skip frames).
+    fn redraw(&mut self) -> Result<bool, AppError> {
         let (Some(g), Some(s)) = (&mut self.gfx, &mut self.session) else {
-            return Ok(());
+            return Ok(false);
         };
         if g.config.width == 0 || g.config.height == 0 || g.window.is_minimized() == Some(true) {
-            return Ok(());
+            return Ok(false);
         }
         let now = Instant::now();
         let dt = now.duration_since(self.last_frame).as_secs_f64();
@@ -662,6 +669,16 @@ impl App {
             .handle_platform_output(&g.window, output.platform_output);
         let ppp = output.pixels_per_point;
         let jobs = g.egui.tessellate(output.shapes, ppp);
+        // Font and image uploads first (they must be applied even when this frame is
+        // skipped below); textures egui no longer uses are freed after the frame.
+        let mut textures = output.textures_delta;
+        for (id, deltas) in textures.set.drain() {
+            for delta in &deltas {
+                g.egui_renderer
+                    .update_texture(&g.device, &g.queue, id, delta);
+            }
+        }
+        let freed: Vec<egui::TextureId> = textures.free.drain().collect();
 
         let texture = match g.surface.get_current_texture() {
             wgpu::CurrentSurfaceTexture::Success(t) => t,
@@ -671,19 +688,28 @@ impl App {
                 t
             }
             wgpu::CurrentSurfaceTexture::Timeout | wgpu::CurrentSurfaceTexture::Occluded => {
+                for id in &freed {
+                    g.egui_renderer.free_texture(id);
+                }
                 self.pending(actions);
-                return Ok(());
+                return Ok(false);
             }
             wgpu::CurrentSurfaceTexture::Outdated => {
                 let size = g.window.inner_size();
                 g.resize(size.width, size.height);
+                for id in &freed {
+                    g.egui_renderer.free_texture(id);
+                }
                 self.pending(actions);
-                return Ok(());
+                return Ok(false);
             }
             wgpu::CurrentSurfaceTexture::Lost => {
                 g.recreate_surface()?;
+                for id in &freed {
+                    g.egui_renderer.free_texture(id);
+                }
                 self.pending(actions);
-                return Ok(());
+                return Ok(false);
             }
             wgpu::CurrentSurfaceTexture::Validation => {
                 self.pending(actions);
@@ -704,12 +730,6 @@ impl App {
         });
         g.renderer
             .prepare(&self.frame, &g.camera, size, viewport, &ui.overlays)?;
-        for (id, deltas) in &output.textures_delta.set {
-            for delta in deltas {
-                g.egui_renderer
-                    .update_texture(&g.device, &g.queue, *id, delta);
-            }
-        }
         let screen = egui_wgpu::ScreenDescriptor {
             size_in_pixels: [size.0, size.1],
             pixels_per_point: ppp,
@@ -747,11 +767,11 @@ impl App {
             .submit(extra.into_iter().chain(std::iter::once(encoder.finish())));
         g.window.pre_present_notify();
         g.queue.present(texture);
-        for id in &output.textures_delta.free {
+        for id in &freed {
             g.egui_renderer.free_texture(id);
         }
         self.pending(actions);
-        Ok(())
+        Ok(true)
     }
 
     fn pending(&mut self, actions: Vec<Action>) {
@@ -837,11 +857,17 @@ impl ApplicationHandler for App {
                     g.resize(size.width, size.height);
                 }
             }
-            WindowEvent::RedrawRequested => {
-                if let Err(e) = self.redraw() {
-                    self.fail(event_loop, e);
+            WindowEvent::RedrawRequested => match self.redraw() {
+                Ok(true) => {
+                    self.frames += 1;
+                    if self.config.max_frames.is_some_and(|n| self.frames >= n) {
+                        println!("closing after {} frames", self.frames);
+                        event_loop.exit();
+                    }
                 }
-            }
+                Ok(false) => {}
+                Err(e) => self.fail(event_loop, e),
+            },
             _ => {}
         }
         // Releases and cursor motion always reach the input state (a drag that ends over

@@ -36,6 +36,9 @@ pub struct RunArgs {
     /// Cache directory for the scene's baked fields, pointshells and models.
     #[arg(long, default_value = "target/haptics-cache")]
     pub cache: PathBuf,
+    /// Close the window after N frames (for smoke tests; default: run until closed).
+    #[arg(long)]
+    pub frames: Option<u64>,
 }
 
 /// The default scene file.
@@ -118,6 +121,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             scene_path: scene_path.clone(),
             device,
             loader: Box::new(move |p: &Path| load_with_progress(p, &cache)),
+            max_frames: a.frames,
         };
         match window::run(el, config, scene.clone()) {
             Ok(()) => return Ok(()),
