@@ -48,7 +48,7 @@ pub fn render_snapshot(
         &mut renderer,
         &frame,
         &camera,
-        &Overlays::default(),
+        &Overlays::for_scene(scene),
         size,
     )
 }

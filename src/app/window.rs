@@ -793,7 +793,7 @@ fn ui_state(config: &WindowConfig, scene: &Scene, adapter: &str) -> UiState {
         scenes: config.scenes.clone(),
         scene: config.scene_path.clone(),
         params: Parameters::of(scene),
-        overlays: Default::default(),
+        overlays: crate::render::Overlays::for_scene(scene),
         views: DebugViews::default(),
         pointshell_levels_max: levels,
         record_path: "target/recordings/session.csv".into(),

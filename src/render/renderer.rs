@@ -64,7 +64,9 @@ pub struct FrameState {
     pub points: Vec<ColorVertex>,
 }
 
-/// Which overlays to draw.
+/// Which overlays to draw. Contact markers are drawn over everything: a red cross per
+/// point, a yellow arrow per point force and a cyan arrow for their sum at the points'
+/// centroid.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Overlays {
     pub grid: bool,
@@ -81,6 +83,24 @@ impl Default for Overlays {
             ghost: true,
             contacts: true,
             force_scale: 0.05,
+        }
+    }
+}
+
+impl Overlays {
+    /// Defaults for `scene`: arrows scaled so that a point force equal to the device's
+    /// largest force spans 15% of the scene's diagonal.
+    pub fn for_scene(scene: &Scene) -> Self {
+        let (lo, hi) = scene_bounds(scene);
+        let max_force = scene.coupling.device_max_force;
+        let force_scale = if max_force.is_finite() && max_force > 0.0 {
+            0.15 * (hi - lo).norm() / max_force as f32
+        } else {
+            Overlays::default().force_scale
+        };
+        Overlays {
+            force_scale,
+            ..Overlays::default()
         }
     }
 }
@@ -179,6 +199,8 @@ pub struct SceneRenderer {
     rigid_ghost_pipeline: wgpu::RenderPipeline,
     line_pipeline: wgpu::RenderPipeline,
     point_pipeline: wgpu::RenderPipeline,
+    /// Lines drawn over everything (contact markers and force arrows).
+    marker_pipeline: wgpu::RenderPipeline,
     camera_buffer: wgpu::Buffer,
     camera_group: wgpu::BindGroup,
     environment: Vec<DrawObject>,
@@ -188,6 +210,7 @@ pub struct SceneRenderer {
     identity_group: wgpu::BindGroup,
     lines: DynamicVertices,
     points: DynamicVertices,
+    markers: DynamicVertices,
     depth: Option<(wgpu::TextureView, (u32, u32))>,
     bounds: (Point3<f32>, Point3<f32>),
     scratch: Vec<ColorVertex>,
@@ -387,7 +410,8 @@ impl SceneRenderer {
                         vs: &str,
                         fs: &str,
                         topology: wgpu::PrimitiveTopology,
-                        blend: bool| {
+                        blend: bool,
+                        on_top: bool| {
             device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some(label),
                 layout: Some(&layout),
@@ -405,7 +429,12 @@ impl SceneRenderer {
                     format: DEPTH_FORMAT,
                     // Transparent geometry is tested against, but does not write, depth.
                     depth_write_enabled: Some(!blend),
-                    depth_compare: Some(wgpu::CompareFunction::LessEqual),
+                    // Markers drawn on top are seen through the objects they sit in.
+                    depth_compare: Some(if on_top {
+                        wgpu::CompareFunction::Always
+                    } else {
+                        wgpu::CompareFunction::LessEqual
+                    }),
                     stencil: Default::default(),
                     bias: Default::default(),
                 }),
@@ -428,6 +457,7 @@ impl SceneRenderer {
             "fs_mesh",
             TriangleList,
             false,
+            false,
         );
         let ghost_pipeline = pipeline(
             "deformable ghost",
@@ -436,6 +466,7 @@ impl SceneRenderer {
             "fs_mesh",
             TriangleList,
             true,
+            false,
         );
         let rigid_pipeline = pipeline(
             "rigid mesh",
@@ -443,6 +474,7 @@ impl SceneRenderer {
             "vs_mesh",
             "fs_mesh",
             TriangleList,
+            false,
             false,
         );
         let rigid_ghost_pipeline = pipeline(
@@ -452,9 +484,17 @@ impl SceneRenderer {
             "fs_mesh",
             TriangleList,
             true,
+            false,
         );
-        let line_pipeline = pipeline("lines", &colored, "vs_line", "fs_line", LineList, true);
-        let point_pipeline = pipeline("points", &colored, "vs_line", "fs_line", PointList, true);
+        let line_pipeline = pipeline(
+            "lines", &colored, "vs_line", "fs_line", LineList, true, false,
+        );
+        let point_pipeline = pipeline(
+            "points", &colored, "vs_line", "fs_line", PointList, true, false,
+        );
+        let marker_pipeline = pipeline(
+            "markers", &colored, "vs_line", "fs_line", LineList, true, true,
+        );
 
         let uniform = |label: &str, contents: &[u8]| {
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -587,6 +627,7 @@ impl SceneRenderer {
             rigid_ghost_pipeline,
             line_pipeline,
             point_pipeline,
+            marker_pipeline,
             camera_buffer,
             camera_group,
             environment,
@@ -596,6 +637,7 @@ impl SceneRenderer {
             identity_group,
             lines: DynamicVertices::new(device, "overlay lines"),
             points: DynamicVertices::new(device, "overlay points"),
+            markers: DynamicVertices::new(device, "contact markers"),
             depth: None,
             bounds: scene_bounds(scene),
             scratch: Vec::new(),
@@ -709,6 +751,9 @@ impl SceneRenderer {
                 &mut lines,
             );
         }
+        lines.extend_from_slice(&frame.lines);
+        self.lines.upload(&self.device, &self.queue, &lines);
+        lines.clear();
         if overlays.contacts {
             let marker = 0.004 * (self.bounds.1 - self.bounds.0).norm();
             for c in &frame.contacts {
@@ -720,9 +765,24 @@ impl SceneRenderer {
                     &mut lines,
                 );
             }
+            // The total contact force, at the centroid of the contact points.
+            if !frame.contacts.is_empty() {
+                let n = frame.contacts.len() as f32;
+                let total: Vector3<f32> = frame.contacts.iter().map(|c| c.force).sum();
+                let centroid = frame
+                    .contacts
+                    .iter()
+                    .fold(Vector3::zeros(), |a, c| a + c.position.coords)
+                    / n;
+                arrow(
+                    Point3::from(centroid),
+                    total * overlays.force_scale,
+                    [0.3, 0.9, 1.0, 1.0],
+                    &mut lines,
+                );
+            }
         }
-        lines.extend_from_slice(&frame.lines);
-        self.lines.upload(&self.device, &self.queue, &lines);
+        self.markers.upload(&self.device, &self.queue, &lines);
         self.scratch = lines;
         self.points.upload(&self.device, &self.queue, &frame.points);
 
@@ -828,6 +888,12 @@ impl SceneRenderer {
         }
         if self.show_ghost {
             draw_mesh(&mut pass, &self.haptic, true, &self.ghost_group);
+        }
+        if self.markers.count > 0 {
+            pass.set_pipeline(&self.marker_pipeline);
+            pass.set_bind_group(1, &self.identity_group, &[]);
+            pass.set_vertex_buffer(0, self.markers.buffer.slice(..));
+            pass.draw(0..self.markers.count, 0..1);
         }
     }
 }
