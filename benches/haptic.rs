@@ -108,11 +108,7 @@ fn regression_scenes(c: &mut Criterion) {
         let path = root.join(format!("assets/scenes/{scene}.toml"));
         let scene = load_scene(&path, &cache_dir().join("scenes"), &NoProgress).unwrap();
         let t = read_trajectory(&root.join(format!("assets/trajectories/{traj}.csv"))).unwrap();
-        let poses: Vec<Isometry3<f64>> = t
-            .samples
-            .iter()
-            .map(|s| Isometry3::from_parts(Translation3::from(s.pose.position), s.pose.orientation))
-            .collect();
+        let poses: Vec<Isometry3<f64>> = t.samples.iter().map(|s| s.pose.isometry()).collect();
         let mut stats = CycleStats::new(1_000_000);
         // Five passes over the trajectory, each on a fresh simulation.
         for _ in 0..5 {

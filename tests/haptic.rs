@@ -13,7 +13,7 @@ use haptics::scene::{EnvironmentObject, HapticField, HapticObject, Scene};
 use haptics_devices::{
     Device, HandParams, HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource, Wrench,
 };
-use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 
 #[path = "common/alloc.rs"]
 mod alloc;
@@ -154,7 +154,7 @@ fn closed_loop_with_the_simulated_hand_is_stable() {
     let mut peak_force: f64 = 0.0;
     for _ in 0..3200 {
         let s = device.read().unwrap();
-        let pose = Isometry3::from_parts(Translation3::from(s.pose.position), s.pose.orientation);
+        let pose = s.pose.isometry();
         let r = sim.cycle(&pose, false);
         assert!(!r.fault && r.force.iter().all(|f| f.is_finite()));
         device

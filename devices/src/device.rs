@@ -9,7 +9,7 @@
 //! Implementations must not allocate or lock in [`Device::read`] and [`Device::write`]:
 //! they run inside the 1 kHz haptic cycle.
 
-use nalgebra::{UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
 
 /// A rigid pose: position in metres and orientation as a unit quaternion (device frame to
 /// world frame).
@@ -41,6 +41,11 @@ impl Pose {
     /// A pose at `position` with no rotation.
     pub fn from_position(position: Vector3<f64>) -> Self {
         Self::new(position, UnitQuaternion::identity())
+    }
+
+    /// The pose as a rigid transform (rotation, then translation).
+    pub fn isometry(&self) -> Isometry3<f64> {
+        Isometry3::from_parts(Translation3::from(self.position), self.orientation)
     }
 
     /// Linear interpolation of the position and spherical interpolation of the orientation

@@ -4,7 +4,7 @@
 
 use nalgebra::Translation3;
 
-use crate::contact::{Poses, Traversal};
+use crate::contact::{DeformedDistanceField, Poses, Traversal};
 use crate::haptic::Snapshot;
 use crate::render::overlay::{bd_spheres, pointshell_points};
 use crate::render::{ContactMarker, FrameState};
@@ -46,23 +46,23 @@ pub struct DebugViews {
     pub bd_spheres: bool,
 }
 
-/// The render side's copy of the scene's contact state, for the debug views: its own
-/// traversals (recording visited nodes, without temporal coherence so every visited
-/// node is drawn) and its own copy of the haptic object's field. Never touches the
-/// haptic thread's state.
+/// The render side's contact state for the debug views: its own traversals (recording
+/// visited nodes, without temporal coherence so every visited node is drawn) and, for a
+/// deformable haptic object, its own copy of the deformed field (updated from the
+/// snapshot's q). The shells and rigid fields are read from the scene passed to
+/// [`DebugContact::add_views`]; the haptic thread's state is never touched.
 #[derive(Debug)]
 pub struct DebugContact {
-    scene: Scene,
+    field: Option<Box<DeformedDistanceField>>,
     traversals: Vec<Traversal>,
     outputs: Vec<crate::contact::ContactOutput>,
-    q: Vec<Vec<f64>>,
 }
 
 impl DebugContact {
     pub fn new(scene: &Scene) -> Self {
-        let field_r = match &scene.haptic.field {
-            HapticField::Rigid(_) => 0,
-            HapticField::Deformable { dynamics, .. } => dynamics.r(),
+        let (field, field_r) = match &scene.haptic.field {
+            HapticField::Rigid(_) => (None, 0),
+            HapticField::Deformable { field, dynamics } => (Some(field.clone()), dynamics.r()),
         };
         let params = crate::contact::ContactParams {
             temporal_coherence: false,
@@ -78,18 +78,13 @@ impl DebugContact {
             })
             .collect();
         DebugContact {
+            field,
             outputs: scene
                 .environment
                 .iter()
                 .map(|e| Traversal::output(&e.shell, field_r))
                 .collect(),
-            q: scene
-                .environment
-                .iter()
-                .map(|e| vec![0.0; e.shell.r()])
-                .collect(),
             traversals,
-            scene: scene.clone(),
         }
     }
 
@@ -100,25 +95,28 @@ impl DebugContact {
         }
     }
 
-    /// Appends the enabled debug views for the state in `snapshot` to `frame`.
-    pub fn add_views(&mut self, snapshot: &Snapshot, views: DebugViews, frame: &mut FrameState) {
+    /// Appends the enabled debug views for the state in `snapshot` of `scene` (the scene
+    /// this was built for) to `frame`.
+    pub fn add_views(
+        &mut self,
+        scene: &Scene,
+        snapshot: &Snapshot,
+        views: DebugViews,
+        frame: &mut FrameState,
+    ) {
         let body = snapshot.haptic_pose;
         let grasp = snapshot
             .report
             .as_ref()
-            .map_or(body * self.scene.haptic.grasp, |r| {
+            .map_or(body * scene.haptic.grasp, |r| {
                 r.simulation.translation.vector.into()
             });
         if views.bd_spheres {
-            if let HapticField::Deformable { field, .. } = &mut self.scene.haptic.field {
+            if let Some(field) = &mut self.field {
                 field.update(&snapshot.haptic_q);
             }
         }
-        for (i, env) in self.scene.environment.iter().enumerate() {
-            let q = &mut self.q[i];
-            if let Some(src) = snapshot.q.get(i).filter(|s| s.len() == q.len()) {
-                q.copy_from_slice(src);
-            }
+        for (i, (env, q)) in scene.environment.iter().zip(&snapshot.q).enumerate() {
             if views.pointshell_levels > 0 {
                 pointshell_points(
                     &env.shell,
@@ -135,9 +133,12 @@ impl DebugContact {
                     grasp,
                 };
                 let (t, out) = (&mut self.traversals[i], &mut self.outputs[i]);
-                match &self.scene.haptic.field {
-                    HapticField::Rigid(sdf) => t.run(&env.shell, sdf, &poses, q, out),
-                    HapticField::Deformable { field, .. } => {
+                match (&self.field, &scene.haptic.field) {
+                    (Some(field), _) => t.run(&env.shell, field.as_ref(), &poses, q, out),
+                    (None, HapticField::Rigid(sdf)) => t.run(&env.shell, sdf, &poses, q, out),
+                    // Only for a scene other than the one this was built for: its field
+                    // as it is.
+                    (None, HapticField::Deformable { field, .. }) => {
                         t.run(&env.shell, field.as_ref(), &poses, q, out)
                     }
                 }

@@ -41,7 +41,7 @@ pub fn render_snapshot(
     let mut frame = FrameState::default();
     fill_frame(snapshot, scene, &mut frame);
     if views != DebugViews::default() {
-        DebugContact::new(scene).add_views(snapshot, views, &mut frame);
+        DebugContact::new(scene).add_views(scene, snapshot, views, &mut frame);
     }
     render_image(
         ctx,
@@ -66,7 +66,7 @@ pub fn replay_until(
         if until_s.is_some_and(|t| s.time_s - t0 > t) {
             break;
         }
-        sim.replay_sample(s);
+        sim.device_cycle(&s.pose, s.buttons);
         cycles += 1;
     }
     cycles
@@ -140,7 +140,6 @@ pub fn run_demo(
     out_dir: &Path,
     size: (u32, u32),
 ) -> anyhow::Result<DemoSummary> {
-    let render_scene = scene.clone();
     let name = scene.name.clone();
     let mut sim = HapticSimulation::new(scene);
     let mut stats = CycleStats::new(1_000_000);
@@ -149,7 +148,7 @@ pub fn run_demo(
     let t0 = trajectory.samples.first().map_or(0.0, |s| s.time_s);
     for s in &trajectory.samples {
         let start = Instant::now();
-        let r = sim.replay_sample(s);
+        let r = sim.device_cycle(&s.pose, s.buttons);
         stats.record(start.elapsed().as_nanos() as u64);
         max_force = max_force.max(r.force.norm());
         max_torque = max_torque.max(r.torque.norm());
@@ -169,7 +168,8 @@ pub fn run_demo(
                     pointshell_levels: 0,
                     bd_spheres: true,
                 };
-                render_snapshot(&ctx, &render_scene, snapshot, views, size)?.write_png(&png)?;
+                // The simulation's own scene: its meshes, bases and shells never change.
+                render_snapshot(&ctx, &sim.scene, snapshot, views, size)?.write_png(&png)?;
                 Ok(png)
             });
             (*t, rendered.map_err(|e| e.to_string()))

@@ -111,7 +111,8 @@ pub fn run(event_loop: EventLoop<()>, config: WindowConfig, scene: Scene) -> Res
 /// A running scene: the haptic thread, its device's input channels, and the render
 /// side's copies of the scene.
 struct Session {
-    /// The scene as loaded (restarts and the debug views start from it).
+    /// The scene as loaded (restarts start from it; the debug views and the renderer
+    /// read its meshes and shells).
     scene: Scene,
     haptic: HapticThread,
     debug: DebugContact,
@@ -618,7 +619,8 @@ impl App {
         let snapshot = s.haptic.snapshot();
         fill_frame(snapshot, &s.scene, &mut self.frame);
         if ui.views != DebugViews::default() {
-            s.debug.add_views(snapshot, ui.views, &mut self.frame);
+            s.debug
+                .add_views(&s.scene, snapshot, ui.views, &mut self.frame);
         }
         let t = snapshot.time_s;
         let st = &mut ui.status;

@@ -14,12 +14,10 @@ use haptics_devices::{
     Device, SafeDevice, SimConfig, SimulatedDevice, TargetSource, TrajectorySample, Wrench,
 };
 use indicatif::{ProgressBar, ProgressStyle};
-use nalgebra::{Isometry3, Translation3};
 
 use crate::haptic::log::{
     column, compare_logs, diff_summary, force_magnitude, read_log, row, Log, Row,
 };
-use crate::haptic::thread::CLUTCH_BUTTON;
 use crate::haptic::{CycleReport, HapticSimulation, PeriodicScheduler};
 use crate::plot::{line_plot, Series};
 use crate::scene::{load_scene, Scene, SceneProgress};
@@ -103,10 +101,6 @@ pub fn load_with_progress(path: &Path, cache: &Path) -> anyhow::Result<Scene> {
     Ok(scene?)
 }
 
-fn isometry(s: &TrajectorySample) -> Isometry3<f64> {
-    Isometry3::from_parts(Translation3::from(s.pose.position), s.pose.orientation)
-}
-
 fn wrench(r: &CycleReport) -> Wrench {
     Wrench {
         force: r.force,
@@ -122,10 +116,10 @@ pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> Log {
     };
     for s in &trajectory.samples {
         let t0 = Instant::now();
-        let r = sim.replay_sample(s);
+        let r = sim.device_cycle(&s.pose, s.buttons);
         let us = t0.elapsed().as_secs_f64() * 1e6;
         log.rows
-            .push(row(s.time_s, &isometry(s), s.buttons, &r, us));
+            .push(row(s.time_s, &s.pose.isometry(), s.buttons, &r, us));
     }
     log
 }
@@ -261,7 +255,7 @@ fn record_loop(
         if s.time_s - first > duration {
             break;
         }
-        let r = sim.cycle(&isometry(&s.into()), s.buttons & CLUTCH_BUTTON != 0);
+        let r = sim.device_cycle(&s.pose, s.buttons);
         let w = wrench(&r);
         device.write(&w)?;
         if samples.len() < samples.capacity() {

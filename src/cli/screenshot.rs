@@ -68,7 +68,6 @@ pub fn run(a: &ScreenshotArgs) -> anyhow::Result<()> {
     let scene_path = a.scene.clone().unwrap_or_else(default_scene);
     let scene = load_with_progress(&scene_path, &a.cache)?;
     let ctx = GpuContext::headless()?;
-    let render_scene = scene.clone();
     let mut sim = HapticSimulation::new(scene);
     let mut cycles = 0;
     if let Some(t) = &trajectory {
@@ -80,7 +79,7 @@ pub fn run(a: &ScreenshotArgs) -> anyhow::Result<()> {
     };
     let image = render_snapshot(
         &ctx,
-        &render_scene,
+        &sim.scene,
         &Snapshot::capture(&sim),
         views,
         (a.width, a.height),
@@ -90,7 +89,7 @@ pub fn run(a: &ScreenshotArgs) -> anyhow::Result<()> {
         "{}x{} frame of {} after {cycles} cycles on {} -> {}",
         a.width,
         a.height,
-        render_scene.name,
+        sim.scene.name,
         ctx.adapter_summary(),
         a.out.display()
     );

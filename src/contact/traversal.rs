@@ -106,6 +106,9 @@ pub struct ContactPoint {
     pub position: Point3<f64>,
     /// World inward normal of the pointshell.
     pub normal: Vector3<f64>,
+    /// Penalty force on the distance-field object at this point, `k d n` (world),
+    /// before the L/l scaling (multiply by [`ContactOutput::scale`]).
+    pub force: Vector3<f64>,
 }
 
 /// The result of one cycle. Buffers are allocated once by [`Traversal::output`].
@@ -433,6 +436,7 @@ impl Traversal {
                 depth: d,
                 position: x,
                 normal: n,
+                force,
             });
         }
         let l = self.contact_points.len();

@@ -137,13 +137,12 @@ impl HapticSimulation {
         &self.outputs[i]
     }
 
-    /// Runs one cycle for a recorded device sample (its pose, and its buttons for the
-    /// clutch): the step of every replay.
-    pub fn replay_sample(&mut self, s: &haptics_devices::TrajectorySample) -> CycleReport {
-        let device = Isometry3::from_parts(Translation3::from(s.pose.position), s.pose.orientation);
+    /// Runs one cycle for a device reading: its pose, and its buttons for the clutch
+    /// (the step of the haptic thread, of replays and of recordings).
+    pub fn device_cycle(&mut self, pose: &haptics_devices::Pose, buttons: u32) -> CycleReport {
         self.cycle(
-            &device,
-            s.buttons & crate::haptic::thread::CLUTCH_BUTTON != 0,
+            &pose.isometry(),
+            buttons & crate::haptic::thread::CLUTCH_BUTTON != 0,
         )
     }
 

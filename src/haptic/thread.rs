@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use haptics_devices::{Device, Wrench};
-use nalgebra::{Isometry3, Point3, Translation3, Vector3};
+use nalgebra::{Isometry3, Point3, Vector3};
 
 use super::simulation::{CycleReport, HapticSimulation};
 use super::timing::{CycleStats, TimingSummary};
@@ -145,7 +145,6 @@ impl Snapshot {
             self.haptic_q.copy_from_slice(&dynamics.q);
         }
         self.workspace_index = sim.workspace.index;
-        let k = sim.scene.contact.stiffness;
         self.contact_count = 0;
         self.contacts_total = 0;
         for i in 0..sim.scene.environment.len() {
@@ -155,10 +154,9 @@ impl Snapshot {
                 if self.contact_count == SNAPSHOT_CONTACTS {
                     break;
                 }
-                // The penalty force of thesis (3.4) on the field object, k d n, scaled.
                 self.contact_slots[self.contact_count] = ContactSample {
                     position: c.position,
-                    force: c.normal * (k * c.depth * out.scale),
+                    force: c.force * out.scale,
                 };
                 self.contact_count += 1;
             }
@@ -197,13 +195,7 @@ impl HapticThread {
                     let t0 = Instant::now();
                     apply_commands(&mut sim, &rx);
                     let report = match device.read() {
-                        Ok(s) => {
-                            let pose = Isometry3::from_parts(
-                                Translation3::from(s.pose.position),
-                                s.pose.orientation,
-                            );
-                            Some(sim.cycle(&pose, s.buttons & CLUTCH_BUTTON != 0))
-                        }
+                        Ok(s) => Some(sim.device_cycle(&s.pose, s.buttons)),
                         Err(_) => None,
                     };
                     let on_time = t0.elapsed() <= period;
