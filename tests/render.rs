@@ -158,7 +158,7 @@ fn the_gpu_deformed_bridge_lies_where_the_cpu_puts_it() {
         .collect();
     let qf: Vec<f32> = q.iter().map(|&x| x as f32).collect();
     let deformed = deform_cpu(&e.render_basis, r, &qf, Some(&rest));
-    let undeformed_hits = |points: &[[f32; 3]]| {
+    let projected_hits = |points: &[[f32; 3]]| {
         let m = camera.view_projection(w as f32 / h as f32);
         let (mut inside, mut hit) = (0usize, 0usize);
         for p in points {
@@ -186,7 +186,7 @@ fn the_gpu_deformed_bridge_lies_where_the_cpu_puts_it() {
         }
         (inside, hit)
     };
-    let (inside, hit) = undeformed_hits(&deformed);
+    let (inside, hit) = projected_hits(&deformed);
     assert!(inside > 10_000, "{inside} vertices on screen");
     // Every vertex lies on the drawn surface; allow 0.5% for sub-pixel slivers.
     assert!(
@@ -194,7 +194,7 @@ fn the_gpu_deformed_bridge_lies_where_the_cpu_puts_it() {
         "{hit} of {inside} projected vertices drawn"
     );
     // The check has teeth: the rest positions (q ignored) miss many drawn pixels.
-    let (inside_rest, hit_rest) = undeformed_hits(&rest);
+    let (inside_rest, hit_rest) = projected_hits(&rest);
     let miss_rest = inside_rest - hit_rest;
     assert!(
         miss_rest as f64 > 0.02 * inside_rest as f64,

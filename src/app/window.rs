@@ -305,14 +305,9 @@ impl Gfx {
             ..Default::default()
         }))
         .map_err(|e| RenderError::NoAdapter(format!("none can present to this window: {e}")))?;
-        let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("haptics window device"),
-            required_limits: wgpu::Limits {
-                max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
-                max_buffer_size: limits.max_buffer_size,
-                ..wgpu::Limits::default()
-            },
+            required_limits: crate::render::required_limits(&adapter),
             ..Default::default()
         }))
         .map_err(RenderError::from)?;

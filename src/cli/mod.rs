@@ -76,26 +76,25 @@ pub enum Command {
 /// Parses the command line and runs the chosen subcommand.
 pub fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command {
-        None => run::run(&run::RunArgs {
-            device: "auto".into(),
-            out: "target/haptics-demo".into(),
-            cache: "target/haptics-cache".into(),
-            ..run::RunArgs::default()
-        }),
-        Some(Command::Run(a)) => run::run(&a),
-        Some(Command::Screenshot(a)) => screenshot::run(&a),
-        Some(Command::Beam(a)) => demo::run_demo(&a),
-        Some(Command::Fullsim(a)) => demo::run_fullsim(&a),
-        Some(Command::Inspect(a)) => inspect::run(&a),
-        Some(Command::Voxelize(a)) => voxelize::run(&a),
-        Some(Command::Bake(a)) => bake::run(&a),
-        Some(Command::Simulate(a)) => simulate::run(&a),
-        Some(Command::Pointshell(a)) => pointshell::run(&a),
-        Some(Command::Sdf(a)) => sdf::run(&a),
-        Some(Command::Replay(a)) => replay::run_replay(&a),
-        Some(Command::Record(a)) => replay::run_record(&a),
-        Some(Command::Devices(a)) => devices::run(&a),
+    // No subcommand means `haptics run` with its defaults (clap's, declared once).
+    let command = match cli.command {
+        Some(c) => c,
+        None => Command::Run(run::RunArgs::defaults()),
+    };
+    match command {
+        Command::Run(a) => run::run(&a),
+        Command::Screenshot(a) => screenshot::run(&a),
+        Command::Beam(a) => demo::run_demo(&a),
+        Command::Fullsim(a) => demo::run_fullsim(&a),
+        Command::Inspect(a) => inspect::run(&a),
+        Command::Voxelize(a) => voxelize::run(&a),
+        Command::Bake(a) => bake::run(&a),
+        Command::Simulate(a) => simulate::run(&a),
+        Command::Pointshell(a) => pointshell::run(&a),
+        Command::Sdf(a) => sdf::run(&a),
+        Command::Replay(a) => replay::run_replay(&a),
+        Command::Record(a) => replay::run_record(&a),
+        Command::Devices(a) => devices::run(&a),
     }
 }
 

@@ -15,7 +15,7 @@ use crate::app::window::{self, AppError, DeviceChoice, WindowConfig};
 use crate::app::{run_demo, DemoSummary};
 
 /// Arguments of `haptics run`.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// The scene file (default: assets/scenes/bridge-probe.toml).
     pub scene: Option<PathBuf>,
@@ -39,6 +39,19 @@ pub struct RunArgs {
     /// Close the window after N frames (for smoke tests; default: run until closed).
     #[arg(long)]
     pub frames: Option<u64>,
+}
+
+impl RunArgs {
+    /// `haptics run` with every default, as clap fills them in.
+    pub fn defaults() -> RunArgs {
+        /// A command line holding only `run`'s arguments.
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        <Defaults as clap::Parser>::parse_from(["haptics"]).run
+    }
 }
 
 /// The default scene file.
@@ -140,4 +153,19 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     print!("{summary}");
     println!("summary          {}", a.out.join("summary.txt").display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_arguments_means_run_with_clap_defaults() {
+        let a = RunArgs::defaults();
+        assert_eq!(a.device, "auto");
+        assert_eq!(a.out, PathBuf::from("target/haptics-demo"));
+        assert_eq!(a.cache, PathBuf::from("target/haptics-cache"));
+        assert!(a.scene.is_none() && a.trajectory.is_none() && a.frames.is_none());
+        assert!(!a.headless);
+    }
 }

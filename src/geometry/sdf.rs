@@ -1108,6 +1108,17 @@ mod tests {
         assert!((inside - outside).abs() < 1e-9);
     }
 
+    /// Central differences of the lookup along each axis, step `e`.
+    fn central_difference(f: &SignedDistanceField, p: &Point3<f64>, e: f64) -> Vector3<f64> {
+        Vector3::from_fn(|a, _| {
+            let mut q = *p;
+            q[a] += e;
+            let mut r = *p;
+            r[a] -= e;
+            (f.lookup(&q) - f.lookup(&r)) / (2.0 * e)
+        })
+    }
+
     #[test]
     fn gradient_matches_finite_differences() {
         let (f, _, g) = affine_field();
@@ -1120,13 +1131,7 @@ mod tests {
             // Affine field: the gradient is g up to the f32 rounding of node values
             // over one cell (2e-7 / 0.25).
             assert!((grad - g).norm() < 1e-5, "{grad} vs {g}");
-            let fd = Vector3::from_fn(|a, _| {
-                let mut q = p;
-                q[a] += e;
-                let mut r = p;
-                r[a] -= e;
-                (f.lookup(&q) - f.lookup(&r)) / (2.0 * e)
-            });
+            let fd = central_difference(&f, &p, e);
             // Central differences of a trilinear function inside one cell: exact up to
             // rounding (1e-16 / 1e-6).
             assert!((grad - fd).norm() < 1e-8, "{grad} vs {fd}");
@@ -1142,13 +1147,7 @@ mod tests {
         let f = SignedDistanceField::from_values(Point3::origin(), 0.5, [2, 2, 2], values).unwrap();
         for p in [Point3::new(0.2, 0.3, 0.4), Point3::new(0.7, 0.9, 0.6)] {
             let grad = f.gradient(&p);
-            let fd = Vector3::from_fn(|a, _| {
-                let mut q = p;
-                q[a] += e;
-                let mut r = p;
-                r[a] -= e;
-                (f.lookup(&q) - f.lookup(&r)) / (2.0 * e)
-            });
+            let fd = central_difference(&f, &p, e);
             // Trilinear: quadratic error terms vanish in central differences up to e^2.
             assert!((grad - fd).norm() < 1e-7, "{grad} vs {fd}");
         }

@@ -80,6 +80,18 @@ pub enum RenderError {
     },
 }
 
+/// Device limits for rendering a scene on `adapter`: WebGPU's defaults, with the
+/// storage-buffer and buffer sizes raised to the adapter's (render bases of large meshes
+/// are big).
+pub fn required_limits(adapter: &wgpu::Adapter) -> wgpu::Limits {
+    let adapter_limits = adapter.limits();
+    wgpu::Limits {
+        max_storage_buffer_binding_size: adapter_limits.max_storage_buffer_binding_size,
+        max_buffer_size: adapter_limits.max_buffer_size,
+        ..wgpu::Limits::default()
+    }
+}
+
 /// Maps `buffer` (`MAP_READ`, its copy already submitted) for reading and blocks until
 /// the device has finished and the mapping is ready: the read-back path of tests and
 /// offscreen frames, never of the frame loop.
@@ -130,12 +142,7 @@ impl GpuContext {
                     .map_err(|e| RenderError::NoAdapter(format!("{first}; fallback: {e}")))?
                 }
             };
-        let adapter_limits = adapter.limits();
-        let required_limits = wgpu::Limits {
-            max_storage_buffer_binding_size: adapter_limits.max_storage_buffer_binding_size,
-            max_buffer_size: adapter_limits.max_buffer_size,
-            ..wgpu::Limits::default()
-        };
+        let required_limits = required_limits(&adapter);
         let (device, queue) =
             pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
                 label: Some("haptics headless device"),

@@ -15,6 +15,7 @@
 //! - overlays (see [`super::overlay`]): a floor grid, contact points and force arrows,
 //!   the pointshell and the traversed BD spheres.
 
+use bytemuck::Zeroable;
 use nalgebra::{Isometry3, Matrix4, Point3, Vector3};
 use wgpu::util::DeviceExt;
 
@@ -35,6 +36,9 @@ pub const BACKGROUND: wgpu::Color = wgpu::Color {
     b: 0.06,
     a: 1.0,
 };
+
+/// Colour of the manipulandum ghost (linear RGB, alpha).
+const GHOST_COLOR: [f32; 4] = [0.4, 0.8, 1.0, 0.28];
 
 /// One point in contact, for the overlay.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -612,11 +616,8 @@ impl SceneRenderer {
             scene.haptic.pose.cast::<f32>().to_homogeneous(),
             [0.9, 0.55, 0.2, 1.0],
         )?;
-        let (ghost_uniform, ghost_group) = object_uniform(
-            "manipulandum ghost",
-            Matrix4::identity(),
-            [0.4, 0.8, 1.0, 0.28],
-        );
+        let (ghost_uniform, ghost_group) =
+            object_uniform("manipulandum ghost", Matrix4::identity(), GHOST_COLOR);
         let (_identity, identity_group) = object_uniform("identity", Matrix4::identity(), [1.0; 4]);
         Ok(SceneRenderer {
             device: device.clone(),
@@ -734,7 +735,7 @@ impl SceneRenderer {
                 &self.queue,
                 &self.ghost_uniform,
                 m.to_homogeneous(),
-                [0.4, 0.8, 1.0, 0.28],
+                GHOST_COLOR,
             );
         }
 
@@ -897,8 +898,6 @@ impl SceneRenderer {
         }
     }
 }
-
-use bytemuck::Zeroable;
 
 #[cfg(test)]
 mod tests {
