@@ -1,7 +1,7 @@
 //! Contact traversal shaped like thesis Table 3.1: for each configuration, one haptic
 //! cycle of tree traversal with temporal coherence on and off, and the tree-less pass over
 //! every point; nodes traversed, lookups, contacts and the level of detail reached are
-//! printed once per configuration (stderr) for the README.
+//! printed once per configuration (stderr) for docs/performance.md.
 //!
 //! Configurations (all on the shared models):
 //! - `rigid`: the hoses (tube.veg.obj) as a rigid pointshell of 256K points in 6 levels
@@ -157,7 +157,7 @@ fn contact_benches(c: &mut Criterion) {
     );
     let tube_sdf = tube_field();
     let (bridge_sdf, bridge_surface) = bridge_field_and_surface();
-    let tube_mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
+    let tube_mesh = read_obj(&haptics::assets::model("tube/tube.veg.obj")).unwrap();
     let top = deck_top(&bridge_sdf);
     // The hoses lie across the deck (their axis, body y, along world z; their lowest
     // point, body z = 1.5, down), `pen` into it (3 cm is half a field cell).

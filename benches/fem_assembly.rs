@@ -1,21 +1,16 @@
 //! Internal force plus stiffness assembly (criterion, single thread).
 //!
-//! - The bridge hex mesh (../shared/models/simpleBridge, 1736 voxels, 3x3x3 Gauss).
+//! - The bridge hex mesh (assets/models/simpleBridge, 1736 voxels, 3x3x3 Gauss).
 //! - A tet mesh of at least 20,000 elements (the bridge surface voxelized and split into
 //!   six tets per voxel): Total Lagrangian against Kikuuwe's edge-based kernel, in one
 //!   run, so their ratio is measured under the same machine load.
-
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use haptics::fem::edge::EdgeStvk;
 use haptics::fem::{FemModel, MaterialLaw};
 use haptics::mesh::voxelize::{hex_to_tets, voxelize, VoxelizeOptions};
 use haptics::mesh::{read_surface, read_veg, Material};
-
-fn models() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models")
-}
+use haptics::progress::NoProgress;
 
 /// A deterministic, moderately large deformation.
 fn displacement(n: usize, scale: f64) -> Vec<f64> {
@@ -23,8 +18,10 @@ fn displacement(n: usize, scale: f64) -> Vec<f64> {
 }
 
 fn bench_bridge_hex(c: &mut Criterion) {
-    let mesh = read_veg(&models().join("simpleBridge/simpleBridge_resol92-b1.155_enlarged.veg"))
-        .expect("bridge mesh");
+    let mesh = read_veg(&haptics::assets::model(
+        "simpleBridge/simpleBridge_resol92-b1.155_enlarged.veg",
+    ))
+    .expect("bridge mesh");
     let model = FemModel::new(&mesh, MaterialLaw::StVK).expect("bridge model");
     let u = displacement(model.num_dofs(), 0.01);
     let mut f = vec![0.0; model.num_dofs()];
@@ -41,14 +38,14 @@ fn bench_bridge_hex(c: &mut Criterion) {
 
 /// The bridge surface voxelized at resolution 160 and split into tets.
 pub fn bridge_tets() -> haptics::mesh::VolumeMesh {
-    let surface =
-        read_surface(&models().join("simpleBridge/simpleBridge.obj")).expect("bridge surface");
+    let surface = read_surface(&haptics::assets::model("simpleBridge/simpleBridge.obj"))
+        .expect("bridge surface");
     let opts = VoxelizeOptions {
         resolution: 160,
         material: Material::new("bridge", 1000.0, 1e7, 0.45),
         ..VoxelizeOptions::default()
     };
-    let vox = voxelize(&surface, &opts, None).expect("voxelize bridge");
+    let vox = voxelize(&surface, &opts, &NoProgress).expect("voxelize bridge");
     hex_to_tets(&vox.mesh)
 }
 

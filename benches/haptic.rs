@@ -3,7 +3,7 @@
 //! configuration: the deformable bridge (r = 20, a pointshell of 85K points) under the
 //! rigid hoses (signed field 256^3) held through the device, pressed into the deck and
 //! slid along it. Criterion reports the median; the distribution (p50, p99.9, max) of
-//! 20,000 consecutive cycles is printed for the README, measured with the same clock.
+//! 20,000 consecutive cycles is printed for docs/performance.md, measured with the same clock.
 
 mod common;
 
@@ -56,7 +56,7 @@ fn bridge_under_hoses() -> Scene {
             field: HapticField::Rigid(tube_sdf),
             grasp: Point3::new(0.0, 5.0, 0.0),
             pose: hoses,
-            surface: read_obj(&shared("tube/tube.veg.obj")).unwrap(),
+            surface: read_obj(&haptics::assets::model("tube/tube.veg.obj")).unwrap(),
             render_basis: vec![],
         },
         environment: vec![EnvironmentObject {
@@ -93,9 +93,10 @@ fn device_pose(cycle: u64) -> Isometry3<f64> {
 }
 
 /// Each regression scene replayed on its recorded trajectory: the distribution of the
-/// full cycle's time, for the README table.
+/// full cycle's time, for the table in docs/performance.md.
 fn regression_scenes(c: &mut Criterion) {
-    use haptics::scene::{load_scene, NoProgress};
+    use haptics::progress::NoProgress;
+    use haptics::scene::load_scene;
     use haptics_devices::trajectory::read_trajectory;
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let cases = [

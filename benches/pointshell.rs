@@ -2,7 +2,6 @@
 //! of 85,120 points in 4 levels (N1 = 1,330, default parameters), and the farthest-point
 //! ordering of 256,000 stratified random points on the same surface.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -12,9 +11,10 @@ use haptics::geometry::pointshell::{
 };
 use haptics::geometry::MeshDistance;
 use haptics::mesh::read_obj;
+use haptics::progress::NoProgress;
 
 fn bench(c: &mut Criterion) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models/tube/tube.veg.obj");
+    let path = haptics::assets::model("tube/tube.veg.obj");
     let mesh = read_obj(&path).expect("tube surface");
     let distance = MeshDistance::new(&mesh).expect("closed tube");
 
@@ -26,7 +26,7 @@ fn bench(c: &mut Criterion) {
         ..PointshellParams::default()
     };
     g.bench_function("repulsion 85K in 4 levels", |b| {
-        b.iter(|| sample_pointshell(&distance, &mesh, &params, &|_| {}).expect("pointshell"))
+        b.iter(|| sample_pointshell(&distance, &mesh, &params, &NoProgress).expect("pointshell"))
     });
 
     let points = SurfaceSampler::new(&mesh)

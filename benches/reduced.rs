@@ -7,8 +7,6 @@
 //! - `reduced/eval/r`: force plus stiffness evaluation alone.
 //! - `reduced/precompute/r`: the cubic polynomial from the basis (both cores).
 
-use std::path::PathBuf;
-
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
@@ -19,7 +17,7 @@ use haptics::reduction::reduced_polynomial;
 use nalgebra::DMatrix;
 
 fn bridge_modes(count: usize) -> (FemModel, DMatrix<f64>) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models/simpleBridge");
+    let dir = haptics::assets::model("simpleBridge");
     let mesh = read_veg(&dir.join("simpleBridge_resol92-b1.155_enlarged.veg")).expect("bridge");
     let fixed_v = read_bou(
         &dir.join("simpleBridge_resol92-b1.155_enlarged.bou"),

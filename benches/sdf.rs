@@ -1,22 +1,16 @@
 //! Signed distance fields: lookups (coherent, like a pointshell traversal, and random),
 //! the tube (15,840 triangles) at 128^3 and 256^3, and the bridge soup at 256^3.
 
-use std::path::PathBuf;
-
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use haptics::geometry::{
     soup_signed_field, MeshDistance, SdfOptions, SignedDistanceField, SoupOptions,
 };
 use haptics::mesh::{read_obj, SurfaceMesh};
+use haptics::progress::NoProgress;
 use nalgebra::{Point3, Vector3};
 
 fn model(rel: &str) -> SurfaceMesh {
-    read_obj(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/models")
-            .join(rel),
-    )
-    .expect("model")
+    read_obj(&haptics::assets::asset("models").join(rel)).expect("model")
 }
 
 fn field(m: &SurfaceMesh, resolution: usize) -> SignedDistanceField {
@@ -25,7 +19,7 @@ fn field(m: &SurfaceMesh, resolution: usize) -> SignedDistanceField {
         resolution,
         ..SdfOptions::default()
     };
-    SignedDistanceField::compute_with(&md, &opts, &|_| {}).expect("field")
+    SignedDistanceField::compute_with(&md, &opts, &NoProgress).expect("field")
 }
 
 fn lookups(c: &mut Criterion) {
@@ -91,7 +85,7 @@ fn compute_large(c: &mut Criterion) {
             resolution: 256,
             ..SoupOptions::default()
         };
-        b.iter(|| soup_signed_field(&bridge, &opts, &|_| {}).expect("soup field"))
+        b.iter(|| soup_signed_field(&bridge, &opts, &NoProgress).expect("soup field"))
     });
     g.finish();
 }

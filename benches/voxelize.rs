@@ -1,14 +1,12 @@
 //! Voxelization of the bridge surface (a 32,014-triangle polygon soup), with interior
 //! fill, at three resolutions.
 
-use std::path::PathBuf;
-
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use haptics::mesh::{read_obj, voxelize, VoxelizeOptions};
+use haptics::progress::NoProgress;
 
 fn bench(c: &mut Criterion) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/models/simpleBridge/simpleBridge.obj");
+    let path = haptics::assets::model("simpleBridge/simpleBridge.obj");
     let surface = read_obj(&path).expect("bridge surface");
     let mut g = c.benchmark_group("voxelize/simpleBridge");
     for res in [64usize, 128, 256] {
@@ -17,7 +15,7 @@ fn bench(c: &mut Criterion) {
             ..VoxelizeOptions::default()
         };
         g.bench_with_input(BenchmarkId::from_parameter(res), &opts, |b, o| {
-            b.iter(|| voxelize(&surface, o, None).expect("voxelize"))
+            b.iter(|| voxelize(&surface, o, &NoProgress).expect("voxelize"))
         });
     }
     g.finish();

@@ -9,7 +9,9 @@ use plotters::prelude::*;
 /// One named series of (x, y) points.
 #[derive(Debug, Clone)]
 pub struct Series {
+    /// Legend label.
     pub name: String,
+    /// The (x, y) points, drawn in order as a polyline.
     pub points: Vec<(f64, f64)>,
 }
 
@@ -17,7 +19,9 @@ pub struct Series {
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: cannot write the plot: {message}")]
 pub struct PlotError {
+    /// The image file being written.
     pub path: String,
+    /// What went wrong (from the plotting backend).
     pub message: String,
 }
 

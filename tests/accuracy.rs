@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 #[test]
 fn modal_derivatives_track_a_large_deflection_that_linear_modes_miss() {
-    let models = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models/beam3");
+    let models = haptics::assets::model("beam3");
     let mesh = read_veg(&models.join("beam3.veg")).unwrap();
     let fixed = read_bou(&models.join("beam3.bou"), Some(mesh.vertices.len())).unwrap();
     // The free end is at y = 0 (the .bou clamps y = 1).

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 #[test]
 fn bridge_modal_derivative_basis_tracks_the_full_simulation() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models/simpleBridge");
+    let dir = haptics::assets::model("simpleBridge");
     let mesh = read_veg(&dir.join("simpleBridge_resol92-b1.155_enlarged.veg")).unwrap();
     let fixed = read_bou(
         &dir.join("simpleBridge_resol92-b1.155_enlarged.bou"),

@@ -1,38 +1,28 @@
-//! The bake pipeline and `haptics simulate`, driven through the library and the CLI:
-//! Vega's beam3 polynomial reproduced through a bake with its basis, cache behaviour,
-//! atomic writes, and readable errors for bad input.
-
-#[path = "common/cli.rs"]
-mod cli;
-
-use cli::haptics;
-
-use std::path::{Path, PathBuf};
+//! The bake pipeline, driven through the library: Vega's beam3 polynomial reproduced
+//! through a bake with its basis, cache behaviour, atomic writes, and readable errors for
+//! bad input (the `haptics bake` command line is tested in the application crate).
 
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
 use haptics::mesh::read_veg;
+use haptics::progress::NoProgress;
 use haptics::reduction::bake::{
     bake, load_baked, mass_orthonormality_error, BakeError, BakeInput, BakeOutcome, BakeParams,
-    BasisKind, NoProgress,
+    BasisKind,
 };
 use haptics::reduction::vega::{read_cub, read_matrix, write_matrix, Precision};
 
-fn models() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models")
-}
-
 fn beam_input(kind: BasisKind, k: usize, r: usize) -> BakeInput {
     BakeInput {
-        mesh: models().join("beam3/beam3.veg"),
-        fixed: Some(models().join("beam3/beam3.bou")),
+        mesh: haptics::assets::model("beam3/beam3.veg"),
+        fixed: Some(haptics::assets::model("beam3/beam3.bou")),
         basis_file: (kind == BasisKind::File)
-            .then(|| models().join("vega-beam3-fixture/beam3_lin10.U")),
+            .then(|| haptics::assets::model("vega-beam3-fixture/beam3_lin10.U")),
         render_interp: None,
         params: BakeParams {
             linear_modes: k,
             basis: r,
             basis_kind: kind,
-            mass_matrix: "consistent".into(),
+            mass_matrix: MassKind::Consistent,
             unconstrained: false,
             voxel_resolution: None,
             material_groups: false,
@@ -47,7 +37,10 @@ fn baking_beam3_with_vegas_basis_reproduces_vegas_cub() {
     let outcome = bake(&beam_input(BasisKind::File, 0, 10), &out, &NoProgress).unwrap();
     assert!(matches!(outcome, BakeOutcome::Baked(_)));
     let ours = read_cub(&out.join("reduced.cub")).unwrap();
-    let vega = read_cub(&models().join("vega-beam3-fixture/beam3_lin10.cub")).unwrap();
+    let vega = read_cub(&haptics::assets::model(
+        "vega-beam3-fixture/beam3_lin10.cub",
+    ))
+    .unwrap();
     for (a, b) in [
         (&ours.linear, &vega.linear),
         (&ours.quadratic, &vega.quadratic),
@@ -77,9 +70,12 @@ fn modal_derivative_bake_is_mass_orthonormal_cached_and_rebaked_on_change() {
     assert_eq!(m1.r, 12);
     assert_eq!(m1.linear_frequencies_hz.len(), 6);
     assert!(m1.linear_frequencies_hz.windows(2).all(|w| w[0] <= w[1]));
-    assert_eq!(m1.mass_matrix, "consistent");
+    assert_eq!(m1.mass_matrix, MassKind::Consistent);
+    // The manifest names the mass matrix as text, as it always has.
+    let text = std::fs::read_to_string(out.join("manifest.toml")).unwrap();
+    assert!(text.contains("mass_matrix = \"consistent\""), "{text}");
     let baked = load_baked(&out).unwrap();
-    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
+    let mesh = read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
     let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
     let m = model.mass_matrix(MassKind::Consistent);
     assert!(mass_orthonormality_error(&m, &baked.basis) < 1e-10);
@@ -150,7 +146,7 @@ fn bad_bake_inputs_get_clear_errors_and_leave_no_cache() {
     assert!(err.contains("independent"), "{err}");
     // A basis that is not mass-orthonormal.
     let u = read_matrix(
-        &models().join("vega-beam3-fixture/beam3_lin10.U"),
+        &haptics::assets::model("vega-beam3-fixture/beam3_lin10.U"),
         Precision::F64,
     )
     .unwrap();
@@ -163,142 +159,13 @@ fn bad_bake_inputs_get_clear_errors_and_leave_no_cache() {
     assert!(!out.exists());
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-#[test]
-fn cli_bake_then_simulate_with_a_force_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("beam");
-    let mesh = models().join("beam3/beam3.veg");
-    let fixed = models().join("beam3/beam3.bou");
-    let o = haptics(&[
-        "bake",
-        s(&mesh),
-        "--fixed",
-        s(&fixed),
-        "--linear-modes",
-        "4",
-        "--basis",
-        "6",
-        "--out",
-        s(&out),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("linear frequencies (Hz)"), "{text}");
-    // Force the first mode for 10 steps.
-    let force = dir.path().join("f.csv");
-    let mut csv = String::from("step,f0,f1,f2,f3,f4,f5\n");
-    for st in 1..=10 {
-        csv += &format!("{st},1,0,0,0,0,0\n");
-    }
-    std::fs::write(&force, csv).unwrap();
-    let q = dir.path().join("q.csv");
-    let o = haptics(&[
-        "simulate",
-        s(&out),
-        "--steps",
-        "50",
-        "--force",
-        s(&force),
-        "--out",
-        s(&q),
-        "--damping-stiffness",
-        "0.01",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let lines: Vec<String> = std::fs::read_to_string(&q)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    assert_eq!(lines[0], "step,t,q0,q1,q2,q3,q4,q5");
-    assert_eq!(lines.len(), 51);
-    let q0_at_10: f64 = lines[10].split(',').nth(2).unwrap().parse().unwrap();
-    assert!(q0_at_10 > 0.0, "the force pushed q0 positive: {q0_at_10}");
-    // Vertex displacements u_v = U_v q for chosen vertices.
-    let uv = dir.path().join("uv.csv");
-    let o = haptics(&[
-        "simulate",
-        s(&out),
-        "--steps",
-        "20",
-        "--force",
-        s(&force),
-        "--out",
-        s(&q),
-        "--vertices",
-        "0,100",
-        "--vertex-out",
-        s(&uv),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let vlines: Vec<String> = std::fs::read_to_string(&uv)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    assert_eq!(vlines[0], "step,t,v0_x,v0_y,v0_z,v100_x,v100_y,v100_z");
-    assert_eq!(vlines.len(), 21);
-    let o = haptics(&[
-        "simulate",
-        s(&out),
-        "--steps",
-        "2",
-        "--out",
-        s(&q),
-        "--vertices",
-        "5000",
-        "--vertex-out",
-        s(&uv),
-    ]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("out of range"));
-    // A Vega .cub alone works too.
-    let cub = models().join("vega-realtime-bridge/simpleBridge.cub");
-    let o = haptics(&["simulate", s(&cub), "--steps", "5", "--out", s(&q)]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // Bad force files name the file and line.
-    std::fs::write(&force, "step,f0,f1,f2,f3,f4,f5\n3,1,0,0,0,nan,0\n").unwrap();
-    let o = haptics(&[
-        "simulate",
-        s(&out),
-        "--steps",
-        "5",
-        "--force",
-        s(&force),
-        "--out",
-        s(&q),
-    ]);
-    assert!(!o.status.success());
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("f.csv:2") && e.contains("f4"), "{e}");
-    std::fs::write(&force, "step,f0\n1,1\n").unwrap();
-    let o = haptics(&[
-        "simulate",
-        s(&out),
-        "--steps",
-        "5",
-        "--force",
-        s(&force),
-        "--out",
-        s(&q),
-    ]);
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("expected the header 'step,f0,f1,f2,f3,f4,f5'"),
-        "{e}"
-    );
-}
-
 #[test]
 fn snapshot_basis_render_basis_and_material_groups_are_written() {
     use haptics::mesh::{embed, read_obj, write_interp};
     let dir = tempfile::tempdir().unwrap();
     // Snapshots: the fixture's modes scaled and mixed (any displacement fields work).
     let u = read_matrix(
-        &models().join("vega-beam3-fixture/beam3_lin10.U"),
+        &haptics::assets::model("vega-beam3-fixture/beam3_lin10.U"),
         Precision::F64,
     )
     .unwrap();
@@ -312,8 +179,8 @@ fn snapshot_basis_render_basis_and_material_groups_are_written() {
     let snaps = dir.path().join("snaps.U");
     write_matrix(&snaps, &(&u * mix), Precision::F64).unwrap();
     // A render mesh embedded in the beam: the beam's own surface.
-    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
-    let surface = read_obj(&models().join("beam3/beam3.obj")).unwrap();
+    let mesh = read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
+    let surface = read_obj(&haptics::assets::model("beam3/beam3.obj")).unwrap();
     let emb = embed(&surface.vertices, &mesh).unwrap();
     let interp = dir.path().join("beam.interp");
     write_interp(&interp, &emb.interpolation).unwrap();
@@ -360,7 +227,7 @@ fn unconstrained_objects_bake_with_their_rigid_modes_skipped() {
         m.linear_frequencies_hz
     );
     let baked = load_baked(&out).unwrap();
-    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
+    let mesh = read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
     let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
     assert!(
         mass_orthonormality_error(&model.mass_matrix(MassKind::Consistent), &baked.basis) < 1e-10

@@ -17,9 +17,7 @@ use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3
 use std::path::PathBuf;
 
 fn model_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/models")
-        .join(rel)
+    haptics::assets::asset("models").join(rel)
 }
 
 struct Rng(u64);
@@ -78,7 +76,8 @@ fn sphere_shell_points(
 fn beam_sdf(resolution: usize) -> (SurfaceMesh, SignedDistanceField) {
     let m = read_obj(&model_path("beam3/beam3.obj")).unwrap();
     let md = MeshDistance::new(&m).unwrap();
-    let sdf = SignedDistanceField::compute(&md, resolution, 1.5, &|_| {}).unwrap();
+    let sdf =
+        SignedDistanceField::compute(&md, resolution, 1.5, &haptics::progress::NoProgress).unwrap();
     (m, sdf)
 }
 

@@ -9,7 +9,7 @@ use haptics::coupling::CouplingParams;
 use haptics::geometry::{sample_pointshell, MeshDistance, PointshellParams, SignedDistanceField};
 use haptics::haptic::HapticSimulation;
 use haptics::mesh::{box_hex_mesh, Material, SurfaceMesh};
-use haptics::scene::{EnvironmentObject, HapticField, HapticObject, Scene};
+use haptics::scene::{EnvironmentObject, HapticField, HapticObject, Param, Scene};
 use haptics_devices::{
     Device, HandParams, HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource, Wrench,
 };
@@ -41,8 +41,13 @@ fn box_surface(size: Vector3<f64>, cells: [usize; 3]) -> SurfaceMesh {
 /// slab sampled by a 3-level pointshell.
 fn floor_scene(contact_k: f64, coupling_k: f64) -> Scene {
     let cube = box_surface(Vector3::repeat(0.04), [2, 2, 2]);
-    let sdf =
-        SignedDistanceField::compute(&MeshDistance::new(&cube).unwrap(), 48, 1.5, &|_| {}).unwrap();
+    let sdf = SignedDistanceField::compute(
+        &MeshDistance::new(&cube).unwrap(),
+        48,
+        1.5,
+        &haptics::progress::NoProgress,
+    )
+    .unwrap();
     let slab = box_surface(Vector3::new(0.4, 0.04, 0.4), [10, 1, 10]);
     let ps = sample_pointshell(
         &MeshDistance::new(&slab).unwrap(),
@@ -52,7 +57,7 @@ fn floor_scene(contact_k: f64, coupling_k: f64) -> Scene {
             levels: 3,
             ..PointshellParams::default()
         },
-        &|_| {},
+        &haptics::progress::NoProgress,
     )
     .unwrap();
     let shell = ContactShell::new(ps.points, ps.normals, ps.level_offsets, None).unwrap();
@@ -210,8 +215,8 @@ fn haptic_thread_runs_publishes_and_obeys_commands() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let first = thread.snapshot().clone();
     assert!(first.cycle > 50, "only {} cycles in 300 ms", first.cycle);
-    assert!(thread.send(Command::ContactStiffness(1500.0)));
-    assert!(thread.send(Command::NodeBudget(3000)));
+    assert!(thread.send(Command::Set(Param::ContactStiffness, 1500.0)));
+    assert!(thread.send(Command::Set(Param::WarmBudget, 3000.0)));
     std::thread::sleep(std::time::Duration::from_millis(200));
     let later = thread.snapshot().clone();
     assert!(later.cycle > first.cycle);
@@ -249,8 +254,13 @@ fn boxes(parts: &[(Vector3<f64>, Vector3<f64>)]) -> SurfaceMesh {
 /// side, 1 m long along y), the peg starting centred.
 fn peg_scene() -> Scene {
     let peg = box_surface(Vector3::new(0.1, 0.6, 0.1), [2, 6, 2]);
-    let sdf =
-        SignedDistanceField::compute(&MeshDistance::new(&peg).unwrap(), 96, 1.5, &|_| {}).unwrap();
+    let sdf = SignedDistanceField::compute(
+        &MeshDistance::new(&peg).unwrap(),
+        96,
+        1.5,
+        &haptics::progress::NoProgress,
+    )
+    .unwrap();
     let (inner, t, len) = (0.055, 0.02, 1.0);
     let walls = boxes(&[
         (
@@ -278,7 +288,7 @@ fn peg_scene() -> Scene {
             levels: 3,
             ..PointshellParams::default()
         },
-        &|_| {},
+        &haptics::progress::NoProgress,
     )
     .unwrap();
     let mut scene = floor_scene(3000.0, 600.0);

@@ -9,11 +9,10 @@ use haptics::mesh::{
     write_stl_binary, write_veg, AnyMesh, ElementKind, Location, Material, MeshError, SurfaceMesh,
 };
 
-const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/models");
 const BRIDGE: &str = "simpleBridge/simpleBridge_resol92-b1.155_enlarged";
 
 fn model(rel: &str) -> PathBuf {
-    Path::new(MODELS).join(rel)
+    haptics::assets::model(rel)
 }
 
 fn read_text(rel: &str) -> String {

@@ -15,8 +15,7 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn reduced_newmark_step_allocates_nothing() {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/models/vega-realtime-bridge/simpleBridge.cub");
+    let path = haptics::assets::model("vega-realtime-bridge/simpleBridge.cub");
     let cub = read_cub(&path).unwrap();
     let r = cub.r;
     for newton in [1usize, 3] {
@@ -50,11 +49,15 @@ fn contact_traversal_allocates_nothing() {
     use haptics::geometry::{MeshDistance, SignedDistanceField};
     use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/models/beam3/beam3.obj");
+    let path = haptics::assets::model("beam3/beam3.obj");
     let mesh = haptics::mesh::read_obj(&path).unwrap();
-    let sdf =
-        SignedDistanceField::compute(&MeshDistance::new(&mesh).unwrap(), 32, 1.5, &|_| {}).unwrap();
+    let sdf = SignedDistanceField::compute(
+        &MeshDistance::new(&mesh).unwrap(),
+        32,
+        1.5,
+        &haptics::progress::NoProgress,
+    )
+    .unwrap();
     // A deformable ring of points in three levels.
     let mut points = Vec::new();
     let mut offsets = vec![0];

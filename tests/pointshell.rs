@@ -1,28 +1,25 @@
 //! Pointshells (thesis 3.8.1) on the test meshes: every point on the sampled level set,
 //! unit inward normals, quadrupling levels with halving radii, determinism (also across
 //! thread counts), repulsion against the unrelaxed random sampling, the farthest-point
-//! ordering against brute force, the file format and the error cases.
-
-use std::path::PathBuf;
+//! ordering against brute force, the file format and the error cases; the per-level
+//! progress stages and statistics.
 
 use haptics::geometry::farthest::{
     branching_level_offsets, farthest_point_order, farthest_point_order_brute_force,
     farthest_point_pointshell,
 };
 use haptics::geometry::pointshell::{
-    sample_pointshell, sample_pointshell_of_mesh, PointshellFileError, PointshellParams, SplitMix64,
+    sample_pointshell, sample_pointshell_of_mesh, sample_pointshell_with_stats,
+    PointshellFileError, PointshellParams, SplitMix64,
 };
 use haptics::geometry::{MeshDistance, Pointshell, PointshellError};
 use haptics::mesh::{read_obj, SurfaceMesh};
+use haptics::progress::{NoProgress, Progress};
 use nalgebra::{Point3, Vector3};
+use std::sync::Mutex;
 
 fn model(rel: &str) -> SurfaceMesh {
-    read_obj(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/models")
-            .join(rel),
-    )
-    .unwrap()
+    read_obj(&haptics::assets::asset("models").join(rel)).unwrap()
 }
 
 fn diagonal(m: &SurfaceMesh) -> f64 {
@@ -39,7 +36,7 @@ fn params(first: usize, levels: usize, offset: f64) -> PointshellParams {
 }
 
 fn shell(m: &SurfaceMesh, d: &MeshDistance, p: &PointshellParams) -> Pointshell {
-    sample_pointshell(d, m, p, &|_| {}).unwrap()
+    sample_pointshell(d, m, p, &NoProgress).unwrap()
 }
 
 #[test]
@@ -247,7 +244,7 @@ fn farthest_point_levels_use_branching_eight_and_covering_radii() {
 fn errors_are_typed() {
     let m = model("beam3/beam3.obj");
     let d = MeshDistance::new(&m).unwrap();
-    let run = |p: PointshellParams| sample_pointshell(&d, &m, &p, &|_| {});
+    let run = |p: PointshellParams| sample_pointshell(&d, &m, &p, &NoProgress);
     assert!(matches!(
         run(params(3, 2, 0.0)),
         Err(PointshellError::TooFewPoints {
@@ -277,7 +274,7 @@ fn errors_are_typed() {
     // An open mesh: the beam without its first triangle.
     let mut open = m.clone();
     open.triangles.remove(0);
-    let e = sample_pointshell_of_mesh(&open, &params(100, 2, 0.0), &|_| {}).unwrap_err();
+    let e = sample_pointshell_of_mesh(&open, &params(100, 2, 0.0), &NoProgress).unwrap_err();
     assert!(matches!(e, PointshellError::Distance { .. }), "{e}");
     assert!(e.to_string().contains("offset surface"), "{e}");
     // Farthest-point levels on too few points.
@@ -364,60 +361,59 @@ fn file_round_trips_and_bad_files_name_the_offset() {
     assert!(matches!(e, PointshellFileError::Io { .. }), "{e}");
 }
 
-#[test]
-fn cli_writes_a_readable_shell_and_prints_the_quality_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("beam.pshell");
-    let mesh = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models/beam3/beam3.obj");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_haptics"))
-        .args(["pointshell"])
-        .arg(&mesh)
-        .args([
-            "--points",
-            "60",
-            "--levels",
-            "3",
-            "--quality-samples",
-            "20000",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(stdout.contains("960 points in 3 levels"), "{stdout}");
-    assert!(
-        stdout.contains("coverage") && stdout.contains("uniformity"),
-        "{stdout}"
-    );
-    // One table row per level: level index, new points, cumulative.
-    for (level, new, total) in [(0, 60, 60), (1, 180, 240), (2, 720, 960)] {
-        let row = stdout
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(&level.to_string()))
-            .unwrap_or_else(|| panic!("no row for level {level}:\n{stdout}"));
-        let cols: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cols[1], new.to_string(), "{row}");
-        assert_eq!(cols[2], total.to_string(), "{row}");
-    }
-    let s = Pointshell::read(&out).unwrap();
-    assert_eq!(s.level_offsets, vec![0, 60, 240, 960]);
+/// Records every stage as (name, total, last position set).
+#[derive(Default)]
+struct Stages(Mutex<Vec<(String, u64, u64)>>);
 
-    // An open mesh fails with the hint, naming the file.
-    let open = dir.path().join("open.obj");
-    std::fs::write(&open, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n").unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_haptics"))
-        .args(["pointshell"])
-        .arg(&open)
-        .arg("--out")
-        .arg(dir.path().join("x.pshell"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
-    assert!(
-        stderr.contains("open.obj") && stderr.contains("offset surface"),
-        "{stderr}"
-    );
+impl Progress for Stages {
+    fn stage(&self, name: &str, total: u64) {
+        self.0.lock().unwrap().push((name.to_string(), total, 0));
+    }
+    fn advance(&self, n: u64) {
+        self.0.lock().unwrap().last_mut().unwrap().2 += n;
+    }
+    fn set(&self, done: u64) {
+        self.0.lock().unwrap().last_mut().unwrap().2 = done;
+    }
+    fn finish(&self) {}
+}
+
+#[test]
+fn each_level_is_a_progress_stage_with_its_statistics() {
+    let m = model("beam3/beam3.obj");
+    let d = MeshDistance::new(&m).unwrap();
+    let p = PointshellParams {
+        iterations: 6,
+        ..params(60, 3, 0.0)
+    };
+    let stages = Stages::default();
+    let (s, stats) = sample_pointshell_with_stats(&d, &m, &p, &stages).unwrap();
+    assert_eq!(s, shell(&m, &d, &p));
+    let recorded = stages.0.into_inner().unwrap();
+    assert_eq!(recorded.len(), 3);
+    assert_eq!(stats.len(), 3);
+    for (level, ((name, total, done), st)) in recorded.iter().zip(&stats).enumerate() {
+        let new = s.level(level).len();
+        assert_eq!(*name, format!("level {}/3 ({new} new points)", level + 1));
+        assert_eq!(*total, 6);
+        assert_eq!(*done, st.iterations as u64);
+        assert_eq!(st.points, new);
+        assert_eq!(st.radius, s.radii[level]);
+        assert!(st.iterations >= 1 && st.iterations <= 6);
+        // A level stops early only once the mean move falls below the threshold.
+        assert_eq!(st.converged, st.mean_move < p.convergence);
+        assert!(st.converged || st.iterations == 6);
+        assert!(st.mean_move > 0.0 && st.seconds >= 0.0);
+    }
+    // No iterations: the unrelaxed sampling, nothing moved.
+    let (_, stats) = sample_pointshell_with_stats(
+        &d,
+        &m,
+        &PointshellParams { iterations: 0, ..p },
+        &NoProgress,
+    )
+    .unwrap();
+    assert!(stats
+        .iter()
+        .all(|st| st.iterations == 0 && st.mean_move == 0.0 && !st.converged));
 }

@@ -10,11 +10,6 @@ use haptics::reduction::modes::{linear_modes, ModesOptions};
 use haptics::reduction::reduced_polynomial;
 use haptics::reduction::vega::read_cub;
 use nalgebra::{DMatrix, DVector, Point3, Vector3};
-use std::path::PathBuf;
-
-fn models() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models")
-}
 
 /// A clamped tet beam and its first r mass-orthonormal linear modes.
 fn beam_and_modes(r: usize) -> (FemModel, DMatrix<f64>) {
@@ -141,7 +136,10 @@ fn divergence_is_detected_and_the_object_reset() {
 
 #[test]
 fn vegas_realtime_bridge_simulates_stably() {
-    let cub = read_cub(&models().join("vega-realtime-bridge/simpleBridge.cub")).unwrap();
+    let cub = read_cub(&haptics::assets::model(
+        "vega-realtime-bridge/simpleBridge.cub",
+    ))
+    .unwrap();
     let r = cub.r;
     let params = ReducedParams {
         newmark: NewmarkParams::average_acceleration(1e-3),
@@ -172,7 +170,10 @@ fn vegas_realtime_bridge_simulates_stably() {
 
 #[test]
 fn evaluating_vegas_cub_equals_direct_term_by_term_evaluation() {
-    let cub = read_cub(&models().join("vega-realtime-bridge/simpleBridge.cub")).unwrap();
+    let cub = read_cub(&haptics::assets::model(
+        "vega-realtime-bridge/simpleBridge.cub",
+    ))
+    .unwrap();
     let r = cub.r;
     let ev = ReducedForces::new(&cub, r).unwrap();
     let mut scratch = ev.scratch();

@@ -10,8 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use haptics::progress::NoProgress;
 use haptics::scene::{
-    load_scene_with_report, parse_scene, HapticField, LoadReport, NoProgress, Scene, SceneError,
+    load_scene_with_report, parse_scene, HapticField, LoadReport, Scene, SceneError,
 };
 use nalgebra::{Point3, Vector3};
 
@@ -29,7 +30,7 @@ fn write_scene(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// 4 linear modes), a rigid union of two boxes, and the deformable beam3 (its render
 /// mesh sampled, its hex mesh baked with 3 modal derivatives from 3 linear modes).
 fn small_scene(dir: &Path) -> PathBuf {
-    let beam = repo().join("assets/beam3");
+    let beam = repo().join("assets/models/beam3");
     let text = format!(
         r#"
 description = "test scene"
@@ -337,6 +338,63 @@ fn invalid_values_say_what_was_expected() {
         "{err}"
     );
     assert!(err.to_string().contains("at least 4"), "{err}");
+}
+
+/// `[contact]` and `[coupling]` values are checked against each parameter's one
+/// definition (`haptics::scene::Param`): the same key, range and message as `--set` and
+/// the application's sliders.
+#[test]
+fn contact_and_coupling_values_are_checked_by_their_parameter_definition() {
+    use haptics::scene::Param;
+    let cases = [
+        (
+            "[coupling]\nstatic_damping = 0.97\n",
+            Param::StaticDamping,
+            "[0, 0.95]",
+        ),
+        (
+            "[coupling]\nstiffness = -300.0\n",
+            Param::CouplingStiffness,
+            "(0, 1000000000]",
+        ),
+        (
+            "[coupling]\nsaturation_force = nan\n",
+            Param::SaturationForce,
+            "[0, 1000000]",
+        ),
+        (
+            "[contact]\ncold_fraction = 0.0\n",
+            Param::ColdFraction,
+            "(0, 1]",
+        ),
+        (
+            "[contact]\nwarm_budget = 0\n",
+            Param::WarmBudget,
+            "a whole number in [1, 1000000000]",
+        ),
+    ];
+    for (section, param, range) in cases {
+        let (err, _, _dir) = parse_err(&format!("{HAPTIC_BOX}{section}"));
+        let key = param.spec().key;
+        assert!(
+            matches!(&err, SceneError::Invalid { key: k, .. } if k == key),
+            "{key}: {err}"
+        );
+        assert!(err.to_string().contains(range), "{key}: {err}");
+    }
+    // Accepted values land where the session reads them, with the rest at their defaults.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    let text = format!("{HAPTIC_BOX}[coupling]\nstatic_damping = 0.25\nsaturation_force = 0\n[contact]\nwarm_budget = 123\n");
+    let file = haptics::scene::format::parse_scene_str(&text, &path).unwrap();
+    let s = file.settings();
+    assert_eq!(Param::StaticDamping.get(&s), 0.25);
+    assert_eq!(s.coupling.saturation_force, None);
+    assert_eq!(s.contact.warm_budget, 123);
+    assert_eq!(
+        s.coupling.stiffness,
+        haptics::coupling::CouplingParams::default().stiffness
+    );
 }
 
 #[test]

@@ -1,24 +1,22 @@
 //! Signed distance fields against brute force: exact distances and signs (signs checked
 //! independently by the generalized winding number), the grid's interpolation error, the
 //! conservative outside-box bound, and errors for open meshes and huge resolutions; the
-//! fast band-and-propagation field against the exact one; the polygon-soup path.
+//! fast band-and-propagation field against the exact one; the polygon-soup path; the
+//! stages reported through `Progress`.
 
+use haptics::geometry::sdf::stage;
 use haptics::geometry::triangle::distance_squared;
 use haptics::geometry::{
     soup_offset_surface, soup_signed_field, MeshDistance, SdfError, SdfMethod, SdfOptions,
     SignedDistanceField, SoupOptions,
 };
 use haptics::mesh::{read_obj, SurfaceMesh};
+use haptics::progress::{NoProgress, Progress};
 use nalgebra::{Point3, Vector3};
-use std::path::PathBuf;
+use std::sync::Mutex;
 
 fn model(rel: &str) -> SurfaceMesh {
-    read_obj(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/models")
-            .join(rel),
-    )
-    .unwrap()
+    read_obj(&haptics::assets::asset("models").join(rel)).unwrap()
 }
 
 fn brute_distance(m: &SurfaceMesh, p: &Point3<f64>) -> f64 {
@@ -88,7 +86,7 @@ fn exact_signed_distance_matches_brute_force_and_winding_numbers() {
 fn grid_field_interpolates_within_its_spacing_and_bounds_outside_conservatively() {
     let m = model("beam3/beam3.obj");
     let md = MeshDistance::new(&m).unwrap();
-    let sdf = SignedDistanceField::compute(&md, 48, 1.5, &|_| {}).unwrap();
+    let sdf = SignedDistanceField::compute(&md, 48, 1.5, &NoProgress).unwrap();
     let h = sdf.spacing;
     // Nodes hold the exact value (f32 rounding).
     let n = sdf.cells[0] + 1;
@@ -144,7 +142,7 @@ fn open_meshes_and_huge_resolutions_are_refused() {
         other => panic!("expected NotClosed, got {other:?}"),
     }
     let md = MeshDistance::new(&model("beam3/beam3.obj")).unwrap();
-    let err = SignedDistanceField::compute(&md, 100_000, 1.5, &|_| {}).unwrap_err();
+    let err = SignedDistanceField::compute(&md, 100_000, 1.5, &NoProgress).unwrap_err();
     assert!(matches!(err, SdfError::TooLarge { .. }), "{err}");
 }
 
@@ -167,14 +165,14 @@ fn fast_field_equals_the_exact_one_on_the_band_and_in_sign_everywhere() {
         resolution: 64,
         ..SdfOptions::default()
     };
-    let fast = SignedDistanceField::compute_with(&md, &opts, &|_| {}).unwrap();
+    let fast = SignedDistanceField::compute_with(&md, &opts, &NoProgress).unwrap();
     let exact = SignedDistanceField::compute_with(
         &md,
         &SdfOptions {
             method: SdfMethod::Exact,
             ..opts
         },
-        &|_| {},
+        &NoProgress,
     )
     .unwrap();
     assert_eq!(fast.origin, exact.origin);
@@ -217,7 +215,7 @@ fn far_field_error_at_128_is_small_and_one_sided() {
             resolution: 128,
             ..SdfOptions::default()
         },
-        &|_| {},
+        &NoProgress,
     )
     .unwrap();
     let h = f.spacing;
@@ -259,7 +257,7 @@ fn bad_options_are_refused_with_typed_errors() {
             ..SdfOptions::default()
         },
     ] {
-        let e = SignedDistanceField::compute_with(&md, &opts, &|_| {}).unwrap_err();
+        let e = SignedDistanceField::compute_with(&md, &opts, &NoProgress).unwrap_err();
         assert!(matches!(e, SdfError::InvalidOption { .. }), "{e}");
     }
     let e = SignedDistanceField::compute_with(
@@ -268,7 +266,7 @@ fn bad_options_are_refused_with_typed_errors() {
             resolution: 0,
             ..SdfOptions::default()
         },
-        &|_| {},
+        &NoProgress,
     )
     .unwrap_err();
     assert!(matches!(e, SdfError::ZeroResolution));
@@ -282,7 +280,7 @@ fn intersecting_closed_pieces_are_refused_as_a_soup() {
     let m = model("simpleBridge/simpleBridge.obj");
     assert_eq!(m.boundary_and_nonmanifold_edges(), (0, 0));
     let md = MeshDistance::new(&m).unwrap();
-    let e = SignedDistanceField::compute(&md, 16, 1.5, &|_| {}).unwrap_err();
+    let e = SignedDistanceField::compute(&md, 16, 1.5, &NoProgress).unwrap_err();
     assert!(matches!(e, SdfError::NotSolid { .. }), "{e}");
     assert!(e.to_string().contains("--soup"), "{e}");
     // The tube's hoses and the beam are single solids.
@@ -304,7 +302,7 @@ fn bridge_soup_gives_a_closed_offset_surface_and_a_field_negative_on_the_soup() 
         resolution: 96,
         ..SoupOptions::default()
     };
-    let soup = soup_signed_field(&m, &opts, &|_| {}).unwrap();
+    let soup = soup_signed_field(&m, &opts, &NoProgress).unwrap();
     let s = &soup.surface;
     assert_eq!(s.boundary_and_nonmanifold_edges(), (0, 0));
     assert!(s.signed_volume() > 0.0);
@@ -336,7 +334,7 @@ fn bridge_soup_gives_a_closed_offset_surface_and_a_field_negative_on_the_soup() 
         assert!(f.lookup(&p) > 0.0);
     }
     // The public offset-surface entry point gives the same surface.
-    let again = soup_offset_surface(&m, 96, 1.5, &|_| {}).unwrap();
+    let again = soup_offset_surface(&m, 96, 1.5, &NoProgress).unwrap();
     assert_eq!(again.triangles.len(), s.triangles.len());
 }
 
@@ -370,7 +368,7 @@ fn open_and_closed_cube_soups() {
         resolution: 40,
         ..SoupOptions::default()
     };
-    let open = soup_signed_field(&cube(5), &opts, &|_| {}).unwrap();
+    let open = soup_signed_field(&cube(5), &opts, &NoProgress).unwrap();
     assert_eq!(open.surface.boundary_and_nonmanifold_edges(), (0, 0));
     assert_eq!(open.surface.connected_components(), 1);
     let h = open.field.spacing;
@@ -393,7 +391,79 @@ fn open_and_closed_cube_soups() {
     let c = open.field.lookup(&centre);
     assert!((c - (0.5 - 1.5 * h)).abs() < h, "centre {c}");
 
-    let closed = soup_signed_field(&cube(6), &opts, &|_| {}).unwrap();
+    let closed = soup_signed_field(&cube(6), &opts, &NoProgress).unwrap();
     assert_eq!(closed.surface.connected_components(), 1);
     assert!(closed.field.lookup(&centre) < -0.4);
+}
+
+/// Records every stage as (name, total, units done when it finished).
+#[derive(Default)]
+struct Stages(Mutex<Vec<(String, u64, u64)>>);
+
+impl Progress for Stages {
+    fn stage(&self, name: &str, total: u64) {
+        self.0.lock().unwrap().push((name.to_string(), total, 0));
+    }
+    fn advance(&self, n: u64) {
+        self.0.lock().unwrap().last_mut().unwrap().2 += n;
+    }
+    fn set(&self, done: u64) {
+        self.0.lock().unwrap().last_mut().unwrap().2 = done;
+    }
+    fn finish(&self) {}
+}
+
+impl Stages {
+    fn take(&self) -> Vec<(String, u64, u64)> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+#[test]
+fn every_stage_is_reported_with_its_total_and_completed() {
+    let m = model("beam3/beam3.obj");
+    let md = MeshDistance::new(&m).unwrap();
+    let stages = Stages::default();
+    let r = 32usize;
+    let n = (r + 1) as u64;
+    let opts = SdfOptions {
+        resolution: r,
+        ..SdfOptions::default()
+    };
+    SignedDistanceField::compute_with(&md, &opts, &stages).unwrap();
+    // Slabs of 4 z-planes, two rounds of six sweeps, every node signed.
+    let band = [
+        (stage::BAND.to_string(), n.div_ceil(4), n.div_ceil(4)),
+        (stage::PROPAGATE.to_string(), 12, 12),
+    ];
+    let mut expected = band.to_vec();
+    expected.push((stage::SIGN.to_string(), n * n * n, n * n * n));
+    assert_eq!(stages.take(), expected);
+
+    let exact = SdfOptions {
+        method: SdfMethod::Exact,
+        ..opts
+    };
+    SignedDistanceField::compute_with(&md, &exact, &stages).unwrap();
+    assert_eq!(stages.take(), [(stage::EXACT.to_string(), n, n)]);
+
+    // A soup: the unsigned band, the offset surface, then the signed field.
+    let soup = SoupOptions {
+        resolution: r,
+        ..SoupOptions::default()
+    };
+    soup_signed_field(&m, &soup, &stages).unwrap();
+    let names: Vec<String> = stages.take().into_iter().map(|s| s.0).collect();
+    assert_eq!(
+        names,
+        [
+            stage::BAND,
+            stage::PROPAGATE,
+            stage::ISOSURFACE,
+            stage::COMPONENTS,
+            stage::BAND,
+            stage::PROPAGATE,
+            stage::SIGN
+        ]
+    );
 }

@@ -1,23 +1,18 @@
 //! Hex StVK forces projected on Vega's beam3 basis reproduce the cubic polynomial that
-//! Vega FEM 4.0 computed for that basis (../shared/models/vega-beam3-fixture).
+//! Vega FEM 4.0 computed for that basis (assets/models/vega-beam3-fixture).
 
 use haptics::fem::{FemModel, MaterialLaw};
 use haptics::mesh::read_veg;
 use haptics::reduction::vega::{read_cub, read_matrix, Precision};
 use nalgebra::DVector;
-use std::path::PathBuf;
-
-fn models() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models")
-}
 
 #[test]
 fn projected_hex_forces_reproduce_vega_cub() {
-    let dir = models().join("vega-beam3-fixture");
+    let dir = haptics::assets::model("vega-beam3-fixture");
     let u = read_matrix(&dir.join("beam3_lin10.U"), Precision::F64).unwrap();
     let cub = read_cub(&dir.join("beam3_lin10.cub")).unwrap();
     assert_eq!((u.nrows(), u.ncols(), cub.r), (624, 10, 10));
-    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
+    let mesh = read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
     let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
     let mut seed = 1u64;
     let mut rnd = || {
@@ -47,10 +42,10 @@ fn projected_hex_forces_reproduce_vega_cub() {
 #[test]
 fn baking_beam3_with_vegas_basis_reproduces_vegas_cub_coefficientwise() {
     use haptics::reduction::reduced_polynomial;
-    let dir = models().join("vega-beam3-fixture");
+    let dir = haptics::assets::model("vega-beam3-fixture");
     let u = read_matrix(&dir.join("beam3_lin10.U"), Precision::F64).unwrap();
     let vega = read_cub(&dir.join("beam3_lin10.cub")).unwrap();
-    let mesh = read_veg(&models().join("beam3/beam3.veg")).unwrap();
+    let mesh = read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
     let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
     let (ours, _) = reduced_polynomial(&model, &u, faer::Par::Seq).unwrap();
     // Compare each block relative to its largest coefficient: the blocks differ in scale

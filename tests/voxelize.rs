@@ -3,7 +3,6 @@
 //! the bundled models (beam3, simpleBridge).
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::time::Instant;
 
 use haptics::mesh::volume::{hex_shape, HEX_CORNERS};
@@ -12,16 +11,15 @@ use haptics::mesh::{
     box_hex_mesh, box_tet_mesh, embed, hex_to_tets, voxelize, ElementKind, Material, SurfaceMesh,
     VolumeMesh, Voxelization, VoxelizeOptions,
 };
+use haptics::progress::NoProgress;
 use nalgebra::{Point3, Rotation3, Vector3};
-
-const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/models");
 
 /// Reads the `v` and `f` lines of an OBJ file (faces fan-triangulated, `v/vt/vn` indices
 /// reduced to `v`, negative indices relative). Enough for the bundled models; the real
 /// reader lives elsewhere.
-/// A model from ../shared/models; a missing file fails the test (never a silent skip).
+/// A model from assets/models; a missing file fails the test (never a silent skip).
 fn model(rel: &str) -> SurfaceMesh {
-    let p = Path::new(MODELS).join(rel);
+    let p = haptics::assets::model(rel);
     haptics::mesh::read_obj(&p).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -127,8 +125,8 @@ fn grid_aligned_box_counts_are_exact() {
     let hi = Point3::new(1.0, 0.55, 0.3);
     let s = box_surface(lo, hi, Rotation3::identity());
     let n = 20;
-    let filled = voxelize(&s, &opts(n, true), None).unwrap();
-    let shell = voxelize(&s, &opts(n, false), None).unwrap();
+    let filled = voxelize(&s, &opts(n, true), &NoProgress).unwrap();
+    let shell = voxelize(&s, &opts(n, false), &NoProgress).unwrap();
     let h = filled.voxel_size;
     assert!((h - 1.2 / n as f64).abs() < 1e-15);
     let mut count = [0usize; 3];
@@ -174,8 +172,8 @@ fn shell_equals_exact_reference_and_contains_samples() {
         fill_interior,
         ..Default::default()
     };
-    let shell = voxelize(&s, &o(false), None).unwrap();
-    let filled = voxelize(&s, &o(true), None).unwrap();
+    let shell = voxelize(&s, &o(false), &NoProgress).unwrap();
+    let filled = voxelize(&s, &o(true), &NoProgress).unwrap();
     let h = shell.voxel_size;
     let half = Vector3::repeat(0.5 * h);
     let got: HashSet<[usize; 3]> = shell.voxel_coords.iter().copied().collect();
@@ -239,8 +237,8 @@ fn beam3_voxelization() {
     let (open, nonmanifold) = s.boundary_and_nonmanifold_edges();
     let enclosed = s.signed_volume().abs();
     let bb = s.bounding_box();
-    let filled = voxelize(&s, &opts(20, true), None).unwrap();
-    let shell = voxelize(&s, &opts(20, false), None).unwrap();
+    let filled = voxelize(&s, &opts(20, true), &NoProgress).unwrap();
+    let shell = voxelize(&s, &opts(20, false), &NoProgress).unwrap();
     let h = filled.voxel_size;
     let vf = filled.mesh.volume_stats().total_volume;
     let vs = shell.mesh.volume_stats().total_volume;
@@ -261,7 +259,7 @@ fn beam3_voxelization() {
     assert!(vf <= e.x * e.y * e.z);
     // The beam is 0.12 x 1 x 0.04 and a voxel at resolution 20 is 0.06 wide, so the
     // cover is more than twice the beam; it is within 30% at resolution 160.
-    let fine = voxelize(&s, &opts(160, true), None).unwrap();
+    let fine = voxelize(&s, &opts(160, true), &NoProgress).unwrap();
     let ratio = fine.mesh.volume_stats().total_volume / enclosed;
     println!(
         "beam3 res 160: {} voxels, volume ratio {ratio:.3}",
@@ -274,9 +272,9 @@ fn beam3_voxelization() {
 fn bridge_soup_voxelizes_quickly() {
     let s = model("simpleBridge/simpleBridge.obj");
     let t = Instant::now();
-    let v = voxelize(&s, &opts(64, true), None).unwrap();
+    let v = voxelize(&s, &opts(64, true), &NoProgress).unwrap();
     let dt = t.elapsed();
-    let shell = voxelize(&s, &opts(64, false), None).unwrap();
+    let shell = voxelize(&s, &opts(64, false), &NoProgress).unwrap();
     println!(
         "simpleBridge ({} triangles) res 64: {} voxels filled, {} shell, {} vertices, {:.3} s",
         s.triangles.len(),
@@ -303,14 +301,14 @@ fn bridge_at_vegas_resolution() {
         box_enlarge: 1.155,
         ..Default::default()
     };
-    let filled = voxelize(&s, &o, None).unwrap();
+    let filled = voxelize(&s, &o, &NoProgress).unwrap();
     let shell = voxelize(
         &s,
         &VoxelizeOptions {
             fill_interior: false,
             ..o
         },
-        None,
+        &NoProgress,
     )
     .unwrap();
     println!(
@@ -367,7 +365,7 @@ fn hex_to_tets_is_conforming() {
     );
     {
         let s = model("beam3/beam3.obj");
-        let v = voxelize(&s, &opts(40, true), None).unwrap();
+        let v = voxelize(&s, &opts(40, true), &NoProgress).unwrap();
         assert_conforming(&hex_to_tets(&v.mesh), &v.mesh);
     }
     let s = box_surface(
@@ -375,7 +373,7 @@ fn hex_to_tets_is_conforming() {
         Point3::new(1.0, 0.7, 0.4),
         Rotation3::from_euler_angles(0.2, 0.4, -0.3),
     );
-    let v = voxelize(&s, &opts(10, true), None).unwrap();
+    let v = voxelize(&s, &opts(10, true), &NoProgress).unwrap();
     assert_conforming(&hex_to_tets(&v.mesh), &v.mesh);
 }
 
@@ -527,7 +525,7 @@ fn embedding_in_tet_mesh() {
 #[test]
 fn embedding_bridge_render_mesh_in_its_voxels() {
     let s = model("simpleBridge/simpleBridge.obj");
-    let v = voxelize(&s, &opts(32, true), None).unwrap();
+    let v = voxelize(&s, &opts(32, true), &NoProgress).unwrap();
     let t = Instant::now();
     let emb = embed(&s.vertices, &v.mesh).unwrap();
     let back = emb.interpolation.interpolate_points(&v.mesh.vertices);

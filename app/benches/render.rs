@@ -4,16 +4,14 @@
 //! Vulkan is enough; its timings are those of a CPU rasterizer, not of a GPU).
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use haptics::mesh::read_obj;
 use haptics::reduction::vega::{read_matrix, Precision};
-use haptics::render::{deform_cpu, deform_normals_cpu, normal_basis, GpuContext, GpuDeformer};
+use haptics_app::render::{deform_cpu, deform_normals_cpu, normal_basis, GpuContext, GpuDeformer};
 
 fn render(c: &mut Criterion) {
-    let dir =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models/vega-realtime-bridge");
+    let dir = haptics::assets::model("vega-realtime-bridge");
     let u = read_matrix(&dir.join("simpleBridge.URendering.float"), Precision::F32)
         .expect("render basis");
     let mesh = read_obj(&dir.join("simpleBridge.obj")).expect("render mesh");

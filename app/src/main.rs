@@ -5,7 +5,7 @@ fn main() {
     // cores at run time, and for the bundled meshes faer's thread pool costs more than it
     // saves (the beam demo steps 30% faster sequentially).
     faer::set_global_parallelism(faer::Par::Seq);
-    if let Err(err) = haptics::cli::run() {
+    if let Err(err) = haptics_app::cli::run() {
         eprintln!("error: {err}");
         let mut source = err.source();
         while let Some(s) = source {

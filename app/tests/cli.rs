@@ -6,14 +6,8 @@ mod cli;
 
 use cli::{haptics, stderr, stdout};
 
-use std::path::{Path, PathBuf};
-
-fn models() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models")
-}
-
 fn model(rel: &str) -> String {
-    models().join(rel).to_string_lossy().into_owned()
+    haptics::assets::model(rel).to_string_lossy().into_owned()
 }
 
 #[test]
@@ -77,7 +71,7 @@ fn inspect_surface_mesh_reports_closedness() {
     assert!(s.contains("connected components: 1"), "{s}");
     // The same beam with its last face removed has a hole.
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(models().join("beam3/beam3.obj")).unwrap();
+    let text = std::fs::read_to_string(haptics::assets::model("beam3/beam3.obj")).unwrap();
     let last_face = text.rfind("\nf ").unwrap();
     let end = text[last_face + 1..]
         .find('\n')
@@ -111,7 +105,7 @@ fn inspect_surface_mesh_reports_closedness() {
 #[test]
 fn inspect_lists_inverted_elements_by_index() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(models().join("beam3/beam3_tet.veg")).unwrap();
+    let text = std::fs::read_to_string(haptics::assets::model("beam3/beam3_tet.veg")).unwrap();
     // Element 3 is "3 3 2 54 4": swap two nodes to invert it.
     let bad = text.replacen("\n3 3 2 54 4\n", "\n3 2 3 54 4\n", 1);
     assert_ne!(bad, text);
@@ -135,7 +129,7 @@ fn inspect_lists_inverted_elements_by_index() {
 #[test]
 fn bad_input_gives_file_and_line_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(models().join("beam3/beam3.veg")).unwrap();
+    let text = std::fs::read_to_string(haptics::assets::model("beam3/beam3.veg")).unwrap();
     let cases = [
         // (name, edit, expected fragment of the message)
         (

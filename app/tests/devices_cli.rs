@@ -42,8 +42,8 @@ fn devices_help_explains() {
 #[test]
 fn check_validates_a_profile_file() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let good =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("devices/profiles/generic-ffb.toml");
+    let good = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../devices/profiles/generic-ffb.toml");
     let o = haptics(&["devices", "--check", &good.to_string_lossy()]);
     assert!(o.status.success());
     assert!(stdout(&o).contains("name: generic-ffb"));

@@ -2,16 +2,16 @@
 //! render basis (r = 20, 16K render vertices). Needs a wgpu adapter: CI installs software
 //! Vulkan (mesa lavapipe); without one these tests fail, they do not skip.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use haptics::mesh::{read_obj, SurfaceMesh};
 use haptics::reduction::vega::{read_matrix, Precision};
-use haptics::render::{
+use haptics_app::render::{
     deform_cpu, deform_normals_cpu, normal_basis, DeformOutput, GpuContext, GpuDeformer,
 };
 
 fn bridge_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/vega-realtime-bridge")
+    haptics::assets::model("vega-realtime-bridge")
 }
 
 /// The render basis, row-major 3 n x r f32, r, and the render mesh.
@@ -158,7 +158,10 @@ fn normal_basis_is_first_order_exact() {
 fn shape_errors_are_typed() {
     let ctx = context();
     let err = GpuDeformer::from_context(&ctx, &[0.0; 7], 2, None, None);
-    assert!(matches!(err, Err(haptics::render::RenderError::Shape(_))));
+    assert!(matches!(
+        err,
+        Err(haptics_app::render::RenderError::Shape(_))
+    ));
     let gpu = GpuDeformer::from_context(&ctx, &[1.0; 6], 2, None, None).expect("deformer");
     assert!(gpu.update(&[1.0]).is_err());
     gpu.update(&[1.0, 2.0]).expect("update");

@@ -14,8 +14,9 @@ use cli::haptics;
 
 use std::path::{Path, PathBuf};
 
+/// The repository root (the application crate lives in `app/`).
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn cache() -> PathBuf {
@@ -144,6 +145,50 @@ fn replays_are_bit_identical_and_differences_are_reported() {
         err.contains("differs") && err.contains("max |diff|"),
         "{err}"
     );
+    // The same edit through `--set` (one parameter definition for the scene file and
+    // the command line) gives the edited scene's log bit for bit.
+    let c = dir.path().join("c.csv");
+    let o = haptics(&[
+        "replay",
+        "assets/scenes/peg-shaft.toml",
+        "assets/trajectories/peg-shaft-insert.csv",
+        "--set",
+        "coupling.stiffness=60",
+        "--out",
+        c.to_str().unwrap(),
+        "--compare",
+        b.to_str().unwrap(),
+        "--tol",
+        "0",
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Values outside a parameter's range, and unknown keys, are refused by name.
+    for (set, expected) in [
+        (
+            "coupling.static_damping=1",
+            "coupling.static_damping = 1: expected a finite number in [0, 0.95]",
+        ),
+        (
+            "coupling.stifness=60",
+            "unknown parameter 'coupling.stifness'",
+        ),
+        ("contact.warm_budget=nan", "contact.warm_budget = NaN"),
+    ] {
+        let o = haptics(&[
+            "replay",
+            "assets/scenes/peg-shaft.toml",
+            "assets/trajectories/peg-shaft-insert.csv",
+            "--set",
+            set,
+            "--out",
+            c.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "{set} was accepted");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(expected), "{set}: {err}");
+    }
 }
 
 /// Malformed trajectories and unknown devices are readable errors, never panics.

@@ -15,14 +15,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cli::{haptics, stderr, stdout};
-use haptics::app::{fill_frame, render_snapshot, DebugViews};
 use haptics::haptic::{HapticSimulation, HapticThread, Snapshot};
-use haptics::render::offscreen::background_srgb;
-use haptics::render::{
+use haptics::progress::NoProgress;
+use haptics::scene::{load_scene, Scene};
+use haptics_app::render::offscreen::background_srgb;
+use haptics_app::render::{
     deform_cpu, render_image, FrameState, GpuContext, Image, Overlays, SceneRenderer,
     OFFSCREEN_FORMAT,
 };
-use haptics::scene::{load_scene, NoProgress, Scene};
+use haptics_app::ui::{fill_frame, render_snapshot, DebugViews};
 use haptics_devices::trajectory::read_trajectory;
 use haptics_devices::{SimConfig, SimulatedDevice, TargetSource};
 use nalgebra::Point3;
@@ -35,8 +36,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The repository root (the application crate lives in `app/`).
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// The cache the other scene tests share (the bridge bakes once per target directory).
@@ -129,7 +131,7 @@ fn the_gpu_deformed_bridge_lies_where_the_cpu_puts_it() {
     let ctx = context();
     let mut renderer =
         SceneRenderer::new(&ctx.device, &ctx.queue, &scene, OFFSCREEN_FORMAT).unwrap();
-    let camera = haptics::app::headless::default_camera(&renderer);
+    let camera = haptics_app::ui::headless::default_camera(&renderer);
     let sim = HapticSimulation::new(scene.clone());
     let mut snap = Snapshot::capture(&sim);
     let q = first_mode_q(&scene, 1.0);
@@ -357,7 +359,7 @@ fn haptic_timing_with_and_without_rendering() {
                     let mut renderer =
                         SceneRenderer::new(&ctx.device, &ctx.queue, scene, OFFSCREEN_FORMAT)
                             .unwrap();
-                    let camera = haptics::app::headless::default_camera(&renderer);
+                    let camera = haptics_app::ui::headless::default_camera(&renderer);
                     let sim = HapticSimulation::new(scene.clone());
                     let mut snap = Snapshot::capture(&sim);
                     let mut frame = FrameState::default();

@@ -7,16 +7,14 @@ mod cli;
 
 use cli::haptics;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use haptics::geometry::dist::read_dist;
 use haptics::geometry::MeshDistance;
 use haptics::mesh::read_obj;
 
 fn model(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/models")
-        .join(rel)
+    haptics::assets::asset("models").join(rel)
 }
 
 #[test]

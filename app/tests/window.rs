@@ -67,7 +67,7 @@ fn the_window_opens_draws_and_closes_on_a_virtual_display() {
     let o = Command::new(env!("CARGO_BIN_EXE_haptics"))
         .args(["run", "--device", "simulated", "--frames", "30", "--cache"])
         .arg(&cache)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .env("DISPLAY", &x.display)
         .env_remove("WAYLAND_DISPLAY")
         .env_remove("WAYLAND_SOCKET")

@@ -7,21 +7,15 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use haptics::contact::{ContactShell, ShellModes};
+use haptics::fem::MassKind;
 use haptics::geometry::dist::{read_dist, write_dist};
 use haptics::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
 use haptics::geometry::soup::{soup_signed_field, SoupOptions};
 use haptics::geometry::{MeshDistance, SignedDistanceField};
 use haptics::mesh::{read_obj, read_veg, voxelize, SurfaceMesh, VoxelizeOptions};
-use haptics::reduction::bake::{
-    bake, load_baked, BakeInput, BakeParams, BakedModel, BasisKind, NoProgress,
-};
+use haptics::progress::NoProgress;
+use haptics::reduction::bake::{bake, load_baked, BakeInput, BakeParams, BakedModel, BasisKind};
 use nalgebra::{DMatrix, Point3};
-
-pub fn shared(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/models")
-        .join(rel)
-}
 
 pub fn cache_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -45,9 +39,10 @@ pub fn tube_field() -> SignedDistanceField {
     if let Ok(f) = read_dist(&path) {
         return f;
     }
-    let mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
+    let mesh = read_obj(&haptics::assets::model("tube/tube.veg.obj")).unwrap();
     let f = timed("tube SDF 256^3", || {
-        SignedDistanceField::compute(&MeshDistance::new(&mesh).unwrap(), 256, 1.5, &|_| {}).unwrap()
+        SignedDistanceField::compute(&MeshDistance::new(&mesh).unwrap(), 256, 1.5, &NoProgress)
+            .unwrap()
     });
     write_dist(&path, &f).unwrap();
     f
@@ -60,14 +55,14 @@ pub fn bridge_field_and_surface() -> (SignedDistanceField, SurfaceMesh) {
     if let (Ok(f), Ok(s)) = (read_dist(&dist), read_obj(&surf)) {
         return (f, s);
     }
-    let soup = read_obj(&shared("simpleBridge/simpleBridge.obj")).unwrap();
+    let soup = read_obj(&haptics::assets::model("simpleBridge/simpleBridge.obj")).unwrap();
     let opts = SoupOptions {
         resolution: 256,
         offset: 1.0,
         ..SoupOptions::default()
     };
     let sf = timed("bridge soup SDF 256^3", || {
-        soup_signed_field(&soup, &opts, &|_| {}).unwrap()
+        soup_signed_field(&soup, &opts, &NoProgress).unwrap()
     });
     write_dist(&dist, &sf.field).unwrap();
     haptics::mesh::write_obj(&surf, &sf.surface).unwrap();
@@ -86,7 +81,7 @@ pub fn pointshell(name: &str, mesh: &SurfaceMesh, first: usize, levels: usize) -
     };
     let md = MeshDistance::new(mesh).unwrap();
     let ps = timed(&format!("pointshell {name}"), || {
-        sample_pointshell(&md, mesh, &params, &|_| {}).unwrap()
+        sample_pointshell(&md, mesh, &params, &NoProgress).unwrap()
     });
     ps.write(&path).unwrap();
     ps
@@ -95,10 +90,10 @@ pub fn pointshell(name: &str, mesh: &SurfaceMesh, first: usize, levels: usize) -
 /// The r = 20 bridge (10 linear modes and their derivatives), baked once: its
 /// simulation mesh and the baked model (basis and cubic polynomial).
 pub fn bridge_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
-    let veg = shared("simpleBridge/simpleBridge_resol92-b1.155_enlarged.veg");
+    let veg = haptics::assets::model("simpleBridge/simpleBridge_resol92-b1.155_enlarged.veg");
     let input = BakeInput {
         mesh: veg.clone(),
-        fixed: Some(shared(
+        fixed: Some(haptics::assets::model(
             "simpleBridge/simpleBridge_resol92-b1.155_enlarged.bou",
         )),
         basis_file: None,
@@ -107,7 +102,7 @@ pub fn bridge_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
             linear_modes: 10,
             basis: 20,
             basis_kind: BasisKind::ModalDerivatives,
-            mass_matrix: "consistent".into(),
+            mass_matrix: MassKind::Consistent,
             unconstrained: false,
             voxel_resolution: None,
             material_groups: false,
@@ -123,14 +118,14 @@ pub fn tube_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
     let dir = cache_dir().join("tube-r10");
     let veg = cache_dir().join("tube-24.veg");
     if !veg.exists() {
-        let mesh = read_obj(&shared("tube/tube.veg.obj")).unwrap();
+        let mesh = read_obj(&haptics::assets::model("tube/tube.veg.obj")).unwrap();
         let vox = voxelize(
             &mesh,
             &VoxelizeOptions {
                 resolution: 24,
                 ..VoxelizeOptions::default()
             },
-            None,
+            &NoProgress,
         )
         .unwrap();
         haptics::mesh::write_veg(&veg, &vox.mesh).unwrap();
@@ -144,7 +139,7 @@ pub fn tube_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
             linear_modes: 10,
             basis: 10,
             basis_kind: BasisKind::LinearModes,
-            mass_matrix: "consistent".into(),
+            mass_matrix: MassKind::Consistent,
             unconstrained: true,
             voxel_resolution: None,
             material_groups: false,

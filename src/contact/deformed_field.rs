@@ -35,18 +35,30 @@ pub const MAX_NEIGHBOURS: usize = 16;
 /// Why a deformed distance field could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum DeformedFieldError {
+    /// The neighbour count is outside `2..=MAX_NEIGHBOURS`.
     #[error("neighbour count k = {k} must be between 2 and {MAX_NEIGHBOURS}")]
-    BadK { k: usize },
-    #[error("domain {domain} has {sites} candidate sites; it needs at least k = {k}")]
-    TooFewSites {
-        domain: usize,
-        sites: usize,
+    BadK {
+        /// The neighbour count given.
         k: usize,
     },
+    /// A domain has fewer candidate proxy sites than neighbours per query.
+    #[error("domain {domain} has {sites} candidate sites; it needs at least k = {k}")]
+    TooFewSites {
+        /// 0-based index of the domain.
+        domain: usize,
+        /// Its number of candidate sites.
+        sites: usize,
+        /// The neighbour count.
+        k: usize,
+    },
+    /// The list of domains is empty.
     #[error("no domains given")]
     NoDomains,
+    /// Computing the proxies' displacement and gradient modes failed (for example a
+    /// proxy outside the mesh).
     #[error("proxy modes: {0}")]
     Modes(#[from] ShellModesError),
+    /// Farthest-point sampling of the proxy sites failed.
     #[error("proxy sites: {0}")]
     Sites(#[from] PointshellError),
 }

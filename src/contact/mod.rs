@@ -4,7 +4,7 @@
 //! - [`distance`]: the distance fields a pointshell is tested against (the grid SDF of
 //!   thesis 3.11, an analytic half-space, the deformed field of 3.12).
 //! - [`point_tree`]: the nested point tree (3.9) with BD-tree radii `R(q) = R0 + sum_j
-//!   a_j |q_j|` (3.12 of REFERENCE.md).
+//!   a_j |q_j|` (3.12 of docs/equations.md).
 //! - [`shell_modes`](mod@shell_modes): per-point displacement rows `U_s` and normal-correction rows
 //!   `dN_s` of a deformable pointshell (3.6), from the reduced basis and the embedding.
 //! - [`model`]: the penalty contact model and its force/torque gradients (3.5, 4.11-4.12).

@@ -1,5 +1,5 @@
 //! The penalty contact model of one pointshell point and its force/torque gradients
-//! (thesis 3.5, 4.3; REFERENCE.md "Contact model").
+//! (thesis 3.5, 4.3; docs/equations.md "Contact model").
 //!
 //! A pointshell point at signed depth `d < 0` inside the distance-field object, with the
 //! pointshell's inward unit normal `N` (world frame), pushes the distance-field object
@@ -16,7 +16,7 @@
 //!
 //! These are the exact derivatives of the thesis's "mirror" model, in which moving the
 //! distance-field object by `(dx, dw)` is modelled as moving the point by `(-dx, -dw x r)`
-//! and rotating its normal by `-dw`, with `dd/dp = N` (REFERENCE.md; verified by finite
+//! and rotating its normal by `-dw`, with `dd/dp = N` (docs/equations.md; verified by finite
 //! differences in `tests/contact.rs`). They differ from the true derivative of `F` (whose
 //! normal does not turn when the field object moves) by the `k d [N]x` terms, and by
 //! `k N (grad d - N)^T`-type terms where the field gradient differs from the normal.
@@ -26,15 +26,23 @@ use nalgebra::{Matrix3, Vector3};
 /// Force, torque and gradients of one contact point (distance-field object side).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PointContact {
+    /// Force `F` on the distance-field object (N, world frame).
     pub force: Vector3<f64>,
+    /// Torque `T = r x F` about the grasp point (N m, world frame).
     pub torque: Vector3<f64>,
+    /// `dF/dx`: gradient of the force w.r.t. a translation of the distance-field object (N/m).
     pub dforce_dx: Matrix3<f64>,
+    /// `dF/dw`: gradient of the force w.r.t. a rotation vector of the distance-field object
+    /// (N/rad).
     pub dforce_dw: Matrix3<f64>,
+    /// `dT/dx`: gradient of the torque w.r.t. a translation (N m/m).
     pub dtorque_dx: Matrix3<f64>,
+    /// `dT/dw`: gradient of the torque w.r.t. a rotation vector (N m/rad).
     pub dtorque_dw: Matrix3<f64>,
 }
 
 impl PointContact {
+    /// No contact: every force, torque and gradient zero.
     pub fn zero() -> Self {
         PointContact {
             force: Vector3::zeros(),

@@ -9,7 +9,7 @@
 //! point first appears at the depth of its level; deeper copies re-use its distance.
 //!
 //! Each node bounds its subtree by a sphere centred on its own (deformed) point, with the
-//! radius (REFERENCE.md, "BD-tree radius")
+//! radius (docs/equations.md, "BD-tree radius")
 //!
 //! ```text
 //! R(q) = R0 + sum_j a_j |q_j|,   R0 = max_k |P_k - P_c|,   a_j = max_k |(U_k - U_c) e_j|
@@ -28,18 +28,45 @@ use crate::mesh::Aabb;
 /// Why a pointshell cannot be organized into a tree.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PointTreeError {
+    /// The pointshell has no points.
     #[error("the pointshell has no points")]
     Empty,
+    /// The level offsets do not partition the points into non-empty levels.
     #[error("level offsets must start at 0, increase strictly and end at the point count {points}; got {offsets:?}")]
-    BadLevels { offsets: Vec<usize>, points: usize },
+    BadLevels {
+        /// The level offsets given.
+        offsets: Vec<usize>,
+        /// Number of points.
+        points: usize,
+    },
+    /// More levels than a `u8` level index can hold.
     #[error("{levels} levels requested; at most 255 are supported")]
-    TooManyLevels { levels: usize },
+    TooManyLevels {
+        /// Number of levels given.
+        levels: usize,
+    },
+    /// The normals and points differ in number.
     #[error("{normals} normals for {points} points")]
-    NormalCount { normals: usize, points: usize },
+    NormalCount {
+        /// Number of normals given.
+        normals: usize,
+        /// Number of points given.
+        points: usize,
+    },
+    /// A point has a non-finite coordinate or a normal that is not of unit length.
     #[error("point {index} is not finite or its normal is not a unit vector")]
-    BadPoint { index: usize },
+    BadPoint {
+        /// 0-based index of the point, in input order.
+        index: usize,
+    },
+    /// The per-point modes and the pointshell differ in point count.
     #[error("the per-point modes are for {modes} points, the pointshell has {points}")]
-    ModeCount { modes: usize, points: usize },
+    ModeCount {
+        /// Number of points the modes cover.
+        modes: usize,
+        /// Number of points in the pointshell.
+        points: usize,
+    },
 }
 
 /// A nested point tree with BD-tree radius coefficients.
@@ -311,6 +338,7 @@ pub struct ContactShell {
     pub level_offsets: Vec<usize>,
     /// Level of every point.
     pub point_level: Vec<u8>,
+    /// The nested point tree over `points`, with BD-tree radii.
     pub tree: NestedPointTree,
     /// `U_s` and `dN_s` (none for rigid pointshells).
     pub modes: Option<ShellModes>,

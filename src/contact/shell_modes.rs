@@ -13,7 +13,7 @@
 //! sum_j F_{s,j} q_j` is exact for rotations and accurate for large rotation with small
 //! strain, the regime of reduced StVK (thesis 3.6.2).
 //!
-//! Both are stored in f32 (DESIGN.md: pointshell data may be f32), point-major, each a
+//! Both are stored in f32 (docs/architecture.md: pointshell data may be f32), point-major, each a
 //! row-major 3 x r block.
 
 use nalgebra::{DMatrix, Matrix3, Point3, Vector3};
@@ -26,16 +26,33 @@ use crate::mesh::{embed, ElementKind, EmbedError, VolumeMesh};
 /// Why per-point modes could not be computed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ShellModesError {
+    /// The basis does not have one row per degree of freedom of the mesh.
     #[error("the basis has {rows} rows; the volumetric mesh has {dofs} degrees of freedom")]
-    BasisRows { rows: usize, dofs: usize },
+    BasisRows {
+        /// Rows of the basis.
+        rows: usize,
+        /// Degrees of freedom of the mesh (3 per vertex).
+        dofs: usize,
+    },
+    /// The normals and points differ in number.
     #[error("{normals} normals for {points} points")]
-    NormalCount { normals: usize, points: usize },
+    NormalCount {
+        /// Number of normals given.
+        normals: usize,
+        /// Number of points given.
+        points: usize,
+    },
+    /// Locating the points in the mesh's elements failed.
     #[error("embedding the pointshell in the volumetric mesh: {0}")]
     Embed(#[from] EmbedError),
+    /// A point lies farther outside the mesh than the allowed tolerance.
     #[error("pointshell point {point} lies {distance:.3e} outside the volumetric mesh (limit {limit:.3e}); the pointshell must be embedded in the simulation mesh")]
     Outside {
+        /// 0-based index of the point.
         point: usize,
+        /// Its distance outside the nearest element (m).
         distance: f64,
+        /// The allowed distance (m).
         limit: f64,
     },
 }

@@ -138,6 +138,7 @@ pub struct ContactOutput {
 /// The traversal state of one pointshell against one distance field.
 #[derive(Debug, Clone)]
 pub struct Traversal {
+    /// Contact settings, read every cycle (they may be changed between cycles).
     pub params: ContactParams,
     current: Vec<u32>,
     next: Vec<u32>,

@@ -15,7 +15,7 @@
 //! `1 - alpha` of it (static damping, 4.8) and renders the unsaturated spring `-k_VC r`,
 //! clamped, to the device (4.9).
 //!
-//! Coupling wrench (REFERENCE.md, verified): `F_VC = f(r) e`, `r = |x_m - x_s|`, with the
+//! Coupling wrench (docs/equations.md, verified): `F_VC = f(r) e`, `r = |x_m - x_s|`, with the
 //! exponential saturation (4.40) `f(r) = k r` for `r <= r_lin = F_max / (2k)`, else
 //! `F_max (1 - exp(-2k (r - r_lin) / F_max) / 2)`, gradient (4.41)
 //! `-(f/r) I + (f/r - f') e e^T`; `T_VC = k_t vec(posHemisphere(q_m q_s^-1))` (magnitude
@@ -39,17 +39,20 @@ pub struct CouplingParams {
     pub torque_stiffness: f64,
     /// Saturation plateau `F_VC,max` (N); `None` for a linear spring.
     pub saturation_force: Option<f64>,
-    /// Static damping `alpha` in `[0, 1)`: the pose moves by `(1 - alpha)` of the step.
+    /// Static damping `alpha` in `[0, 0.95]` ([`crate::scene::Param::StaticDamping`]): the
+    /// pose moves by `(1 - alpha)` of the step.
     pub static_damping: f64,
-    /// Largest simulation-object speed (m/s) and angular speed (rad/s).
+    /// Largest simulation-object speed (m/s); longer steps are shortened (4.6).
     pub max_velocity: f64,
+    /// Largest simulation-object angular speed (rad/s).
     pub max_angular_velocity: f64,
     /// Cycle period (s).
     pub dt: f64,
     /// Singular values below `degenerate_ratio * sigma_1` are degenerate (4.10).
     pub degenerate_ratio: f64,
-    /// Device limits for the rendered force (N) and torque (N m).
+    /// Device limit for the rendered force (N).
     pub device_max_force: f64,
+    /// Device limit for the rendered torque (N m).
     pub device_max_torque: f64,
 }
 
@@ -177,11 +180,14 @@ pub fn rotation_vector(q: &UnitQuaternion<f64>) -> Vector3<f64> {
 /// The result of one coupling cycle.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CouplingOutput {
-    /// Force and torque to render on the device (world frame, clamped).
+    /// Force to render on the device: the unsaturated spring `-k_VC r` (N, world frame),
+    /// clamped to `device_max_force`.
     pub device_force: Vector3<f64>,
+    /// Torque to render on the device (N m, world frame), clamped to `device_max_torque`.
     pub device_torque: Vector3<f64>,
-    /// Coupling force and torque on the simulation object (after the step).
+    /// Coupling force `F_VC` on the simulation object after the step (N, world frame).
     pub coupling_force: Vector3<f64>,
+    /// Coupling torque `T_VC` on the simulation object after the step (N m, world frame).
     pub coupling_torque: Vector3<f64>,
     /// Rank kept by the 6x6 solve (6 = non-degenerate).
     pub rank: usize,
@@ -192,12 +198,14 @@ pub struct CouplingOutput {
 /// The simulation object's grasp frame, coupled to the manipulandum.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StaticCoupling {
+    /// Coupling settings, read every cycle.
     pub params: CouplingParams,
     /// World pose of the simulation object's grasp frame.
     pub pose: Isometry3<f64>,
 }
 
 impl StaticCoupling {
+    /// A coupling whose simulation object's grasp frame starts at world pose `pose`.
     pub fn new(params: CouplingParams, pose: Isometry3<f64>) -> Self {
         StaticCoupling { params, pose }
     }

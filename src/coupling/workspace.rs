@@ -16,6 +16,7 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// A mapping with scale `alpha = scale` and indexing transform `index`, clutch released.
     pub fn new(scale: f64, index: Isometry3<f64>) -> Self {
         Workspace {
             scale,

@@ -28,27 +28,36 @@ use crate::reduction::precompute::{reduced_polynomial, PrecomputeError};
 /// The experiment's set-up.
 #[derive(Debug, Clone)]
 pub struct AccuracyConfig {
+    /// The volume mesh (m).
     pub mesh: VolumeMesh,
+    /// 0-based vertices held at zero displacement.
     pub fixed_vertices: Vec<usize>,
     /// Vertices sharing the impulse force equally.
     pub load_vertices: Vec<usize>,
     /// Total force (N) applied during [0, load_duration).
     pub force: Vector3<f64>,
+    /// Duration of the impulse (s).
     pub load_duration: f64,
+    /// Time step (s) of every simulation.
     pub dt: f64,
+    /// Number of time steps (at least 10).
     pub steps: usize,
+    /// 0-based vertex whose trajectory is compared.
     pub observed_vertex: usize,
     /// Linear modes k used with their derivatives.
     pub linear_modes: usize,
     /// Basis size r of every reduced model.
     pub r: usize,
+    /// Rayleigh stiffness damping beta (s) of every simulation (mass damping is zero).
     pub damping_stiffness: f64,
 }
 
 /// One simulated trajectory of the observed vertex.
 #[derive(Debug, Clone)]
 pub struct Trajectory {
+    /// Label: "full space" or a description of the reduced basis.
     pub name: String,
+    /// Displacement (m) of the observed vertex after each step (entry i at time (i + 1) dt).
     pub displacement: Vec<Vector3<f64>>,
 }
 
@@ -69,30 +78,45 @@ pub struct TrajectoryErrors {
 /// The experiment's result.
 #[derive(Debug, Clone)]
 pub struct AccuracyReport {
+    /// Time step (s).
     pub dt: f64,
+    /// Dominant axis (0 = x, 1 = y, 2 = z): the largest full-space excursion of the vertex.
     pub axis: usize,
+    /// The full-space reference trajectory.
     pub full: Trajectory,
+    /// Period (s) of the full-space oscillation after the impulse (NaN if too short).
     pub full_period: f64,
+    /// Peak-to-peak amplitude (m) of the full-space motion after the impulse.
     pub full_amplitude: f64,
+    /// Time (s) of the largest full-space excursion.
     pub full_peak_time: f64,
+    /// Each reduced model's trajectory and errors: linear modes, modal derivatives and
+    /// PCA of the full motion, in that order.
     pub reduced: Vec<(Trajectory, TrajectoryErrors)>,
 }
 
 /// Errors of the experiment.
 #[derive(Debug, thiserror::Error)]
 pub enum AccuracyError {
+    /// Building the finite element model failed.
     #[error(transparent)]
     Fem(#[from] FemError),
+    /// The full-space simulation failed.
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// Computing the linear modes failed.
     #[error(transparent)]
     Modes(#[from] ModesError),
+    /// Computing modal derivatives or a mass-PCA basis failed.
     #[error(transparent)]
     Basis(#[from] BasisError),
+    /// Computing a reduced internal-force polynomial failed.
     #[error(transparent)]
     Precompute(#[from] PrecomputeError),
+    /// Writing the plot failed.
     #[error(transparent)]
     Plot(#[from] PlotError),
+    /// An invalid set-up, or a reduced simulation diverged (the message says which).
     #[error("{0}")]
     Setup(String),
 }

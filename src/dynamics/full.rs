@@ -19,15 +19,19 @@ use crate::fem::{BlockSparseMatrix, FemModel, FreeDofSolver, MassKind, SolveErro
 /// Settings of the full-space simulator.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FullSimParams {
+    /// Newmark step dt and parameters beta~, gamma~.
     pub newmark: NewmarkParams,
     /// Mass-proportional Rayleigh damping alpha (1/s).
     pub damping_mass: f64,
     /// Stiffness-proportional Rayleigh damping beta (s).
     pub damping_stiffness: f64,
+    /// Consistent or lumped mass matrix M.
     pub mass: MassKind,
     /// Newton stops when the free residual falls below `tolerance` times its first value
     /// (or the update below `tolerance` times the displacement).
     pub tolerance: f64,
+    /// Newton iterations allowed per step or static solve before
+    /// [`SimError::NoConvergence`] (with 1, a dynamic step is accepted after one iteration).
     pub max_newton_iterations: usize,
 }
 
@@ -51,18 +55,27 @@ pub enum Load {
     Gravity(Vector3<f64>),
     /// A force (N) on one vertex during [start, end).
     Vertex {
+        /// 0-based vertex index.
         vertex: usize,
+        /// Force (N).
         force: Vector3<f64>,
+        /// Time the force turns on (s).
         start: f64,
+        /// Time the force turns off (s), exclusive.
         end: f64,
     },
     /// A force at a point inside an element, spread by its interpolation weights
     /// (trilinear or barycentric, see `mesh::embed`) during [start, end).
     Point {
+        /// 0-based vertices of the element containing the point.
         vertices: Vec<usize>,
+        /// Interpolation weight of the point for each of `vertices` (summing to 1).
         weights: Vec<f64>,
+        /// Total force (N) at the point.
         force: Vector3<f64>,
+        /// Time the force turns on (s).
         start: f64,
+        /// Time the force turns off (s), exclusive.
         end: f64,
     },
 }
@@ -114,40 +127,63 @@ pub fn assemble_loads(loads: &[Load], gravity_unit: &[f64], t: f64, f: &mut [f64
 /// Errors of the full-space simulator.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
+    /// The sparse Cholesky factorization failed.
     #[error(transparent)]
     Solve(#[from] SolveError),
+    /// Newton did not reach `tolerance` within `max_newton_iterations`.
     #[error("Newton did not converge at t = {time:.6} s: relative residual {relative_residual:.3e} after {iterations} iterations")]
     NoConvergence {
+        /// Simulation time (s) at the start of the failed step or static solve.
         time: f64,
+        /// Residual norm on the free dofs, relative to its reference scale, at the last iteration.
         relative_residual: f64,
+        /// Iterations run.
         iterations: usize,
     },
+    /// The residual became NaN or infinite.
     #[error("the simulation produced a non-finite displacement at t = {time:.6} s")]
-    NonFinite { time: f64 },
+    NonFinite {
+        /// Simulation time (s) at the start of the failed step or static solve.
+        time: f64,
+    },
+    /// A fixed vertex index is not in the mesh.
     #[error("fixed vertex {vertex} is out of range (the mesh has {count} vertices)")]
-    FixedOutOfRange { vertex: usize, count: usize },
+    FixedOutOfRange {
+        /// The offending 0-based vertex index.
+        vertex: usize,
+        /// Number of vertices in the mesh.
+        count: usize,
+    },
 }
 
 /// What one step or solve did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepReport {
+    /// Newton iterations (linear solves) performed.
     pub newton_iterations: usize,
+    /// Residual norm on the free dofs relative to its reference scale, at the last check.
     pub relative_residual: f64,
 }
 
 /// Full-space implicit Newmark simulator and static solver.
 pub struct FullSimulator {
+    /// The finite element model: mesh, material law and element data.
     pub model: FemModel,
+    /// Simulator settings; the Newmark constants are computed from `params.newmark` in
+    /// [`Self::new`], so changing it afterwards has no effect.
     pub params: FullSimParams,
     coeffs: NewmarkCoefficients,
     mass: BlockSparseMatrix,
     vertex_masses: Vec<f64>,
     fixed: Vec<bool>,
     solver: FreeDofSolver,
-    /// Displacement, velocity and acceleration.
+    /// Displacement u (m), one entry per degree of freedom (3 per vertex, x y z interleaved).
     pub u: Vec<f64>,
+    /// Velocity u' (m/s), one entry per degree of freedom.
     pub v: Vec<f64>,
+    /// Acceleration u'' (m/s^2), one entry per degree of freedom.
     pub a: Vec<f64>,
+    /// Simulation time (s), advanced by dt each step.
     pub time: f64,
     k: BlockSparseMatrix,
     system: BlockSparseMatrix,
@@ -203,18 +239,22 @@ impl FullSimulator {
         })
     }
 
+    /// Number of degrees of freedom, 3 per vertex (x, y, z interleaved).
     pub fn num_dofs(&self) -> usize {
         self.u.len()
     }
 
+    /// The mass matrix M, of the kind chosen in `params.mass`.
     pub fn mass_matrix(&self) -> &BlockSparseMatrix {
         &self.mass
     }
 
+    /// Lumped mass of each vertex (kg), used to apply [`Load::Gravity`].
     pub fn vertex_masses(&self) -> &[f64] {
         &self.vertex_masses
     }
 
+    /// Whether degree of freedom `dof` (3 vertex + axis) is fixed (prescribed).
     pub fn is_fixed(&self, dof: usize) -> bool {
         self.fixed[dof]
     }

@@ -1,5 +1,5 @@
 //! The implicit Newmark integrator's constants (thesis 2.7, eqs. at L870-895;
-//! REFERENCE.md), shared by the full-space and the reduced simulators.
+//! docs/equations.md), shared by the full-space and the reduced simulators.
 //!
 //! With Newmark parameters beta~ and gamma~ and step dt:
 //! a1 = 1/(beta~ dt^2), a2 = 1/(beta~ dt), a3 = (1 - 2 beta~)/(2 beta~),
@@ -11,8 +11,11 @@
 /// Newmark parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NewmarkParams {
+    /// Time step dt (s).
     pub dt: f64,
+    /// Newmark beta~ (1/4 for the average-acceleration rule).
     pub beta: f64,
+    /// Newmark gamma~ (1/2 for the average-acceleration rule; larger values add numerical damping).
     pub gamma: f64,
 }
 
@@ -26,6 +29,7 @@ impl NewmarkParams {
         }
     }
 
+    /// The constants a1..a6 of these parameters.
     pub fn coefficients(&self) -> NewmarkCoefficients {
         let (b, g, dt) = (self.beta, self.gamma, self.dt);
         NewmarkCoefficients {
@@ -42,11 +46,17 @@ impl NewmarkParams {
 /// The constants a1..a6 of the Newmark update.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NewmarkCoefficients {
+    /// a1 = 1/(beta~ dt^2) (1/s^2).
     pub a1: f64,
+    /// a2 = 1/(beta~ dt) (1/s).
     pub a2: f64,
+    /// a3 = (1 - 2 beta~)/(2 beta~) (dimensionless).
     pub a3: f64,
+    /// a4 = gamma~/(beta~ dt) (1/s).
     pub a4: f64,
+    /// a5 = 1 - gamma~/beta~ (dimensionless).
     pub a5: f64,
+    /// a6 = (1 - gamma~/(2 beta~)) dt (s).
     pub a6: f64,
 }
 

@@ -1,4 +1,4 @@
-//! Reduced implicit Newmark dynamics (thesis 2.9, REFERENCE.md): q'' + D~ + R~(q) = f~ in
+//! Reduced implicit Newmark dynamics (thesis 2.9, docs/equations.md): q'' + D~ + R~(q) = f~ in
 //! a mass-orthonormal basis (identity reduced mass), with reduced Rayleigh damping
 //! D~ = (alpha I + beta K~(q)) q'.
 //!
@@ -14,9 +14,14 @@ use crate::reduction::evaluator::{EvalScratch, ReducedForces};
 /// Settings of the reduced integrator.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReducedParams {
+    /// Newmark step dt and parameters beta~, gamma~.
     pub newmark: NewmarkParams,
+    /// Rayleigh mass damping alpha (1/s); the reduced mass is the identity, so the term is
+    /// alpha q'.
     pub damping_mass: f64,
+    /// Rayleigh stiffness damping beta (s), multiplying the reduced tangent stiffness K~(q).
     pub damping_stiffness: f64,
+    /// Newton iterations per step (at least one runs; 1 is the real-time setting).
     pub newton_iterations: usize,
     /// |q| above which the state counts as diverged.
     pub divergence_limit: f64,
@@ -45,6 +50,7 @@ impl Default for ReducedParams {
 /// What a step did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepEvent {
+    /// The step completed normally.
     Ok,
     /// The state became non-finite or exceeded the divergence limit (or the system matrix
     /// lost definiteness) and was reset to rest.
@@ -54,11 +60,17 @@ pub enum StepEvent {
 /// Reduced implicit Newmark integrator with preallocated buffers.
 #[derive(Debug, Clone)]
 pub struct ReducedNewmark {
+    /// Evaluator of the reduced internal forces R~(q) and tangent stiffness K~(q).
     pub forces: ReducedForces,
+    /// Integrator settings. The Newmark constants are computed from `params.newmark` in
+    /// [`Self::new`]; changing it afterwards has no effect.
     pub params: ReducedParams,
     coeffs: NewmarkCoefficients,
+    /// Reduced displacement q (length r).
     pub q: Vec<f64>,
+    /// Reduced velocity q' (length r).
     pub qvel: Vec<f64>,
+    /// Reduced acceleration q'' (length r).
     pub qacc: Vec<f64>,
     q0: Vec<f64>,
     r_int: Vec<f64>,
@@ -72,6 +84,7 @@ pub struct ReducedNewmark {
 }
 
 impl ReducedNewmark {
+    /// An integrator at rest for `forces`, with every buffer sized to its r modes.
     pub fn new(forces: ReducedForces, params: ReducedParams) -> Self {
         let r = forces.r();
         ReducedNewmark {
@@ -92,6 +105,7 @@ impl ReducedNewmark {
         }
     }
 
+    /// Number of reduced coordinates r.
     pub fn r(&self) -> usize {
         self.q.len()
     }

@@ -1,6 +1,6 @@
 //! Kikuuwe's edge-based StVK formulation for linear tetrahedra (Kikuuwe, Tabuchi,
 //! Yamamoto, "An edge-based computationally efficient formulation of Saint
-//! Venant-Kirchhoff tetrahedral finite elements", ACM TOG 2009; REFERENCE.md).
+//! Venant-Kirchhoff tetrahedral finite elements", ACM TOG 2009; docs/equations.md).
 //!
 //! For a linear tet with barycentric gradients alpha_i, G_ij = alpha_i . alpha_j and the
 //! identity sum_i alpha_i = 0, the Green strain is a combination of squared edge
@@ -202,14 +202,17 @@ impl EdgeStvk {
         })
     }
 
+    /// Number of unique mesh edges.
     pub fn num_edges(&self) -> usize {
         self.edges.len()
     }
 
+    /// Number of tetrahedron-sharing edge pairs (TSEPs): pairs of distinct edges in a common tet.
     pub fn num_tseps(&self) -> usize {
         self.tseps.len()
     }
 
+    /// An all-zero matrix with the model's stiffness pattern.
     pub fn new_matrix(&self) -> BlockSparseMatrix {
         let mut m = self.pattern.clone();
         m.fill_zero();

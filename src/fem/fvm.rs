@@ -1,6 +1,6 @@
 //! Teran's finite volume node forces for linear tetrahedra (Teran, Blemker, Ng Thow
 //! Hing, Fedkiw, "Finite volume methods for the simulation of skeletal muscle", SCA
-//! 2003; REFERENCE.md).
+//! 2003; docs/equations.md).
 //!
 //! With Ds = [x1-x0, x2-x0, x3-x0] and the rest matrix Dm, F = Ds Dm^-1; the forces on
 //! nodes 1..3 are the columns of G = P(F) Bm with **Bm = -V Dm^-T** (the paper prints +V,

@@ -5,7 +5,7 @@
 //! Sources: Barbic 2007 thesis, Ch. 2 (StVK, Total Lagrangian); Kikuuwe et al.,
 //! "An edge-based computationally efficient formulation of Saint Venant-Kirchhoff
 //! tetrahedral finite elements"; Teran et al., "Finite volume methods for the simulation
-//! of skeletal muscle". REFERENCE.md lists the errata of the printed equations.
+//! of skeletal muscle". docs/equations.md lists the errata of the printed equations.
 
 pub mod edge;
 pub mod fvm;
@@ -14,5 +14,5 @@ pub mod quadrature;
 pub mod sparse;
 pub mod stvk;
 
-pub use model::{FemError, FemModel, HexQuadrature, MassKind, MaterialLaw};
+pub use model::{FemError, FemModel, HexQuadrature, MassKind, MaterialLaw, UnknownMassKind};
 pub use sparse::{BlockSparseMatrix, FreeDofSolver, SolveError};

@@ -9,7 +9,7 @@
 //! + mu ((F g_b)(F g_a)^T + (g_a . g_b) F F^T) ].
 //!
 //! Quadrature: linear tets use one point (all integrands are constant); trilinear hexes use
-//! 3x3x3 Gauss for forces and stiffness, exact for StVK on parallelepipeds (REFERENCE.md:
+//! 3x3x3 Gauss for forces and stiffness, exact for StVK on parallelepipeds (docs/equations.md:
 //! 2x2x2 is not), and 2x2x2 for the mass matrix, which is exact there.
 //!
 //! Sign convention (as Vega): R is the internal elastic force in M u'' + D u' + R(u) = f.
@@ -44,36 +44,89 @@ pub enum HexQuadrature {
 /// Errors building a finite element model.
 #[derive(Debug, thiserror::Error)]
 pub enum FemError {
+    /// An element is degenerate or inverted in the rest shape.
     #[error("element {one_based} (0-based {index}) is {kind}: its {measure_name} is {measure:e}; fix the mesh before simulating")]
     BadElement {
+        /// 0-based index of the first bad element.
         index: usize,
+        /// The same element, 1-based (as in mesh files).
         one_based: usize,
+        /// Whether it is degenerate or inverted.
         kind: ElementDefectKind,
+        /// What `measure` is: "signed volume" (tets) or "smallest corner Jacobian
+        /// determinant" (hexes).
         measure_name: &'static str,
+        /// The offending value of that measure.
         measure: f64,
     },
+    /// An element's material has invalid parameters.
     #[error("material '{name}' of element {element}: {reason}")]
     InvalidMaterial {
+        /// Name of the material.
         name: String,
+        /// 0-based index of the first element using it.
         element: usize,
+        /// What is wrong with the parameters.
         reason: String,
     },
+    /// The mesh has no elements.
     #[error("the mesh has no elements")]
     Empty,
 }
 
-/// Mass matrix type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Mass matrix type. Files (bake manifests, scene files) name it `"consistent"` or
+/// `"lumped"`: that is its serde form, its [`Display`](std::fmt::Display) and what
+/// [`FromStr`](std::str::FromStr) accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MassKind {
+    /// Exact integrals of rho N_a N_b.
     Consistent,
+    /// The row sums of the consistent matrix on the diagonal.
     Lumped,
+}
+
+impl MassKind {
+    /// The name in files: `"consistent"` or `"lumped"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MassKind::Consistent => "consistent",
+            MassKind::Lumped => "lumped",
+        }
+    }
+}
+
+impl std::fmt::Display for MassKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A mass matrix name other than `consistent` or `lumped`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("mass matrix '{0}': expected 'consistent' or 'lumped'")]
+pub struct UnknownMassKind(pub String);
+
+impl std::str::FromStr for MassKind {
+    type Err = UnknownMassKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "consistent" => Ok(MassKind::Consistent),
+            "lumped" => Ok(MassKind::Lumped),
+            other => Err(UnknownMassKind(other.to_string())),
+        }
+    }
 }
 
 /// Finite element model of a tet or hex mesh.
 #[derive(Debug, Clone)]
 pub struct FemModel {
+    /// Element type of the mesh: linear tets or trilinear hexes.
     pub kind: ElementKind,
+    /// Constitutive law: StVK or linear elasticity.
     pub law: MaterialLaw,
+    /// Rest positions X of the vertices (m).
     pub rest_positions: Vec<Point3<f64>>,
     connectivity: Vec<usize>,
     nodes: usize,
@@ -119,6 +172,9 @@ impl FemModel {
         Self::with_quadrature(mesh, law, HexQuadrature::Gauss3)
     }
 
+    /// Builds the model, choosing the hex quadrature rule for forces and stiffness
+    /// (tets always use one point). Fails on an empty mesh, a degenerate or inverted
+    /// element, or an invalid material.
     pub fn with_quadrature(
         mesh: &VolumeMesh,
         law: MaterialLaw,
@@ -208,26 +264,32 @@ impl FemModel {
         })
     }
 
+    /// Number of vertices.
     pub fn num_vertices(&self) -> usize {
         self.rest_positions.len()
     }
 
+    /// Number of degrees of freedom, 3 per vertex (x, y, z interleaved).
     pub fn num_dofs(&self) -> usize {
         3 * self.rest_positions.len()
     }
 
+    /// Number of elements.
     pub fn num_elements(&self) -> usize {
         self.connectivity.len() / self.nodes
     }
 
+    /// Vertices per element: 4 for tets, 8 for hexes.
     pub fn nodes_per_element(&self) -> usize {
         self.nodes
     }
 
+    /// Flat connectivity: `nodes_per_element()` 0-based vertex indices per element.
     pub fn connectivity(&self) -> &[usize] {
         &self.connectivity
     }
 
+    /// The 0-based vertex indices of element `e`.
     pub fn element(&self, e: usize) -> &[usize] {
         &self.connectivity[e * self.nodes..(e + 1) * self.nodes]
     }
@@ -237,11 +299,12 @@ impl FemModel {
         (self.lambda[e], self.mu[e])
     }
 
-    /// Material group of element e and the names of the groups.
+    /// Material group of element e: an index into [`Self::material_names`].
     pub fn material_group(&self, e: usize) -> usize {
         self.material[e]
     }
 
+    /// Names of the material groups, indexed by [`Self::material_group`].
     pub fn material_names(&self) -> &[String] {
         &self.material_names
     }

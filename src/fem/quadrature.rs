@@ -3,7 +3,7 @@
 //!
 //! An n-point rule integrates polynomials of degree 2n - 1 exactly. On a trilinear voxel
 //! the StVK energy density is a polynomial of degree 4 in each reference coordinate, so
-//! forces and stiffness need n = 3 (REFERENCE.md, "Hex quadrature"); mass and the rest
+//! forces and stiffness need n = 3 (docs/equations.md, "Hex quadrature"); mass and the rest
 //! stiffness need only n = 2.
 
 /// Points and weights of the n-point Gauss-Legendre rule on [0, 1] (n = 1, 2 or 3).

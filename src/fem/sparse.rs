@@ -20,6 +20,8 @@ pub struct BlockSparseMatrix {
     n: usize,
     col_ptr: Vec<usize>,
     row_idx: Vec<usize>,
+    /// Stored entries in CSC order (both triangles), matching [`Self::col_ptr`] and
+    /// [`Self::row_idx`]; refilled at every assembly.
     pub values: Vec<f64>,
     /// For vertex v, the sorted vertices adjacent to it (itself included).
     neighbors_ptr: Vec<usize>,
@@ -68,18 +70,22 @@ impl BlockSparseMatrix {
         }
     }
 
+    /// Matrix dimension: 3 times the number of vertices.
     pub fn dim(&self) -> usize {
         self.n
     }
 
+    /// Number of stored entries (both triangles).
     pub fn nnz(&self) -> usize {
         self.values.len()
     }
 
+    /// CSC column pointers (length `dim() + 1`).
     pub fn col_ptr(&self) -> &[usize] {
         &self.col_ptr
     }
 
+    /// CSC row indices of the stored entries, sorted within each column.
     pub fn row_idx(&self) -> &[usize] {
         &self.row_idx
     }
@@ -136,6 +142,7 @@ impl BlockSparseMatrix {
         }
     }
 
+    /// Sets every stored entry to zero, keeping the pattern.
     pub fn fill_zero(&mut self) {
         self.values.iter_mut().for_each(|v| *v = 0.0);
     }
@@ -177,8 +184,10 @@ impl BlockSparseMatrix {
 /// Errors from the sparse solver.
 #[derive(Debug, thiserror::Error)]
 pub enum SolveError {
+    /// The numeric Cholesky factorization failed: the matrix is not positive definite.
     #[error("the system matrix is not positive definite (is the object unconstrained, or the material or step invalid?): {0}")]
     NotPositiveDefinite(String),
+    /// The symbolic analysis (ordering) of the pattern failed.
     #[error("sparse factorization failed: {0}")]
     Factorization(String),
 }
@@ -240,14 +249,17 @@ impl FreeDofSolver {
         })
     }
 
+    /// Number of free degrees of freedom.
     pub fn num_free(&self) -> usize {
         self.free_dofs.len()
     }
 
+    /// The free degrees of freedom, ascending (free index -> full dof).
     pub fn free_dofs(&self) -> &[usize] {
         &self.free_dofs
     }
 
+    /// Index of full dof `dof` among the free dofs, or `None` if it is fixed.
     pub fn free_index(&self, dof: usize) -> Option<usize> {
         self.free_index[dof]
     }

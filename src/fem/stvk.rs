@@ -2,7 +2,7 @@
 //! Total Lagrangian form, with their first and second derivatives.
 //!
 //! With the deformation gradient F = I + G (G the displacement gradient), the Green strain
-//! E = (F^T F - I) / 2 and Lame parameters lambda, mu (thesis 2.2, REFERENCE.md):
+//! E = (F^T F - I) / 2 and Lame parameters lambda, mu (thesis 2.2, docs/equations.md):
 //! - energy density   W = lambda/2 tr(E)^2 + mu tr(E^2);
 //! - second PK stress S = lambda tr(E) I + 2 mu E;
 //! - first PK stress  P = F S = dW/dF;

@@ -13,12 +13,12 @@
 //! checks everything and reports the file, the byte offset and what was expected;
 //! `boundary_min` (not stored) is recomputed.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use nalgebra::Point3;
 
 use super::sdf::SignedDistanceField;
+use crate::io::{write_bytes_atomic, ByteReader, Truncated};
 
 /// Largest resolution per axis we accept (a 65536^3 grid would be a petabyte).
 pub const MAX_DIST_RESOLUTION: i64 = 1 << 16;
@@ -28,66 +28,118 @@ const HEADER_BYTES: usize = 12 + 48;
 /// Errors reading or writing `.dist` files.
 #[derive(Debug, thiserror::Error)]
 pub enum DistError {
+    /// The file could not be read.
     #[error("{path}: cannot read: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The file could not be written.
     #[error("{path}: cannot write: {source}")]
     Write {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The file ends before its header says it should.
     #[error("{path}: byte offset {offset}: file ends early: expected {expected}")]
     Truncated {
+        /// The file.
         path: PathBuf,
+        /// The file's length.
         offset: u64,
+        /// What was expected, and at which byte offset.
         expected: String,
     },
+    /// A resolution outside 1..=[`MAX_DIST_RESOLUTION`].
     #[error("{path}: byte offset {offset}: expected a {axis} resolution between 1 and {MAX_DIST_RESOLUTION}, found {found}")]
     BadResolution {
+        /// The file.
         path: PathBuf,
+        /// Where the resolution is stored.
         offset: u64,
+        /// Its axis.
         axis: char,
+        /// The value found.
         found: i64,
     },
+    /// A closest-point field (negative y resolution), which is not supported.
     #[error("{path}: byte offset 4: negative y resolution {found} marks a closest-point field; only distance fields are supported")]
-    ClosestPointField { path: PathBuf, found: i64 },
+    ClosestPointField {
+        /// The file.
+        path: PathBuf,
+        /// The y resolution found.
+        found: i64,
+    },
+    /// A box corner coordinate that is NaN or infinite.
     #[error("{path}: byte offset {offset}: expected a finite box coordinate, found {found}")]
     NonFiniteBox {
+        /// The file.
         path: PathBuf,
+        /// Where the coordinate is stored.
         offset: u64,
+        /// The value found.
         found: f64,
     },
+    /// A box whose maximum does not exceed its minimum along an axis.
     #[error("{path}: byte offset {offset}: expected the box maximum along {axis} above the minimum {min}, found {max}")]
     EmptyBox {
+        /// The file.
         path: PathBuf,
+        /// Where the maximum is stored.
         offset: u64,
+        /// The axis.
         axis: char,
+        /// The box minimum along it.
         min: f64,
+        /// The box maximum along it.
         max: f64,
     },
+    /// Different spacings along the axes.
     #[error(
         "{path}: expected cubic cells (equal spacing on every axis), found spacings {spacing:?}"
     )]
-    NonCubic { path: PathBuf, spacing: [f64; 3] },
+    NonCubic {
+        /// The file.
+        path: PathBuf,
+        /// The spacing along x, y and z.
+        spacing: [f64; 3],
+    },
+    /// A distance value that is NaN, infinite or outside the f32 range.
     #[error("{path}: byte offset {offset}: expected a finite distance value, found {found}")]
     NonFiniteValue {
+        /// The file.
         path: PathBuf,
+        /// Where the value is stored.
         offset: u64,
+        /// The value found.
         found: f64,
     },
+    /// Bytes after the last value.
     #[error("{path}: byte offset {offset}: expected the end of the file after {nodes} values, found {extra} more bytes")]
     TrailingBytes {
+        /// The file.
         path: PathBuf,
+        /// Where the values end.
         offset: u64,
+        /// Number of grid nodes.
         nodes: u64,
+        /// Bytes past the last value.
         extra: u64,
     },
+    /// A field the format cannot hold, or a path with no file name.
     #[error("{path}: cannot write this field: {reason}")]
-    Unwritable { path: PathBuf, reason: String },
+    Unwritable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 const AXES: [char; 3] = ['x', 'y', 'z'];
@@ -101,43 +153,24 @@ pub fn read_dist(path: &Path) -> Result<SignedDistanceField, DistError> {
     parse_dist(&bytes, path)
 }
 
-/// A little-endian cursor that reports the offset of what it fails to read.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    path: &'a Path,
-}
-
-impl<'a> Cursor<'a> {
-    fn take<const N: usize>(&mut self, what: &str) -> Result<[u8; N], DistError> {
-        let chunk = self
-            .bytes
-            .get(self.at..self.at + N)
-            .ok_or_else(|| DistError::Truncated {
-                path: self.path.to_path_buf(),
-                offset: self.bytes.len() as u64,
-                expected: format!("{what} ({N} bytes at byte offset {})", self.at),
-            })?;
-        self.at += N;
-        Ok(chunk.try_into().expect("the chunk has N bytes"))
-    }
-
-    fn i32(&mut self, what: &str) -> Result<i64, DistError> {
-        Ok(i32::from_le_bytes(self.take(what)?) as i64)
-    }
-
-    fn f64(&mut self, what: &str) -> Result<f64, DistError> {
-        Ok(f64::from_le_bytes(self.take(what)?))
-    }
-}
-
 /// Parses the bytes of a `.dist` file (`path` names it in errors).
 pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, DistError> {
-    let mut c = Cursor { bytes, at: 0, path };
+    // A value past the end: the offset is the file's length, the value's own offset
+    // goes into the expectation.
+    let truncated = |t: Truncated| DistError::Truncated {
+        path: path.to_path_buf(),
+        offset: t.offset + t.available as u64,
+        expected: format!(
+            "{} ({} bytes at byte offset {})",
+            t.what, t.needed, t.offset
+        ),
+    };
+    let mut c = ByteReader::new(bytes);
+    let mut resolution = |what| c.i32(what).map(i64::from).map_err(truncated);
     let raw = [
-        c.i32("the x resolution (int32)")?,
-        c.i32("the y resolution (int32)")?,
-        c.i32("the z resolution (int32)")?,
+        resolution("the x resolution (int32)")?,
+        resolution("the y resolution (int32)")?,
+        resolution("the z resolution (int32)")?,
     ];
     if raw[1] < 0 {
         return Err(DistError::ClosestPointField {
@@ -162,8 +195,10 @@ pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, Dist
     let mut corner = [[0.0; 3]; 2];
     for (m, name) in ["bmin", "bmax"].iter().enumerate() {
         for a in 0..3 {
-            let offset = c.at as u64;
-            let v = c.f64(&format!("{name} {} (f64)", AXES[a]))?;
+            let offset = c.offset() as u64;
+            let v = c
+                .f64(&format!("{name} {} (f64)", AXES[a]))
+                .map_err(truncated)?;
             if !v.is_finite() {
                 return Err(DistError::NonFiniteBox {
                     path: path.to_path_buf(),
@@ -219,17 +254,15 @@ pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, Dist
             extra: have - need,
         });
     }
-    let data = &bytes[HEADER_BYTES..];
-    let value = |i: usize| -> f64 {
-        if double {
-            f64::from_le_bytes(data[8 * i..8 * i + 8].try_into().expect("8 bytes"))
-        } else {
-            f32::from_le_bytes(data[4 * i..4 * i + 4].try_into().expect("4 bytes")) as f64
-        }
-    };
     let mut values = Vec::with_capacity(nodes as usize);
     for i in 0..nodes as usize {
-        let v = value(i);
+        // The size check above guarantees every value is there.
+        let v = if double {
+            c.f64("a distance value (f64)")
+        } else {
+            c.f32("a distance value (f32)").map(f64::from)
+        }
+        .map_err(truncated)?;
         if !v.is_finite() || (double && v.abs() > f32::MAX as f64) {
             return Err(DistError::NonFiniteValue {
                 path: path.to_path_buf(),
@@ -281,30 +314,16 @@ pub fn write_dist(path: &Path, field: &SignedDistanceField) -> Result<(), DistEr
         path: path.to_path_buf(),
         reason,
     })?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| DistError::Unwritable {
+    if path.file_name().is_none() {
+        return Err(DistError::Unwritable {
             path: path.to_path_buf(),
             reason: "the path has no file name".to_string(),
-        })?
-        .to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let write_err = |source| DistError::Write {
+        });
+    }
+    write_bytes_atomic(path, &bytes).map_err(|source| DistError::Write {
         path: path.to_path_buf(),
         source,
-    };
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        // Best effort: the temporary file may not exist.
-        let _ = std::fs::remove_file(&tmp);
-        return Err(write_err(e));
-    }
-    Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -27,17 +27,16 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use nalgebra::Vector3;
 use rayon::prelude::*;
 
 use super::sdf::{
-    check_memory, cubic_grid, estimate_bytes, unsigned_values, Grid, MeshDistance, ProgressFn,
-    SdfError, SdfMethod, SdfOptions, SdfProgress, SdfStage, SignedDistanceField, DEFAULT_BAND,
-    DEFAULT_ENLARGE,
+    check_memory, cubic_grid, estimate_bytes, stage, unsigned_values, Grid, MeshDistance, SdfError,
+    SdfMethod, SdfOptions, SignedDistanceField, DEFAULT_BAND, DEFAULT_ENLARGE,
 };
 use crate::mesh::SurfaceMesh;
+use crate::progress::Progress;
 
 /// The default offset of the soup's enclosing surface, in cells.
 pub const DEFAULT_OFFSET: f64 = 1.5;
@@ -122,7 +121,7 @@ pub fn soup_offset_surface(
     mesh: &SurfaceMesh,
     resolution: usize,
     offset: f64,
-    progress: ProgressFn,
+    progress: &dyn Progress,
 ) -> Result<SurfaceMesh, SdfError> {
     let opts = SoupOptions {
         resolution,
@@ -135,6 +134,7 @@ pub fn soup_offset_surface(
 /// A polygon soup's signed field and the closed surface it is the field of.
 #[derive(Debug, Clone)]
 pub struct SoupField {
+    /// The signed field of `surface`.
     pub field: SignedDistanceField,
     /// The offset surface, enclosed components dropped.
     pub surface: SurfaceMesh,
@@ -142,11 +142,12 @@ pub struct SoupField {
 
 /// The signed distance field of a polygon soup: unsigned field, offset surface,
 /// enclosed components dropped, then the signed field of that closed surface on the
-/// same grid (the soup's cubic box). Refuses too-large grids before allocating.
+/// same grid (the soup's cubic box). Refuses too-large grids before allocating. Each
+/// stage is reported to `progress` under its [`stage`] name.
 pub fn soup_signed_field(
     mesh: &SurfaceMesh,
     opts: &SoupOptions,
-    progress: ProgressFn,
+    progress: &dyn Progress,
 ) -> Result<SoupField, SdfError> {
     let (surface, grid) = offset_surface_on_grid(mesh, opts, progress)?;
     let distance = MeshDistance::new(&surface)?;
@@ -157,7 +158,7 @@ pub fn soup_signed_field(
 fn offset_surface_on_grid(
     mesh: &SurfaceMesh,
     opts: &SoupOptions,
-    progress: ProgressFn,
+    progress: &dyn Progress,
 ) -> Result<(SurfaceMesh, Grid), SdfError> {
     if mesh.triangles.is_empty() {
         return Err(SdfError::Empty);
@@ -272,14 +273,14 @@ pub(crate) fn marching_tetrahedra(
     grid: &Grid,
     values: &[f32],
     iso: f64,
-    progress: ProgressFn,
+    progress: &dyn Progress,
 ) -> SurfaceMesh {
     let [nx, ny, nz] = grid.nodes;
     let nodes = grid.len() as u64;
     let iso32 = iso as f32;
     let idx = |i: usize, j: usize, k: usize| (k * ny + j) * nx + i;
-    let done = AtomicU64::new(0);
     let layers = nz.saturating_sub(1) as u64;
+    progress.stage(stage::ISOSURFACE, layers);
     let keyed: Vec<Vec<[u64; 3]>> = (0..nz.saturating_sub(1))
         .into_par_iter()
         .map(|k| {
@@ -311,14 +312,11 @@ pub(crate) fn marching_tetrahedra(
                     }
                 }
             }
-            progress(SdfProgress {
-                stage: SdfStage::Isosurface,
-                done: done.fetch_add(1, Ordering::Relaxed) + 1,
-                total: layers,
-            });
+            progress.advance(1);
             out
         })
         .collect();
+    progress.finish();
     let mut ids: HashMap<u64, usize, BuildHasherDefault<KeyHasher>> = HashMap::default();
     let mut mesh = SurfaceMesh::default();
     let node_of = |n: usize| (n % nx, (n / nx) % ny, n / (nx * ny));
@@ -343,7 +341,7 @@ pub(crate) fn marching_tetrahedra(
 /// Keeps the connected components (through shared vertices) of a closed, outward-facing
 /// surface whose signed volume is positive: inner shells around cavities face into the
 /// cavity and have negative volume. Unused vertices are removed.
-pub(crate) fn drop_enclosed_components(mesh: &SurfaceMesh, progress: ProgressFn) -> SurfaceMesh {
+pub(crate) fn drop_enclosed_components(mesh: &SurfaceMesh, progress: &dyn Progress) -> SurfaceMesh {
     let nv = mesh.vertices.len();
     let mut parent: Vec<usize> = (0..nv).collect();
     fn find(p: &mut [usize], mut x: usize) -> usize {
@@ -368,11 +366,9 @@ pub(crate) fn drop_enclosed_components(mesh: &SurfaceMesh, progress: ProgressFn)
         let [a, b, d] = t.map(|v| mesh.vertices[v] - c);
         *volume.entry(find(&mut parent, t[0])).or_insert(0.0) += a.dot(&b.cross(&d)) / 6.0;
     }
-    progress(SdfProgress {
-        stage: SdfStage::Components,
-        done: volume.len() as u64,
-        total: volume.len() as u64,
-    });
+    progress.stage(stage::COMPONENTS, volume.len() as u64);
+    progress.set(volume.len() as u64);
+    progress.finish();
     let mut new_id = vec![usize::MAX; nv];
     let mut out = SurfaceMesh::default();
     for t in &mesh.triangles {
@@ -394,11 +390,8 @@ pub(crate) fn drop_enclosed_components(mesh: &SurfaceMesh, progress: ProgressFn)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::progress::NoProgress;
     use nalgebra::Point3;
-
-    fn no_progress() -> impl Fn(SdfProgress) + Sync {
-        |_| {}
-    }
 
     #[test]
     fn kuhn_tetrahedra_fill_the_cube_with_positive_volume() {
@@ -460,7 +453,7 @@ mod tests {
                 }
             }
         }
-        let m = marching_tetrahedra(&grid, &values, 0.8, &no_progress());
+        let m = marching_tetrahedra(&grid, &values, 0.8, &NoProgress);
         assert_eq!(m.boundary_and_nonmanifold_edges(), (0, 0));
         assert_eq!(m.connected_components(), 1);
         let exact = 4.0 / 3.0 * std::f64::consts::PI * 0.8f64.powi(3);
@@ -488,9 +481,9 @@ mod tests {
                 }
             }
         }
-        let m = marching_tetrahedra(&grid, &values, 0.2, &no_progress());
+        let m = marching_tetrahedra(&grid, &values, 0.2, &NoProgress);
         assert_eq!(m.connected_components(), 2);
-        let kept = drop_enclosed_components(&m, &no_progress());
+        let kept = drop_enclosed_components(&m, &NoProgress);
         assert_eq!(kept.connected_components(), 1);
         assert_eq!(kept.boundary_and_nonmanifold_edges(), (0, 0));
         let outer = 4.0 / 3.0 * std::f64::consts::PI;

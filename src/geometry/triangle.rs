@@ -10,9 +10,11 @@ use nalgebra::{Point3, Vector3};
 /// The part of a triangle a closest point lies on (local indices 0, 1, 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Feature {
+    /// The vertex with this local index.
     Vertex(u8),
     /// The edge from vertex `a` to vertex `b` (a < b).
     Edge(u8, u8),
+    /// The interior of the face.
     Face,
 }
 

@@ -1,4 +1,4 @@
-//! The haptic log: one CSV row per cycle with a header row (DESIGN.md "File formats"),
+//! The haptic log: one CSV row per cycle with a header row (docs/file-formats.md),
 //! written by `haptics replay` (and the live loop's recorder), and compared against a
 //! golden log for regression tests.
 //!
@@ -57,15 +57,23 @@ pub const NOT_COMPARED: [&str; 1] = ["cycle_us"];
 /// Errors reading or comparing logs.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
+    /// The log file could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The file being read.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A missing or wrong header, a row with the wrong number of fields, or a field that
+    /// is not a number.
     #[error("{path}:line {line}: {message}")]
     Format {
+        /// The file being parsed.
         path: PathBuf,
+        /// 1-based line number.
         line: usize,
+        /// What is wrong.
         message: String,
     },
 }
@@ -130,6 +138,7 @@ pub fn force_magnitude(row: &Row) -> f64 {
 /// A haptic log: the rows as numbers, in [`COLUMNS`] order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Log {
+    /// The data rows, one per cycle, in file order.
     pub rows: Vec<Row>,
 }
 
@@ -207,11 +216,16 @@ pub fn parse_log(text: &str, path: &Path) -> Result<Log, LogError> {
 /// The largest difference in one column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnDiff {
+    /// Column name from [`COLUMNS`], or [`ROW_COUNT`].
     pub column: &'static str,
+    /// Largest absolute difference (infinite for a NaN or a row-count mismatch).
     pub max_abs: f64,
-    /// 1-based data row of the largest difference, and the two values there.
+    /// 1-based data row of the largest difference (for [`ROW_COUNT`], one past the
+    /// shorter log).
     pub row: usize,
+    /// The actual log's value there (for [`ROW_COUNT`], its number of rows).
     pub actual: f64,
+    /// The expected log's value there (for [`ROW_COUNT`], its number of rows).
     pub expected: f64,
 }
 

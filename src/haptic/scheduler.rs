@@ -31,6 +31,7 @@ impl PeriodicScheduler {
         }
     }
 
+    /// The time between deadlines: 1 / rate, after clamping the rate.
     pub fn period(&self) -> Duration {
         self.period
     }

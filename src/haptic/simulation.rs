@@ -18,7 +18,7 @@ use nalgebra::{Isometry3, Point3, Translation3, Vector3};
 use crate::contact::{ContactOutput, PointContact, Poses, Traversal};
 use crate::coupling::{StaticCoupling, Workspace};
 use crate::dynamics::StepEvent;
-use crate::scene::{HapticField, Scene};
+use crate::scene::{Param, Scene, Settings};
 
 /// What one cycle did.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,11 +27,13 @@ pub struct CycleReport {
     pub manipulandum: Isometry3<f64>,
     /// Simulated pose of the haptic object's grasp frame after the cycle.
     pub simulation: Isometry3<f64>,
-    /// Wrench for the device (world frame): zero when `fault` is set.
+    /// Force for the device (N, world frame): zero when `fault` is set.
     pub force: Vector3<f64>,
+    /// Torque for the device (N m, world frame): zero when `fault` is set.
     pub torque: Vector3<f64>,
-    /// Nodes traversed and points in contact, over all environment objects.
+    /// Nodes traversed, over all environment objects.
     pub traversed: usize,
+    /// Points in contact, over all environment objects.
     pub contacts: usize,
     /// Deepest pointshell level reached (over all objects, 1-based; 0 if none).
     pub level_of_detail: usize,
@@ -46,8 +48,12 @@ pub struct CycleReport {
 /// A scene being simulated.
 #[derive(Debug, Clone)]
 pub struct HapticSimulation {
+    /// The scene: haptic object, environment objects and their settings.
     pub scene: Scene,
+    /// Static virtual coupling of the haptic object's grasp frame to the manipulandum;
+    /// its pose is the haptic object's simulated grasp frame.
     pub coupling: StaticCoupling,
+    /// Device-to-simulation mapping (scale and clutch indexing).
     pub workspace: Workspace,
     traversals: Vec<Traversal>,
     outputs: Vec<ContactOutput>,
@@ -62,10 +68,7 @@ impl HapticSimulation {
     /// workspace index maps the device origin to the object's initial grasp frame).
     pub fn new(scene: Scene) -> Self {
         let grasp_frame = scene.haptic.pose * Translation3::from(scene.haptic.grasp.coords);
-        let field_r = match &scene.haptic.field {
-            HapticField::Rigid(_) => 0,
-            HapticField::Deformable { dynamics, .. } => dynamics.r(),
-        };
+        let field_r = scene.haptic.field.r();
         let traversals = scene
             .environment
             .iter()
@@ -93,6 +96,31 @@ impl HapticSimulation {
         self.coupling.pose * Translation3::from(-self.scene.haptic.grasp.coords)
     }
 
+    /// The current tunable settings.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            coupling: self.coupling.params,
+            ..self.scene.settings()
+        }
+    }
+
+    /// Sets a tunable parameter, clamped into its range (allocation-free: the haptic
+    /// thread applies live edits with it).
+    pub fn set(&mut self, param: Param, value: f64) {
+        let mut s = self.settings();
+        param.set(&mut s, value);
+        self.coupling.params = s.coupling;
+        if param.is_contact() {
+            self.set_contact_params(|c| *c = s.contact);
+        }
+        if param.is_dynamics() {
+            self.edit_dynamics(|d| {
+                d.material_scale = s.material_scale;
+                d.active_modes = s.modes_used;
+            });
+        }
+    }
+
     /// Edits the contact parameters of every traversal.
     pub fn set_contact_params(&mut self, edit: impl Fn(&mut crate::contact::ContactParams)) {
         edit(&mut self.scene.contact);
@@ -103,13 +131,8 @@ impl HapticSimulation {
 
     /// Edits the integrator settings of every reduced-deformable object.
     pub fn edit_dynamics(&mut self, edit: impl Fn(&mut crate::dynamics::ReducedParams)) {
-        for e in &mut self.scene.environment {
-            if let Some(d) = &mut e.dynamics {
-                edit(&mut d.params);
-            }
-        }
-        if let HapticField::Deformable { dynamics, .. } = &mut self.scene.haptic.field {
-            edit(&mut dynamics.params);
+        for d in self.scene.dynamics_mut() {
+            edit(&mut d.params);
         }
     }
 
@@ -122,13 +145,8 @@ impl HapticSimulation {
         for t in &mut self.traversals {
             t.reset();
         }
-        for e in &mut self.scene.environment {
-            if let Some(d) = &mut e.dynamics {
-                d.reset();
-            }
-        }
-        if let HapticField::Deformable { dynamics, .. } = &mut self.scene.haptic.field {
-            dynamics.reset();
+        for d in self.scene.dynamics_mut() {
+            d.reset();
         }
     }
 
@@ -153,9 +171,7 @@ impl HapticSimulation {
         self.last_manipulandum = Some(manip);
         let body = self.haptic_pose();
         let grasp = self.coupling.pose * Point3::origin();
-        if let HapticField::Deformable { field, dynamics } = &mut self.scene.haptic.field {
-            field.update(&dynamics.q);
-        }
+        self.scene.haptic.field.update_deformation();
         let mut total = PointContact::zero();
         let (mut traversed, mut contacts, mut lod) = (0, 0, 0);
         for ((env, tr), out) in self
@@ -171,12 +187,10 @@ impl HapticSimulation {
                 grasp,
             };
             let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
-            match &self.scene.haptic.field {
-                HapticField::Rigid(sdf) => tr.run(&env.shell, sdf, &poses, q, out),
-                HapticField::Deformable { field, .. } => {
-                    tr.run(&env.shell, field.as_ref(), &poses, q, out)
-                }
-            }
+            self.scene
+                .haptic
+                .field
+                .traverse(tr, &env.shell, &poses, q, out);
             total.add(&out.contact);
             traversed += out.traversed;
             contacts += out.contacts.len();
@@ -202,7 +216,7 @@ impl HapticSimulation {
                 reset |= d.step(&out.reduced_force) != StepEvent::Ok;
             }
         }
-        if let HapticField::Deformable { dynamics, .. } = &mut self.scene.haptic.field {
+        if let Some(dynamics) = self.scene.haptic.field.dynamics_mut() {
             self.field_force.fill(0.0);
             for out in &self.outputs {
                 for (f, g) in self.field_force.iter_mut().zip(&out.field_reduced_force) {

@@ -3,7 +3,7 @@
 //!
 //! Each cycle, in order: drain commands (non-blocking), read the device, run the cycle
 //! (coupling, traversal, 6x6 solve, reduced forces, Newmark steps), write the force,
-//! record the cycle time, publish a snapshot. Rules (DESIGN.md): no allocation, no
+//! record the cycle time, publish a snapshot. Rules (docs/architecture.md): no allocation, no
 //! blocking lock, no I/O inside a cycle; state leaves through a lock-free triple buffer;
 //! commands arrive over a crossbeam channel. A cycle that overruns its period, or a device
 //! read that fails, renders zero force and is counted, never hidden.
@@ -20,7 +20,7 @@ use nalgebra::{Isometry3, Point3, Vector3};
 use super::simulation::{CycleReport, HapticSimulation};
 use super::timing::{CycleStats, TimingSummary};
 use super::PeriodicScheduler;
-use crate::scene::HapticField;
+use crate::scene::Param;
 
 /// Button bit used as the clutch (workspace indexing).
 pub const CLUTCH_BUTTON: u32 = 1 << 1;
@@ -28,22 +28,9 @@ pub const CLUTCH_BUTTON: u32 = 1 << 1;
 /// Edits sent to the haptic thread.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Command {
-    /// Contact penalty stiffness (N/m).
-    ContactStiffness(f64),
-    /// Coupling stiffness (N/m) and torque stiffness (N m).
-    CouplingStiffness { force: f64, torque: f64 },
-    /// Saturation plateau (N), or none.
-    Saturation(Option<f64>),
-    /// Static damping alpha.
-    StaticDamping(f64),
-    /// Velocity limits (m/s, rad/s).
-    VelocityLimits { linear: f64, angular: f64 },
-    /// Warm node budget.
-    NodeBudget(usize),
-    /// Modes in use by every reduced object (the rest are held at zero).
-    ModesUsed(usize),
-    /// Young's modulus scale of every reduced object (1 = as baked).
-    MaterialScale(f64),
+    /// Change a tunable parameter (validated by the sender with [`Param::validate`]; the
+    /// thread clamps it into its range regardless).
+    Set(Param, f64),
     /// Put the haptic object back on the manipulandum and the deformables at rest.
     Reset,
 }
@@ -64,8 +51,12 @@ pub struct ContactSample {
 /// State published every cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
+    /// Cycles run so far (the simulation's `cycle` counter).
     pub cycle: u64,
+    /// Wall time since the thread started (s), taken at the end of this cycle.
     pub time_s: f64,
+    /// This cycle's report; `None` if the device read failed (and in
+    /// [`Snapshot::capture`]).
     pub report: Option<CycleReport>,
     /// World pose of the haptic object's body frame.
     pub haptic_pose: Isometry3<f64>,
@@ -112,10 +103,7 @@ impl Snapshot {
                 .iter()
                 .map(|e| e.dynamics.as_ref().map_or(vec![], |d| d.q.clone()))
                 .collect(),
-            haptic_q: match &sim.scene.haptic.field {
-                HapticField::Rigid(_) => vec![],
-                HapticField::Deformable { dynamics, .. } => dynamics.q.clone(),
-            },
+            haptic_q: sim.scene.haptic.field.q().to_vec(),
             timing: CycleStats::new(1).summary(),
             zero_force_cycles: 0,
             cycle_us: 0.0,
@@ -141,9 +129,7 @@ impl Snapshot {
                 dst.copy_from_slice(&d.q);
             }
         }
-        if let HapticField::Deformable { dynamics, .. } = &sim.scene.haptic.field {
-            self.haptic_q.copy_from_slice(&dynamics.q);
-        }
+        self.haptic_q.copy_from_slice(sim.scene.haptic.field.q());
         self.workspace_index = sim.workspace.index;
         self.contact_count = 0;
         self.contacts_total = 0;
@@ -297,26 +283,8 @@ fn request_realtime_priority() -> bool {
 /// Applies every queued command (non-blocking; commands are plain values).
 fn apply_commands(sim: &mut HapticSimulation, rx: &Receiver<Command>) {
     while let Ok(c) = rx.try_recv() {
-        let coupling = &mut sim.coupling.params;
         match c {
-            Command::ContactStiffness(k) => sim.set_contact_params(|p| p.stiffness = k),
-            Command::CouplingStiffness { force, torque } => {
-                coupling.stiffness = force;
-                coupling.torque_stiffness = torque;
-            }
-            Command::Saturation(s) => coupling.saturation_force = s,
-            Command::StaticDamping(a) => coupling.static_damping = a.clamp(0.0, 0.95),
-            Command::VelocityLimits { linear, angular } => {
-                coupling.max_velocity = linear;
-                coupling.max_angular_velocity = angular;
-            }
-            Command::NodeBudget(b) => sim.set_contact_params(|p| p.warm_budget = b),
-            Command::ModesUsed(m) => sim.edit_dynamics(|p| p.active_modes = m.max(1)),
-            Command::MaterialScale(s) => {
-                if s.is_finite() && s > 0.0 {
-                    sim.edit_dynamics(|p| p.material_scale = s);
-                }
-            }
+            Command::Set(p, v) => sim.set(p, v),
             Command::Reset => sim.reset(),
         }
     }

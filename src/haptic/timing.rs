@@ -1,6 +1,6 @@
 //! Per-cycle timing of the haptic loop: a fixed histogram (1 us bins up to 20 ms, so
 //! recording never allocates), percentiles, the maximum, and overruns (cycles longer than
-//! the period). A missed deadline is counted and reported, never hidden (DESIGN.md).
+//! the period). A missed deadline is counted and reported, never hidden (docs/architecture.md).
 
 /// Bin width in nanoseconds.
 const BIN_NS: u64 = 1_000;
@@ -21,12 +21,19 @@ pub struct CycleStats {
 /// A summary of [`CycleStats`] in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TimingSummary {
+    /// Cycles recorded.
     pub cycles: u64,
+    /// Mean cycle duration (us).
     pub mean_us: f64,
+    /// Median cycle duration (us; the upper edge of its 1 us bin).
     pub p50_us: f64,
+    /// 99th-percentile cycle duration (us; upper bin edge).
     pub p99_us: f64,
+    /// 99.9th-percentile cycle duration (us; upper bin edge).
     pub p999_us: f64,
+    /// Longest cycle (us, exact).
     pub max_us: f64,
+    /// Cycles longer than the period.
     pub overruns: u64,
 }
 
@@ -65,10 +72,12 @@ impl CycleStats {
         self.overruns = 0;
     }
 
+    /// Number of cycles recorded.
     pub fn count(&self) -> u64 {
         self.count
     }
 
+    /// Number of recorded cycles longer than the period.
     pub fn overruns(&self) -> u64 {
         self.overruns
     }
@@ -91,6 +100,7 @@ impl CycleStats {
         self.max_ns as f64 / 1000.0
     }
 
+    /// Count, mean, percentiles, maximum and overruns, in microseconds.
     pub fn summary(&self) -> TimingSummary {
         TimingSummary {
             cycles: self.count,

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::error::{excerpt, Location, MeshError};
-use super::text::{as_utf8, numbered_lines, parse_i64, read_bytes, strip_comment};
+use super::text::{as_utf8, numbered_lines, parse_i64, read_bytes, strip_comment, write_bytes};
 
 /// Reads a `.bou` file; with `num_vertices`, every index must lie in `1..=num_vertices`.
 pub fn read_bou(path: &Path, num_vertices: Option<usize>) -> Result<Vec<usize>, MeshError> {
@@ -74,7 +74,7 @@ pub fn write_bou(path: &Path, fixed: &[usize]) -> Result<(), MeshError> {
         }
         s.push('\n');
     }
-    std::fs::write(path, s).map_err(|e| MeshError::io(path, e))
+    write_bytes(path, s.as_bytes())
 }
 
 #[cfg(test)]

@@ -40,18 +40,35 @@ pub struct Embedding {
 /// Why [`embed`] failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EmbedError {
+    /// The volumetric mesh has no elements to embed in.
     #[error("the volumetric mesh has no elements")]
     EmptyMesh,
+    /// A point to embed has a NaN or infinite coordinate.
     #[error("point {index} (0-based) is not finite: {position:?}")]
-    NonFinitePoint { index: usize, position: [f64; 3] },
+    NonFinitePoint {
+        /// 0-based index of the first such point.
+        index: usize,
+        /// Its coordinates.
+        position: [f64; 3],
+    },
+    /// A vertex of the volumetric mesh has a NaN or infinite coordinate.
     #[error("volumetric mesh vertex {index} (0-based) is not finite: {position:?}")]
-    NonFiniteVertex { index: usize, position: [f64; 3] },
+    NonFiniteVertex {
+        /// 0-based index of the first such vertex.
+        index: usize,
+        /// Its coordinates.
+        position: [f64; 3],
+    },
+    /// An element of the volumetric mesh names a vertex the mesh does not have.
     #[error(
         "element {element} (0-based) refers to vertex {index}, but the mesh has {count} vertices"
     )]
     IndexOutOfRange {
+        /// 0-based index of the first such element.
         element: usize,
+        /// The 0-based vertex index it holds.
         index: usize,
+        /// Number of vertices of the mesh.
         count: usize,
     },
 }

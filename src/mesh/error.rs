@@ -30,25 +30,37 @@ impl fmt::Display for Location {
 /// An error while reading or validating a mesh.
 #[derive(Debug, thiserror::Error)]
 pub enum MeshError {
+    /// The operating system failed to read the file (the writers report a failed write
+    /// here too, under the same "cannot read" message).
     #[error("{path}: cannot read: {source}")]
     Io {
+        /// The file being read or written.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// The text or bytes at `location` are not what the format requires.
     #[error("{path}:{location}: expected {expected}, found {found}")]
     Syntax {
+        /// The file being read.
         path: PathBuf,
+        /// The line (text) or byte offset (binary) of the bad token.
         location: Location,
+        /// What the format requires there, in words.
         expected: String,
+        /// What the file holds instead (a quoted, shortened excerpt).
         found: String,
     },
     /// The file ended before the format was complete.
     #[error("{path}:{location}: file ends early: expected {expected}")]
     Truncated {
+        /// The file being read.
         path: PathBuf,
+        /// Where the data stopped: the line past the last one (or a section line that came
+        /// too early), or the file's length in bytes.
         location: Location,
+        /// What was still to come, in words.
         expected: String,
     },
     /// A vertex index outside the vertex list.
@@ -56,61 +68,99 @@ pub enum MeshError {
         "{path}:{location}: vertex index {index} is out of range (the mesh has {count} vertices)"
     )]
     IndexOutOfRange {
+        /// The file being read or written.
         path: PathBuf,
+        /// The line holding the index (`File` for a mesh rejected by a writer).
         location: Location,
+        /// The index in the format's own numbering (1-based in OBJ, where negative indices
+        /// count back from the last vertex); 0-based for a mesh rejected by a writer.
         index: i64,
+        /// Number of vertices the index must fall within.
         count: usize,
     },
     /// A coordinate or parameter that is NaN or infinite.
     #[error("{path}:{location}: non-finite number '{value}'")]
     NonFinite {
+        /// The file being read.
         path: PathBuf,
+        /// The line or byte offset of the number.
         location: Location,
+        /// The number as written (or printed, for binary files).
         value: String,
     },
     /// A region refers to a material (or a set) that the file does not define.
     #[error("{path}:{location}: {what} '{name}' is not defined in the file")]
     Undefined {
+        /// The file being read.
         path: PathBuf,
+        /// The line of the `*REGION` that refers to it.
         location: Location,
+        /// The kind of thing referred to: `"material"` or `"set"`.
         what: &'static str,
+        /// The name the file uses for it.
         name: String,
     },
     /// A material parameter outside its physical range.
     #[error("{path}:{location}: invalid material '{name}': {reason}")]
     InvalidMaterial {
+        /// The file being read.
         path: PathBuf,
+        /// The line of the material's definition.
         location: Location,
+        /// The material's name in the file.
         name: String,
+        /// Which parameter is out of range, and its value (from [`Material::validate`]).
+        ///
+        /// [`Material::validate`]: super::volume::Material::validate
         reason: String,
     },
     /// An element with zero or negative volume (0-based index, and the 1-based index used
     /// by Vega and TetGen files).
     #[error("{path}: element {index} (1-based {one_based}) is {kind}: signed volume {volume:e}")]
     BadElement {
+        /// The file the mesh was read from.
         path: PathBuf,
+        /// 0-based index of the first bad element.
         index: usize,
+        /// The same element, 1-based (as in Vega and TetGen files).
         one_based: usize,
+        /// Whether it is degenerate or inverted.
         kind: ElementDefectKind,
+        /// The offending measure, m^3: the signed volume of a tet, or the smallest corner
+        /// Jacobian determinant of a hex (see [`ElementDefect::measure`]).
+        ///
+        /// [`ElementDefect::measure`]: super::volume::ElementDefect::measure
         volume: f64,
     },
     /// Elements that no region assigns a material to.
     #[error("{path}: {count} elements have no material (first: element {first}, 1-based {first_one_based}); add a *REGION that covers them")]
     MissingMaterial {
+        /// The file being read.
         path: PathBuf,
+        /// Number of elements without a material.
         count: usize,
+        /// 0-based index of the first of them.
         first: usize,
+        /// The same element, 1-based (as in the file).
         first_one_based: usize,
     },
     /// A format or feature the reader does not support.
     #[error("{path}: unsupported: {what}")]
-    Unsupported { path: PathBuf, what: String },
+    Unsupported {
+        /// The file being read or written.
+        path: PathBuf,
+        /// The format or feature that is not supported.
+        what: String,
+    },
 }
 
 /// Why an element is rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElementDefectKind {
+    /// Zero (up to a relative tolerance) or non-finite volume: a flat or collapsed element.
     Degenerate,
+    /// Negative volume (tets) or a negative corner Jacobian (hexes): the nodes are in the
+    /// wrong order or the element folds over itself.
     Inverted,
 }
 
@@ -124,6 +174,7 @@ impl fmt::Display for ElementDefectKind {
 }
 
 impl MeshError {
+    /// An [`Io`](MeshError::Io) error for `path`.
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         MeshError::Io {
             path: path.to_path_buf(),
@@ -131,6 +182,8 @@ impl MeshError {
         }
     }
 
+    /// A [`Syntax`](MeshError::Syntax) error: `expected` is what the format requires at
+    /// `location`, `found` what the file holds there (see [`excerpt`]).
     pub fn syntax(
         path: &Path,
         location: Location,
@@ -145,6 +198,8 @@ impl MeshError {
         }
     }
 
+    /// A [`Truncated`](MeshError::Truncated) error: the file ends at `location` where
+    /// `expected` should follow.
     pub fn truncated(path: &Path, location: Location, expected: impl Into<String>) -> Self {
         MeshError::Truncated {
             path: path.to_path_buf(),

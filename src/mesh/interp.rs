@@ -31,6 +31,7 @@ pub struct Interpolation {
 }
 
 impl Interpolation {
+    /// Number of render vertices (lines of the `.interp` file).
     pub fn num_vertices(&self) -> usize {
         self.indices.len() / self.nodes_per_vertex.max(1)
     }
@@ -63,7 +64,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::error::{excerpt, Location, MeshError};
-use super::text::{as_utf8, numbered_lines, parse_f64, parse_usize, read_bytes, strip_comment};
+use super::text::{
+    as_utf8, numbered_lines, parse_f64, parse_usize, read_bytes, strip_comment, write_bytes,
+};
 
 /// Reads a Vega `.interp` file. With `num_render_vertices`, the file must have exactly
 /// that many lines (so a truncated file is an error); with `num_sim_vertices`, every
@@ -207,7 +210,7 @@ pub fn write_interp(path: &Path, interp: &Interpolation) -> Result<(), MeshError
         }
         s.push('\n');
     }
-    std::fs::write(path, s).map_err(|e| MeshError::io(path, e))
+    write_bytes(path, s.as_bytes())
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! Meshes: surface (triangle) and volumetric (tet / hex) meshes, their readers and
 //! writers, the voxelizer, and the embedding of a render mesh in a volumetric mesh.
 //!
-//! This is the first stage of the data flow (DESIGN.md): everything downstream (finite
-//! elements, reduction, contact, rendering) starts from these types. Every reader returns
-//! a [`MeshError`] naming the file, the line or byte offset, and what was expected.
+//! This is the first stage of the data flow (docs/architecture.md, "Two stages: bake,
+//! then run"): everything downstream (finite elements, reduction, contact, rendering)
+//! starts from these types. Every reader returns a [`MeshError`] naming the file, the
+//! line or byte offset, and what was expected.
 
 pub mod bou;
 pub mod embed;

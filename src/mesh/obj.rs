@@ -31,7 +31,9 @@ use nalgebra::Point3;
 
 use super::error::{excerpt, Location, MeshError};
 use super::surface::SurfaceMesh;
-use super::text::{as_utf8, numbered_lines, parse_f64, parse_i64, parse_usize, read_bytes};
+use super::text::{
+    as_utf8, numbered_lines, parse_f64, parse_i64, parse_usize, read_bytes, write_bytes,
+};
 
 /// Statements that carry no geometry the renderer needs.
 const IGNORED: &[&str] = &[
@@ -215,7 +217,7 @@ pub fn write_obj(path: &Path, mesh: &SurfaceMesh) -> Result<(), MeshError> {
     for t in &mesh.triangles {
         let _ = writeln!(s, "f {} {} {}", t[0] + 1, t[1] + 1, t[2] + 1);
     }
-    std::fs::write(path, s).map_err(|e| MeshError::io(path, e))
+    write_bytes(path, s.as_bytes())
 }
 
 #[cfg(test)]

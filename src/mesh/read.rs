@@ -15,7 +15,9 @@ use super::volume::{Material, VolumeMesh};
 /// A surface or a volumetric mesh, as read by [`read_any`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnyMesh {
+    /// A triangle surface, from `.obj` or `.stl`.
     Surface(SurfaceMesh),
+    /// A tet or hex mesh, from `.veg` or a TetGen `.node` / `.ele` pair.
     Volume(VolumeMesh),
 }
 

@@ -40,7 +40,7 @@ use nalgebra::Point3;
 
 use super::error::{excerpt, Location, MeshError};
 use super::surface::SurfaceMesh;
-use super::text::{as_utf8, numbered_lines, parse_f64, read_bytes};
+use super::text::{as_utf8, numbered_lines, parse_f64, read_bytes, write_bytes};
 
 /// Reads a binary or ASCII STL file (see the module documentation).
 pub fn read_stl(path: &Path) -> Result<SurfaceMesh, MeshError> {
@@ -299,7 +299,7 @@ pub fn write_stl_binary(path: &Path, mesh: &SurfaceMesh) -> Result<(), MeshError
         }
         out.extend_from_slice(&0u16.to_le_bytes());
     }
-    std::fs::write(path, out).map_err(|e| MeshError::io(path, e))
+    write_bytes(path, &out)
 }
 
 /// Writes ASCII STL (full `f64` precision, shortest round-trip formatting).
@@ -320,7 +320,7 @@ pub fn write_stl_ascii(path: &Path, mesh: &SurfaceMesh) -> Result<(), MeshError>
         s.push_str("    endloop\n  endfacet\n");
     }
     s.push_str("endsolid haptics\n");
-    std::fs::write(path, s).map_err(|e| MeshError::io(path, e))
+    write_bytes(path, s.as_bytes())
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@ use nalgebra::{Point3, Vector3};
 /// An axis-aligned bounding box.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Aabb {
+    /// The corner with the smallest coordinates (m).
     pub min: Point3<f64>,
+    /// The corner with the largest coordinates (m).
     pub max: Point3<f64>,
 }
 
@@ -19,6 +21,7 @@ impl Aabb {
         }
     }
 
+    /// The smallest box holding `points` ([`Aabb::empty`] when there are none).
     pub fn from_points<'a>(points: impl IntoIterator<Item = &'a Point3<f64>>) -> Self {
         let mut b = Aabb::empty();
         for p in points {
@@ -27,19 +30,23 @@ impl Aabb {
         b
     }
 
+    /// Grows the box to hold `p`.
     pub fn grow(&mut self, p: &Point3<f64>) {
         self.min = self.min.inf(p);
         self.max = self.max.sup(p);
     }
 
+    /// Whether the box holds no point (min above max on some axis, as for [`Aabb::empty`]).
     pub fn is_empty(&self) -> bool {
         self.min.x > self.max.x || self.min.y > self.max.y || self.min.z > self.max.z
     }
 
+    /// The edge lengths `max - min` (m); negative infinity for the empty box.
     pub fn extent(&self) -> Vector3<f64> {
         self.max - self.min
     }
 
+    /// The midpoint of `min` and `max`.
     pub fn center(&self) -> Point3<f64> {
         nalgebra::center(&self.min, &self.max)
     }
@@ -48,16 +55,19 @@ impl Aabb {
 /// A triangle mesh (polygons are triangulated by the readers as fans).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SurfaceMesh {
+    /// Vertex positions (m).
     pub vertices: Vec<Point3<f64>>,
     /// Counter-clockwise seen from outside for closed, consistently oriented meshes.
     pub triangles: Vec<[usize; 3]>,
 }
 
 impl SurfaceMesh {
+    /// The bounding box of the vertices (including any no triangle uses).
     pub fn bounding_box(&self) -> Aabb {
         Aabb::from_points(&self.vertices)
     }
 
+    /// The three corner positions of triangle `t`, in its index order.
     pub fn triangle(&self, t: usize) -> [Point3<f64>; 3] {
         let [a, b, c] = self.triangles[t];
         [self.vertices[a], self.vertices[b], self.vertices[c]]

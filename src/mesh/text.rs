@@ -1,6 +1,7 @@
-//! Shared helpers of the hand-written text readers: read a whole file as bytes, check
-//! that it is UTF-8 (reporting the line of the first bad byte), and parse numbers into
-//! typed [`MeshError`]s that carry the file and the 1-based line.
+//! Shared helpers of the hand-written text readers and writers: read (or atomically
+//! write) a whole file as bytes, check that it is UTF-8 (reporting the line of the first
+//! bad byte), and parse numbers into typed [`MeshError`]s that carry the file and the
+//! 1-based line.
 
 use std::path::Path;
 
@@ -9,6 +10,12 @@ use super::error::{excerpt, Location, MeshError};
 /// Reads the whole file at once (the readers then iterate over lines in memory).
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
     std::fs::read(path).map_err(|e| MeshError::io(path, e))
+}
+
+/// Writes the whole file atomically (a temporary sibling renamed into place), so a
+/// failed write leaves the old file.
+pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), MeshError> {
+    crate::io::write_bytes_atomic(path, bytes).map_err(|e| MeshError::io(path, e))
 }
 
 /// The bytes as text; a file that is not UTF-8 is a `Syntax` error at the line of the

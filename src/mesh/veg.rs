@@ -47,6 +47,7 @@ use nalgebra::Point3;
 use super::error::{excerpt, Location, MeshError};
 use super::text::{
     as_utf8, numbered_lines, parse_f64, parse_i64, parse_index, parse_usize, read_bytes,
+    write_bytes,
 };
 use super::volume::{ElementKind, Material, VolumeMesh};
 
@@ -231,262 +232,357 @@ impl<'l, 'a> Cursor<'l, 'a> {
     }
 }
 
+/// The `*ELEMENTS` section: the element type, the 0-based connectivity and the first
+/// element index (0 or 1, for the indices in `*SET`s).
 struct Elements {
     kind: ElementKind,
     connectivity: Vec<usize>,
     base: usize,
 }
 
+impl Elements {
+    fn count(&self) -> usize {
+        self.connectivity.len() / self.kind.nodes()
+    }
+}
+
 fn name_without_blanks(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
+/// What a line that is not a known section header is expected to be.
+const SECTION: &str = "a section (*VERTICES, *ELEMENTS, *MATERIAL, *SET, *REGION, *INCLUDE)";
+
+/// The sections read so far, before sets are resolved and materials assigned.
+struct Sections<'a> {
+    vertices: Option<Vec<Point3<f64>>>,
+    /// The first vertex index (0 or 1), for the element connectivity.
+    vertex_base: usize,
+    elements: Option<Elements>,
+    materials: Vec<Material>,
+    material_index: HashMap<String, usize>,
+    /// Set name -> its element indices as written (1-based unless the elements are
+    /// 0-based), each with its line.
+    sets: HashMap<String, Vec<(i64, Line<'a>)>>,
+    /// `(set, material, line)` in file order.
+    regions: Vec<(String, String, Line<'a>)>,
+}
+
+/// Parses the include-expanded lines: reads every section, then resolves the sets and
+/// gives every element its material.
 fn parse_lines(lines: &[Line], top: &Path) -> Result<VolumeMesh, MeshError> {
     let mut cur = Cursor { lines, pos: 0, top };
-    let mut vertices: Option<Vec<Point3<f64>>> = None;
-    let mut vertex_base = 1;
-    let mut elements: Option<Elements> = None;
-    let mut materials: Vec<Material> = Vec::new();
-    let mut material_index: HashMap<String, usize> = HashMap::new();
-    let mut sets: HashMap<String, Vec<(i64, Line)>> = HashMap::new();
-    let mut regions: Vec<(String, String, Line)> = Vec::new();
+    let s = read_sections(&mut cur)?;
+    let vertices = s
+        .vertices
+        .ok_or_else(|| cur.at_end("a *VERTICES section"))?;
+    let el = s
+        .elements
+        .ok_or_else(|| cur.at_end("an *ELEMENTS section"))?;
+    let sets = resolve_sets(&s.sets, &el)?;
+    let element_material = assign_materials(
+        &s.regions,
+        &sets,
+        &s.material_index,
+        s.materials.len(),
+        el.count(),
+        top,
+    )?;
+    Ok(VolumeMesh {
+        vertices,
+        kind: el.kind,
+        connectivity: el.connectivity,
+        materials: s.materials,
+        element_material,
+    })
+}
 
+/// Reads every section up to the end of the input, dispatching on the section keyword
+/// (`*INCLUDE`s were expanded by [`load`]; one left here, from [`parse_veg`], is an
+/// unknown section).
+fn read_sections<'a>(cur: &mut Cursor<'_, 'a>) -> Result<Sections<'a>, MeshError> {
+    let mut s = Sections {
+        vertices: None,
+        vertex_base: 1,
+        elements: None,
+        materials: Vec::new(),
+        material_index: HashMap::new(),
+        sets: HashMap::new(),
+        regions: Vec::new(),
+    };
     while let Some(l) = cur.next_content() {
-        if !l.is_section() {
-            return Err(
-                l.syntax("a section (*VERTICES, *ELEMENTS, *MATERIAL, *SET, *REGION, *INCLUDE)")
-            );
-        }
-        let text = l.text.trim_start();
-        let keyword = text
-            .split(|c: char| c == ',' || c.is_ascii_whitespace())
-            .next()
-            .unwrap_or(text);
-        let rest = text
-            .get(keyword.len()..)
-            .unwrap_or("")
-            .trim()
-            .trim_start_matches(',');
+        let (keyword, rest) = section_header(&l)?;
         match keyword {
-            "*VERTICES" => {
-                if vertices.is_some() {
-                    return Err(l.syntax("only one *VERTICES section"));
-                }
-                let h = cur.data_line("the vertex count line 'n 3 0 0' after *VERTICES")?;
-                let mut t = h.tokens();
-                let n = parse_usize(
-                    t.next().unwrap_or(""),
-                    h.path,
-                    h.no,
-                    "the number of vertices",
-                )?;
-                if let Some(d) = t.next() {
-                    if d != "3" {
-                        return Err(h.syntax("dimension 3 in 'n 3 0 0'"));
-                    }
-                }
-                let mut v = Vec::with_capacity(n.min(1 << 20));
-                for k in 0..n {
-                    let expected = format!("{n} vertices as declared on line {} (found {k})", h.no);
-                    let d = cur.data_line(&expected)?;
-                    let mut t = d.tokens();
-                    let idx = parse_i64(t.next().unwrap_or(""), d.path, d.no, "a vertex index")?;
-                    if k == 0 && (idx == 0 || idx == 1) {
-                        vertex_base = idx as usize;
-                    } else if idx != (vertex_base + k) as i64 {
-                        return Err(MeshError::syntax(
-                            d.path,
-                            d.loc(),
-                            format!("vertex index {}", vertex_base + k),
-                            excerpt(&idx.to_string()),
-                        ));
-                    }
-                    let mut c = [0.0; 3];
-                    for ck in &mut c {
-                        let tok = t.next().ok_or_else(|| d.syntax("'index x y z'"))?;
-                        *ck = parse_f64(tok, d.path, d.no, "a vertex coordinate")?;
-                    }
-                    if t.next().is_some() {
-                        return Err(d.syntax("'index x y z' (four numbers)"));
-                    }
-                    v.push(Point3::new(c[0], c[1], c[2]));
-                }
-                cur.expect_section_after(&format!("the {n} vertices declared on line {}", h.no))?;
-                vertices = Some(v);
+            "*VERTICES" => s.read_vertices(cur, &l)?,
+            "*ELEMENTS" => s.read_elements(cur, &l)?,
+            "*MATERIAL" => s.read_material(cur, &l, rest)?,
+            "*SET" => s.read_set(cur, &l, rest)?,
+            "*REGION" => s.regions.push(read_region(cur)?),
+            _ => return Err(l.syntax(SECTION)),
+        }
+    }
+    Ok(s)
+}
+
+/// The keyword of a section line (`*MATERIAL`) and the rest of the line (its name).
+fn section_header<'a>(l: &Line<'a>) -> Result<(&'a str, &'a str), MeshError> {
+    if !l.is_section() {
+        return Err(l.syntax(SECTION));
+    }
+    let text = l.text.trim_start();
+    let keyword = text
+        .split(|c: char| c == ',' || c.is_ascii_whitespace())
+        .next()
+        .unwrap_or(text);
+    let rest = text
+        .get(keyword.len()..)
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches(',');
+    Ok((keyword, rest))
+}
+
+impl<'a> Sections<'a> {
+    /// `*VERTICES`: the count line `n 3 0 0`, then n lines `index x y z` with consecutive
+    /// indices from 0 or 1.
+    fn read_vertices(&mut self, cur: &mut Cursor<'_, 'a>, l: &Line<'a>) -> Result<(), MeshError> {
+        if self.vertices.is_some() {
+            return Err(l.syntax("only one *VERTICES section"));
+        }
+        let h = cur.data_line("the vertex count line 'n 3 0 0' after *VERTICES")?;
+        let mut t = h.tokens();
+        let n = parse_usize(
+            t.next().unwrap_or(""),
+            h.path,
+            h.no,
+            "the number of vertices",
+        )?;
+        if let Some(d) = t.next() {
+            if d != "3" {
+                return Err(h.syntax("dimension 3 in 'n 3 0 0'"));
             }
-            "*ELEMENTS" => {
-                let Some(verts) = vertices.as_ref() else {
-                    return Err(l.syntax("*VERTICES before *ELEMENTS"));
-                };
-                if elements.is_some() {
-                    return Err(l.syntax("only one *ELEMENTS section"));
-                }
-                let tl = cur.data_line("the element type (TET or CUBIC) after *ELEMENTS")?;
-                let kind = match tl.text.trim() {
-                    "TET" => ElementKind::Tet,
-                    "CUBIC" => ElementKind::Hex,
-                    _ => return Err(tl.syntax("element type TET or CUBIC")),
-                };
-                let h = cur.data_line("the element count line 'm k 0'")?;
-                let mut t = h.tokens();
-                let m = parse_usize(
-                    t.next().unwrap_or(""),
-                    h.path,
-                    h.no,
-                    "the number of elements",
-                )?;
-                let k = parse_usize(
-                    t.next().unwrap_or(""),
-                    h.path,
-                    h.no,
-                    "the number of nodes per element",
-                )?;
-                if k != kind.nodes() {
-                    return Err(h.syntax(format!(
-                        "{} nodes per element for {}",
-                        kind.nodes(),
-                        tl.text.trim()
-                    )));
-                }
-                let mut conn = Vec::with_capacity(m.saturating_mul(k).min(1 << 22));
-                let mut base = 1;
-                for e in 0..m {
-                    let expected = format!("{m} elements as declared on line {} (found {e})", h.no);
-                    let d = cur.data_line(&expected)?;
-                    let mut t = d.tokens();
-                    let idx = parse_i64(t.next().unwrap_or(""), d.path, d.no, "an element index")?;
-                    if e == 0 && (idx == 0 || idx == 1) {
-                        base = idx as usize;
-                    } else if idx != (base + e) as i64 {
-                        return Err(MeshError::syntax(
-                            d.path,
-                            d.loc(),
-                            format!("element index {}", base + e),
-                            excerpt(&idx.to_string()),
-                        ));
-                    }
-                    for _ in 0..k {
-                        let tok = t
-                            .next()
-                            .ok_or_else(|| d.syntax(format!("'index' and {k} vertex indices")))?;
-                        conn.push(parse_index(
-                            tok,
-                            vertex_base,
-                            verts.len(),
-                            d.path,
-                            d.no,
-                            "a vertex index",
-                        )?);
-                    }
-                    if t.next().is_some() {
-                        return Err(d.syntax(format!("'index' and {k} vertex indices (no more)")));
-                    }
-                }
-                cur.expect_section_after(&format!("the {m} elements declared on line {}", h.no))?;
-                elements = Some(Elements {
-                    kind,
-                    connectivity: conn,
-                    base,
-                });
-            }
-            "*MATERIAL" => {
-                let name = name_without_blanks(rest);
-                if name.is_empty() {
-                    return Err(l.syntax("'*MATERIAL name'"));
-                }
-                if material_index.contains_key(&name) {
-                    return Err(l.syntax("a material name not defined before"));
-                }
-                let d = cur.data_line(&format!(
-                    "the parameters of material '{name}' ('ENU, density, E, nu')"
-                ))?;
-                let fields: Vec<&str> = d.text.split(',').map(str::trim).collect();
-                let ty = fields.first().copied().unwrap_or("");
-                if ty == "ENU" {
-                    if fields.len() != 4 {
-                        return Err(d.syntax("'ENU, density, E, nu'"));
-                    }
-                    let mut p = [0.0; 3];
-                    for (pk, f) in p.iter_mut().zip(fields.iter().skip(1)) {
-                        *pk = parse_f64(f, d.path, d.no, "a material parameter")?;
-                    }
-                    let mat = Material::new(&name, p[0], p[1], p[2]);
-                    if let Err(reason) = mat.validate() {
-                        return Err(MeshError::InvalidMaterial {
-                            path: d.path.to_path_buf(),
-                            location: d.loc(),
-                            name,
-                            reason,
-                        });
-                    }
-                    material_index.insert(name, materials.len());
-                    materials.push(mat);
-                } else if ty.starts_with("ORTHOTROPIC") || ty.starts_with("MOONEYRIVLIN") {
-                    return Err(MeshError::Unsupported {
-                        path: d.path.to_path_buf(),
-                        what: format!(
-                            "line {}: material type {ty} of material '{name}' (only Vega's isotropic ENU materials are supported)",
-                            d.no
-                        ),
-                    });
-                } else {
-                    return Err(d.syntax(
-                        "a material type (ENU; ORTHOTROPIC and MOONEYRIVLIN are not supported)",
-                    ));
-                }
-            }
-            "*SET" => {
-                let name = name_without_blanks(rest);
-                if name.is_empty() {
-                    return Err(l.syntax("'*SET name'"));
-                }
-                if name == "allElements" || sets.contains_key(&name) {
-                    return Err(l.syntax("a set name not defined before (allElements is implicit)"));
-                }
-                let mut members = Vec::new();
-                while let Some(d) = lines.get(cur.pos) {
-                    if d.is_blank() || d.is_section() {
-                        if d.is_blank() {
-                            cur.pos += 1;
-                        }
-                        break;
-                    }
-                    cur.pos += 1;
-                    if d.is_comment() {
-                        continue;
-                    }
-                    for tok in d.tokens() {
-                        members.push((parse_i64(tok, d.path, d.no, "an element index")?, *d));
-                    }
-                }
-                sets.insert(name, members);
-            }
-            "*REGION" => {
-                let d = cur.data_line("a line 'setName, materialName' after *REGION")?;
-                let Some((set, mat)) = d.text.split_once(',') else {
-                    return Err(d.syntax("'setName, materialName'"));
-                };
-                let (set, mat) = (name_without_blanks(set), name_without_blanks(mat));
-                if set.is_empty() || mat.is_empty() {
-                    return Err(d.syntax("'setName, materialName'"));
-                }
-                regions.push((set, mat, d));
-            }
-            _ => {
-                return Err(l.syntax(
-                    "a section (*VERTICES, *ELEMENTS, *MATERIAL, *SET, *REGION, *INCLUDE)",
+        }
+        let mut v = Vec::with_capacity(n.min(1 << 20));
+        for k in 0..n {
+            let expected = format!("{n} vertices as declared on line {} (found {k})", h.no);
+            let d = cur.data_line(&expected)?;
+            let mut t = d.tokens();
+            let idx = parse_i64(t.next().unwrap_or(""), d.path, d.no, "a vertex index")?;
+            if k == 0 && (idx == 0 || idx == 1) {
+                self.vertex_base = idx as usize;
+            } else if idx != (self.vertex_base + k) as i64 {
+                return Err(MeshError::syntax(
+                    d.path,
+                    d.loc(),
+                    format!("vertex index {}", self.vertex_base + k),
+                    excerpt(&idx.to_string()),
                 ));
             }
+            let mut c = [0.0; 3];
+            for ck in &mut c {
+                let tok = t.next().ok_or_else(|| d.syntax("'index x y z'"))?;
+                *ck = parse_f64(tok, d.path, d.no, "a vertex coordinate")?;
+            }
+            if t.next().is_some() {
+                return Err(d.syntax("'index x y z' (four numbers)"));
+            }
+            v.push(Point3::new(c[0], c[1], c[2]));
+        }
+        cur.expect_section_after(&format!("the {n} vertices declared on line {}", h.no))?;
+        self.vertices = Some(v);
+        Ok(())
+    }
+
+    /// `*ELEMENTS` (after `*VERTICES`): the type line `TET` or `CUBIC`, the count line
+    /// `m k 0`, then m lines `index v1 .. vk` with consecutive indices from 0 or 1.
+    fn read_elements(&mut self, cur: &mut Cursor<'_, 'a>, l: &Line<'a>) -> Result<(), MeshError> {
+        let Some(verts) = self.vertices.as_ref() else {
+            return Err(l.syntax("*VERTICES before *ELEMENTS"));
+        };
+        if self.elements.is_some() {
+            return Err(l.syntax("only one *ELEMENTS section"));
+        }
+        let tl = cur.data_line("the element type (TET or CUBIC) after *ELEMENTS")?;
+        let kind = match tl.text.trim() {
+            "TET" => ElementKind::Tet,
+            "CUBIC" => ElementKind::Hex,
+            _ => return Err(tl.syntax("element type TET or CUBIC")),
+        };
+        let h = cur.data_line("the element count line 'm k 0'")?;
+        let mut t = h.tokens();
+        let m = parse_usize(
+            t.next().unwrap_or(""),
+            h.path,
+            h.no,
+            "the number of elements",
+        )?;
+        let k = parse_usize(
+            t.next().unwrap_or(""),
+            h.path,
+            h.no,
+            "the number of nodes per element",
+        )?;
+        if k != kind.nodes() {
+            return Err(h.syntax(format!(
+                "{} nodes per element for {}",
+                kind.nodes(),
+                tl.text.trim()
+            )));
+        }
+        let mut conn = Vec::with_capacity(m.saturating_mul(k).min(1 << 22));
+        let mut base = 1;
+        for e in 0..m {
+            let expected = format!("{m} elements as declared on line {} (found {e})", h.no);
+            let d = cur.data_line(&expected)?;
+            let mut t = d.tokens();
+            let idx = parse_i64(t.next().unwrap_or(""), d.path, d.no, "an element index")?;
+            if e == 0 && (idx == 0 || idx == 1) {
+                base = idx as usize;
+            } else if idx != (base + e) as i64 {
+                return Err(MeshError::syntax(
+                    d.path,
+                    d.loc(),
+                    format!("element index {}", base + e),
+                    excerpt(&idx.to_string()),
+                ));
+            }
+            for _ in 0..k {
+                let tok = t
+                    .next()
+                    .ok_or_else(|| d.syntax(format!("'index' and {k} vertex indices")))?;
+                conn.push(parse_index(
+                    tok,
+                    self.vertex_base,
+                    verts.len(),
+                    d.path,
+                    d.no,
+                    "a vertex index",
+                )?);
+            }
+            if t.next().is_some() {
+                return Err(d.syntax(format!("'index' and {k} vertex indices (no more)")));
+            }
+        }
+        cur.expect_section_after(&format!("the {m} elements declared on line {}", h.no))?;
+        self.elements = Some(Elements {
+            kind,
+            connectivity: conn,
+            base,
+        });
+        Ok(())
+    }
+
+    /// `*MATERIAL name`, then `ENU, density, E, nu` (Vega's other material types are
+    /// `Unsupported`).
+    fn read_material(
+        &mut self,
+        cur: &mut Cursor<'_, 'a>,
+        l: &Line<'a>,
+        rest: &str,
+    ) -> Result<(), MeshError> {
+        let name = name_without_blanks(rest);
+        if name.is_empty() {
+            return Err(l.syntax("'*MATERIAL name'"));
+        }
+        if self.material_index.contains_key(&name) {
+            return Err(l.syntax("a material name not defined before"));
+        }
+        let d = cur.data_line(&format!(
+            "the parameters of material '{name}' ('ENU, density, E, nu')"
+        ))?;
+        let fields: Vec<&str> = d.text.split(',').map(str::trim).collect();
+        let ty = fields.first().copied().unwrap_or("");
+        if ty == "ENU" {
+            if fields.len() != 4 {
+                return Err(d.syntax("'ENU, density, E, nu'"));
+            }
+            let mut p = [0.0; 3];
+            for (pk, f) in p.iter_mut().zip(fields.iter().skip(1)) {
+                *pk = parse_f64(f, d.path, d.no, "a material parameter")?;
+            }
+            let mat = Material::new(&name, p[0], p[1], p[2]);
+            if let Err(reason) = mat.validate() {
+                return Err(MeshError::InvalidMaterial {
+                    path: d.path.to_path_buf(),
+                    location: d.loc(),
+                    name,
+                    reason,
+                });
+            }
+            self.material_index.insert(name, self.materials.len());
+            self.materials.push(mat);
+            Ok(())
+        } else if ty.starts_with("ORTHOTROPIC") || ty.starts_with("MOONEYRIVLIN") {
+            Err(MeshError::Unsupported {
+                path: d.path.to_path_buf(),
+                what: format!(
+                    "line {}: material type {ty} of material '{name}' (only Vega's isotropic ENU materials are supported)",
+                    d.no
+                ),
+            })
+        } else {
+            Err(d.syntax("a material type (ENU; ORTHOTROPIC and MOONEYRIVLIN are not supported)"))
         }
     }
 
-    let vertices = vertices.ok_or_else(|| cur.at_end("a *VERTICES section"))?;
-    let el = elements.ok_or_else(|| cur.at_end("an *ELEMENTS section"))?;
-    let nel = el.connectivity.len() / el.kind.nodes();
+    /// `*SET name`, then element indices separated by blanks or commas, up to a blank
+    /// line or the next section.
+    fn read_set(
+        &mut self,
+        cur: &mut Cursor<'_, 'a>,
+        l: &Line<'a>,
+        rest: &str,
+    ) -> Result<(), MeshError> {
+        let name = name_without_blanks(rest);
+        if name.is_empty() {
+            return Err(l.syntax("'*SET name'"));
+        }
+        if name == "allElements" || self.sets.contains_key(&name) {
+            return Err(l.syntax("a set name not defined before (allElements is implicit)"));
+        }
+        let mut members = Vec::new();
+        while let Some(d) = cur.lines.get(cur.pos) {
+            if d.is_blank() || d.is_section() {
+                if d.is_blank() {
+                    cur.pos += 1;
+                }
+                break;
+            }
+            cur.pos += 1;
+            if d.is_comment() {
+                continue;
+            }
+            for tok in d.tokens() {
+                members.push((parse_i64(tok, d.path, d.no, "an element index")?, *d));
+            }
+        }
+        self.sets.insert(name, members);
+        Ok(())
+    }
+}
 
-    // Resolve sets to 0-based element indices.
-    let mut resolved: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (name, members) in &sets {
+/// `*REGION`, then `setName, materialName`; returns both names and the line.
+fn read_region<'a>(cur: &mut Cursor<'_, 'a>) -> Result<(String, String, Line<'a>), MeshError> {
+    let d = cur.data_line("a line 'setName, materialName' after *REGION")?;
+    let Some((set, mat)) = d.text.split_once(',') else {
+        return Err(d.syntax("'setName, materialName'"));
+    };
+    let (set, mat) = (name_without_blanks(set), name_without_blanks(mat));
+    if set.is_empty() || mat.is_empty() {
+        return Err(d.syntax("'setName, materialName'"));
+    }
+    Ok((set, mat, d))
+}
+
+/// The sets as 0-based element indices; an index outside the elements is an error at
+/// its line.
+fn resolve_sets<'s>(
+    sets: &'s HashMap<String, Vec<(i64, Line)>>,
+    el: &Elements,
+) -> Result<HashMap<&'s str, Vec<usize>>, MeshError> {
+    let nel = el.count();
+    let mut resolved = HashMap::new();
+    for (name, members) in sets {
         let mut v = Vec::with_capacity(members.len());
         for (i, d) in members {
             let z = i.checked_sub(el.base as i64).unwrap_or(-1);
@@ -506,12 +602,26 @@ fn parse_lines(lines: &[Line], top: &Path) -> Result<VolumeMesh, MeshError> {
         }
         resolved.insert(name.as_str(), v);
     }
+    Ok(resolved)
+}
 
+/// The material of each of the `nel` elements: the regions in file order (a later one
+/// overrides), or the only material when there are no regions. An undefined set or
+/// material is an error at its region's line; an element left without a material is
+/// `MissingMaterial`.
+fn assign_materials(
+    regions: &[(String, String, Line)],
+    sets: &HashMap<&str, Vec<usize>>,
+    material_index: &HashMap<String, usize>,
+    num_materials: usize,
+    nel: usize,
+    top: &Path,
+) -> Result<Vec<usize>, MeshError> {
     let mut assigned: Vec<Option<usize>> = vec![None; nel];
-    if regions.is_empty() && materials.len() == 1 {
+    if regions.is_empty() && num_materials == 1 {
         assigned.iter_mut().for_each(|a| *a = Some(0));
     }
-    for (set, mat, d) in &regions {
+    for (set, mat, d) in regions {
         let undefined = |what: &'static str, name: &str| MeshError::Undefined {
             path: d.path.to_path_buf(),
             location: d.loc(),
@@ -524,7 +634,7 @@ fn parse_lines(lines: &[Line], top: &Path) -> Result<VolumeMesh, MeshError> {
         if set == "allElements" {
             assigned.iter_mut().for_each(|a| *a = Some(m));
         } else {
-            let members = resolved
+            let members = sets
                 .get(set.as_str())
                 .ok_or_else(|| undefined("set", set))?;
             for &e in members {
@@ -545,13 +655,7 @@ fn parse_lines(lines: &[Line], top: &Path) -> Result<VolumeMesh, MeshError> {
             first_one_based: first + 1,
         });
     }
-    Ok(VolumeMesh {
-        vertices,
-        kind: el.kind,
-        connectivity: el.connectivity,
-        materials,
-        element_material: assigned.into_iter().map(|a| a.unwrap_or(0)).collect(),
-    })
+    Ok(assigned.into_iter().map(|a| a.unwrap_or(0)).collect())
 }
 
 /// The first inverted or degenerate element of `mesh` (by
@@ -667,7 +771,7 @@ pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
             }
         }
     }
-    std::fs::write(path, s).map_err(|e| MeshError::io(path, e))
+    write_bytes(path, s.as_bytes())
 }
 
 #[cfg(test)]

@@ -14,11 +14,14 @@ use super::surface::Aabb;
 /// The element type of a mesh (one type per mesh, as in Vega).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElementKind {
+    /// Linear tetrahedra, 4 nodes (Vega's `TET`).
     Tet,
+    /// Trilinear hexahedra, 8 nodes (Vega's `CUBIC`; voxels).
     Hex,
 }
 
 impl ElementKind {
+    /// Nodes per element: 4 for tets, 8 for hexes.
     pub fn nodes(self) -> usize {
         match self {
             ElementKind::Tet => 4,
@@ -26,6 +29,7 @@ impl ElementKind {
         }
     }
 
+    /// The plural name for messages and manifests: "tetrahedra" or "hexahedra".
     pub fn name(self) -> &'static str {
         match self {
             ElementKind::Tet => "tetrahedra",
@@ -49,15 +53,19 @@ pub const HEX_CORNERS: [[f64; 3]; 8] = [
 /// An isotropic material (Vega's ENU: density, Young's modulus, Poisson's ratio), SI units.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Material {
+    /// Its name: in a `.veg` file, the `*MATERIAL` name that `*REGION`s refer to.
     pub name: String,
     /// kg / m^3
     pub density: f64,
     /// Pa
     pub youngs_modulus: f64,
+    /// Poisson's ratio nu (dimensionless, in (-1, 0.5)).
     pub poisson_ratio: f64,
 }
 
 impl Material {
+    /// A material from density rho (kg/m^3), Young's modulus E (Pa) and Poisson's ratio
+    /// nu; not validated (see [`Material::validate`]).
     pub fn new(name: &str, density: f64, youngs_modulus: f64, poisson_ratio: f64) -> Self {
         Material {
             name: name.to_string(),
@@ -102,10 +110,13 @@ impl Material {
 /// A volumetric mesh with one element type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VolumeMesh {
+    /// Rest positions of the vertices (m).
     pub vertices: Vec<Point3<f64>>,
+    /// The element type of every element.
     pub kind: ElementKind,
     /// Flat connectivity, `kind.nodes()` 0-based vertex indices per element.
     pub connectivity: Vec<usize>,
+    /// The materials that `element_material` indexes.
     pub materials: Vec<Material>,
     /// Index into `materials` for every element.
     pub element_material: Vec<usize>,
@@ -116,6 +127,7 @@ pub struct VolumeMesh {
 pub struct ElementDefect {
     /// 0-based element index.
     pub element: usize,
+    /// Whether it is degenerate or inverted.
     pub kind: ElementDefectKind,
     /// Signed volume (tets) or smallest corner Jacobian determinant times the volume
     /// of the reference cube (hexes).
@@ -125,34 +137,44 @@ pub struct ElementDefect {
 /// Volume statistics of a mesh, for `haptics inspect`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VolumeStats {
+    /// Sum of the signed element volumes (m^3).
     pub total_volume: f64,
+    /// Sum of element volume times density (kg).
     pub total_mass: f64,
+    /// Smallest signed element volume (m^3); +inf for a mesh without elements.
     pub min_element_volume: f64,
+    /// Largest signed element volume (m^3); -inf for a mesh without elements.
     pub max_element_volume: f64,
 }
 
 impl VolumeMesh {
+    /// Number of elements.
     pub fn num_elements(&self) -> usize {
         self.connectivity.len() / self.kind.nodes()
     }
 
+    /// The 0-based vertex indices of element `e`, in Vega's node order.
     pub fn element(&self, e: usize) -> &[usize] {
         let n = self.kind.nodes();
         &self.connectivity[e * n..(e + 1) * n]
     }
 
+    /// The vertex indices of every element, in element order.
     pub fn elements(&self) -> std::slice::ChunksExact<'_, usize> {
         self.connectivity.chunks_exact(self.kind.nodes())
     }
 
+    /// The material of element `e`.
     pub fn material_of(&self, e: usize) -> &Material {
         &self.materials[self.element_material[e]]
     }
 
+    /// The bounding box of the vertices.
     pub fn bounding_box(&self) -> Aabb {
         Aabb::from_points(&self.vertices)
     }
 
+    /// Number of degrees of freedom, 3 per vertex (the length of a displacement vector u).
     pub fn num_dofs(&self) -> usize {
         3 * self.vertices.len()
     }

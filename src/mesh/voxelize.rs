@@ -33,6 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nalgebra::{Point3, Vector3};
 use rayon::prelude::*;
 
+use crate::progress::Progress;
+
 use super::surface::SurfaceMesh;
 use super::volume::{ElementKind, Material, VolumeMesh, HEX_CORNERS};
 
@@ -82,6 +84,7 @@ pub struct Voxelization {
 }
 
 impl Voxelization {
+    /// Number of kept voxels (hex elements).
     pub fn num_voxels(&self) -> usize {
         self.voxel_coords.len()
     }
@@ -90,28 +93,46 @@ impl Voxelization {
 /// Why [`voxelize`] refused a surface or its options.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum VoxelizeError {
+    /// [`VoxelizeOptions::resolution`] is 0.
     #[error("voxelization resolution must be at least 1")]
     ZeroResolution,
+    /// [`VoxelizeOptions::box_enlarge`] (the value held) is below 1, NaN or infinite.
     #[error("box enlargement factor must be finite and at least 1, got {0}")]
     InvalidBoxEnlarge(f64),
+    /// The estimated memory of the grid work plus the output mesh exceeds
+    /// [`MAX_VOXELIZE_BYTES`].
     #[error(
         "voxelizing at resolution {resolution} needs about {:.2} GiB, above the limit of {:.2} GiB; lower the resolution",
         gib(*.bytes),
         gib(*.limit)
     )]
     TooLarge {
+        /// The requested resolution.
         resolution: usize,
+        /// The estimated memory (bytes).
         bytes: u64,
+        /// The limit, [`MAX_VOXELIZE_BYTES`] (bytes).
         limit: u64,
     },
+    /// The surface has no triangles.
     #[error("the surface has no triangles")]
     EmptySurface,
+    /// A surface vertex has a NaN or infinite coordinate.
     #[error("surface vertex {vertex} (0-based) is not finite: {position:?}")]
-    NonFiniteVertex { vertex: usize, position: [f64; 3] },
+    NonFiniteVertex {
+        /// 0-based index of the first such vertex.
+        vertex: usize,
+        /// Its coordinates.
+        position: [f64; 3],
+    },
+    /// A triangle names a vertex the surface does not have.
     #[error("triangle {triangle} (0-based) refers to vertex {index}, but the surface has {count} vertices")]
     IndexOutOfRange {
+        /// 0-based index of the first such triangle.
         triangle: usize,
+        /// The 0-based vertex index it holds.
         index: usize,
+        /// Number of vertices of the surface.
         count: usize,
     },
     /// The largest extent of the surface's bounding box is zero (all vertices coincide)
@@ -126,12 +147,14 @@ fn gib(bytes: u64) -> f64 {
 
 /// Voxelizes `surface`; see the module documentation for the method.
 ///
-/// When `progress` is given, its length is set to the number of triangles and it advances
-/// as triangles are processed; its message names the current stage.
+/// `progress` gets a stage `"voxelizing triangles"` whose total is the number of triangles
+/// (advanced as they are processed), then `"filling interior"` (without fill: skipped)
+/// and `"building hex mesh"` (totals unknown), and is finished at the end. Pass
+/// [`NoProgress`](crate::progress::NoProgress) for none.
 pub fn voxelize(
     surface: &SurfaceMesh,
     opts: &VoxelizeOptions,
-    progress: Option<&indicatif::ProgressBar>,
+    progress: &dyn Progress,
 ) -> Result<Voxelization, VoxelizeError> {
     let res = opts.resolution;
     if res == 0 {
@@ -185,11 +208,7 @@ pub fn voxelize(
     let words = n_cells.div_ceil(64);
 
     // 1. Shell: voxels that intersect a triangle.
-    if let Some(pb) = progress {
-        pb.set_length(surface.triangles.len() as u64);
-        pb.set_position(0);
-        pb.set_message("voxelizing triangles");
-    }
+    progress.stage("voxelizing triangles", surface.triangles.len() as u64);
     let shell: Vec<AtomicU64> = (0..words).map(|_| AtomicU64::new(0)).collect();
     let to_grid = |p: &Point3<f64>| (p - grid_origin) / voxel_size;
     const CHUNK: usize = 512;
@@ -204,17 +223,13 @@ pub fn voxelize(
                 let v = [to_grid(&a), to_grid(&b), to_grid(&c)];
                 mark_triangle(&v, res, &shell);
             }
-            if let Some(pb) = progress {
-                pb.inc(len);
-            }
+            progress.advance(len);
         });
     let mut kept: Vec<u64> = shell.into_iter().map(AtomicU64::into_inner).collect();
 
     // 2. Interior: whatever a fill from the grid boundary does not reach.
     if opts.fill_interior {
-        if let Some(pb) = progress {
-            pb.set_message("filling interior");
-        }
+        progress.stage("filling interior", 0);
         let outside = flood_fill_outside(&kept, res);
         for (k, o) in kept.iter_mut().zip(&outside) {
             *k = !o;
@@ -227,9 +242,7 @@ pub fn voxelize(
     }
 
     // 3. Number voxels and vertices; check the memory of the output before building it.
-    if let Some(pb) = progress {
-        pb.set_message("building hex mesh");
-    }
+    progress.stage("building hex mesh", 0);
     let n_vox: usize = kept.iter().map(|w| w.count_ones() as usize).sum();
     let r1 = res + 1;
     let mut vbits = vec![0u64; (r1 * r1 * r1).div_ceil(64)];
@@ -272,9 +285,7 @@ pub fn voxelize(
             connectivity.push(vertex_id(v));
         }
     });
-    if let Some(pb) = progress {
-        pb.set_message("voxelized");
-    }
+    progress.finish();
 
     Ok(Voxelization {
         mesh: VolumeMesh {
@@ -555,6 +566,27 @@ pub fn hex_to_tets(mesh: &VolumeMesh) -> VolumeMesh {
 mod tests {
     use super::*;
     use crate::mesh::volume::tet_signed_volume;
+    use crate::progress::NoProgress;
+    use std::sync::Mutex;
+
+    /// Records the progress reports.
+    #[derive(Default)]
+    struct StageLog(Mutex<Vec<String>>);
+
+    impl Progress for StageLog {
+        fn stage(&self, name: &str, total: u64) {
+            self.0.lock().unwrap().push(format!("{name} {total}"));
+        }
+        fn advance(&self, n: u64) {
+            self.0.lock().unwrap().push(format!("+{n}"));
+        }
+        fn set(&self, done: u64) {
+            self.0.lock().unwrap().push(format!("={done}"));
+        }
+        fn finish(&self) {
+            self.0.lock().unwrap().push("done".into());
+        }
+    }
 
     /// Tiny fixed-seed LCG (Knuth's MMIX constants), uniform in [0, 1).
     struct Lcg(u64);
@@ -692,7 +724,7 @@ mod tests {
             box_enlarge: 1.5,
             ..Default::default()
         };
-        let v = voxelize(&s, &opts, None).unwrap();
+        let v = voxelize(&s, &opts, &NoProgress).unwrap();
         assert!((v.voxel_size - 1.0 / 6.0).abs() < 1e-15);
         assert_eq!(v.num_voxels(), 7 * 7 * 7);
         assert_eq!(v.mesh.vertices.len(), 8 * 8 * 8);
@@ -705,7 +737,7 @@ mod tests {
                 fill_interior: false,
                 ..opts
             },
-            None,
+            &NoProgress,
         )
         .unwrap();
         assert_eq!(shell.num_voxels(), 7 * 7 * 7 - 5 * 5 * 5);
@@ -729,31 +761,31 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            voxelize(&s, &o(0), None),
+            voxelize(&s, &o(0), &NoProgress),
             Err(VoxelizeError::ZeroResolution)
         );
         assert!(matches!(
-            voxelize(&s, &o(5000), None),
+            voxelize(&s, &o(5000), &NoProgress),
             Err(VoxelizeError::TooLarge { .. })
         ));
         assert!(matches!(
-            voxelize(&s, &o(usize::MAX), None),
+            voxelize(&s, &o(usize::MAX), &NoProgress),
             Err(VoxelizeError::TooLarge { .. })
         ));
         assert_eq!(
-            voxelize(&SurfaceMesh::default(), &o(4), None),
+            voxelize(&SurfaceMesh::default(), &o(4), &NoProgress),
             Err(VoxelizeError::EmptySurface)
         );
         let mut bad = s.clone();
         bad.vertices[3].y = f64::NAN;
         assert!(matches!(
-            voxelize(&bad, &o(4), None),
+            voxelize(&bad, &o(4), &NoProgress),
             Err(VoxelizeError::NonFiniteVertex { vertex: 3, .. })
         ));
         let mut bad = s.clone();
         bad.triangles[2][1] = 99;
         assert!(matches!(
-            voxelize(&bad, &o(4), None),
+            voxelize(&bad, &o(4), &NoProgress),
             Err(VoxelizeError::IndexOutOfRange {
                 triangle: 2,
                 index: 99,
@@ -765,7 +797,7 @@ mod tests {
             triangles: vec![[0, 0, 0]],
         };
         assert_eq!(
-            voxelize(&point, &o(4), None),
+            voxelize(&point, &o(4), &NoProgress),
             Err(VoxelizeError::BadExtent(0.0))
         );
         let e = VoxelizeOptions {
@@ -773,7 +805,7 @@ mod tests {
             ..o(4)
         };
         assert_eq!(
-            voxelize(&s, &e, None),
+            voxelize(&s, &e, &NoProgress),
             Err(VoxelizeError::InvalidBoxEnlarge(0.5))
         );
     }
@@ -789,16 +821,25 @@ mod tests {
             ],
             triangles: vec![[0, 1, 2]],
         };
-        let pb = indicatif::ProgressBar::hidden();
-        let filled = voxelize(&s, &VoxelizeOptions::default(), Some(&pb)).unwrap();
-        assert_eq!(pb.position(), 1);
+        let log = StageLog::default();
+        let filled = voxelize(&s, &VoxelizeOptions::default(), &log).unwrap();
+        assert_eq!(
+            *log.0.lock().unwrap(),
+            [
+                "voxelizing triangles 1",
+                "+1",
+                "filling interior 0",
+                "building hex mesh 0",
+                "done"
+            ]
+        );
         let shell = voxelize(
             &s,
             &VoxelizeOptions {
                 fill_interior: false,
                 ..Default::default()
             },
-            None,
+            &NoProgress,
         )
         .unwrap();
         assert_eq!(filled, shell);
@@ -832,7 +873,7 @@ mod tests {
                 resolution: 7,
                 ..Default::default()
             },
-            None,
+            &NoProgress,
         )
         .unwrap();
         let tets = hex_to_tets(&v.mesh);

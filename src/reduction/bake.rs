@@ -1,7 +1,8 @@
 //! The bake: volumetric (or voxelized surface) mesh -> FEM -> linear modes -> modal
 //! derivatives -> mass-PCA basis -> cubic reduced-force polynomial, written as one baked
 //! directory with a manifest, so a changed input re-bakes and an unchanged one loads
-//! instantly (DESIGN.md, "Two stages").
+//! instantly (docs/architecture.md, "Two stages: bake, then run"; the directory's layout
+//! is in docs/file-formats.md, "Baked directory").
 //!
 //! A baked directory holds:
 //! - `manifest.toml`: format version, input and output SHA-256 hashes, parameters, mass
@@ -18,19 +19,20 @@ use std::time::Instant;
 
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::basis::{
-    mass_pca, modal_derivatives_unconstrained, modal_derivatives_with_progress,
+    mass_pca, modal_derivatives_unconstrained, modal_derivatives_with_progress, render_basis,
     scaled_modes_and_all_derivatives, scaled_modes_and_derivatives, BasisError,
 };
 use super::modes::{linear_modes, LinearModes, ModesError, ModesOptions};
 use super::polynomial::CubicPolynomial;
-use super::precompute::{reduced_polynomial, PrecomputeError};
+use super::precompute::{reduced_polynomial, MaterialGroupPolynomials, PrecomputeError};
 use super::vega::{read_cub, read_matrix, write_cub, write_matrix, Precision, VegaError};
-use crate::fem::{FemError, FemModel, MassKind, MaterialLaw};
+use crate::fem::{BlockSparseMatrix, FemError, FemModel, MassKind, MaterialLaw};
+use crate::io::{file_sha256, temp_sibling};
 use crate::mesh::voxelize::{voxelize, VoxelizeError, VoxelizeOptions};
-use crate::mesh::{read_bou, read_surface, read_volume, MeshError, VolumeMesh};
+use crate::mesh::{read_bou, read_interp, read_surface, read_volume, MeshError, VolumeMesh};
+use crate::progress::{NoProgress, Progress};
 
 /// Version of the baked-directory layout; a different version re-bakes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -53,10 +55,16 @@ pub enum BasisKind {
 /// Bake parameters (recorded in the manifest; a change re-bakes).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BakeParams {
+    /// Number k of linear modes (kinds `modal-derivatives` and `linear-modes`).
     pub linear_modes: usize,
+    /// Basis size r.
     pub basis: usize,
+    /// How the basis is built.
     pub basis_kind: BasisKind,
-    pub mass_matrix: String,
+    /// The mass matrix of the modes, the PCA and the orthonormality check
+    /// (`"consistent"` or `"lumped"` in the manifest).
+    pub mass_matrix: MassKind,
+    /// The object has no fixed vertices (its six rigid modes are skipped).
     pub unconstrained: bool,
     /// Voxel resolution, for surface-mesh inputs.
     pub voxel_resolution: Option<usize>,
@@ -68,82 +76,139 @@ pub struct BakeParams {
 /// What to bake.
 #[derive(Debug, Clone)]
 pub struct BakeInput {
+    /// Volumetric mesh (`.veg`, TetGen) or surface mesh (`.obj`, `.stl`: voxelized).
     pub mesh: PathBuf,
+    /// Fixed vertices (Vega `.bou`).
     pub fixed: Option<PathBuf>,
     /// The basis (kind `file`) or the snapshots (kind `snapshots`), Vega matrixIO.
     pub basis_file: Option<PathBuf>,
     /// Render-mesh embedding (Vega .interp): writes the render basis too.
     pub render_interp: Option<PathBuf>,
+    /// The parameters.
     pub params: BakeParams,
 }
 
 /// A hashed file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HashedFile {
+    /// `mesh`, `fixed`, `basis`, `render-interp` (inputs) or `output`.
     pub role: String,
+    /// The path (inputs) or the file name in the baked directory (outputs).
     pub path: String,
+    /// SHA-256 of the contents, lowercase hex.
     pub sha256: String,
 }
 
 /// Seconds spent in each stage.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageTimings {
+    /// Reading (or voxelizing) the mesh and assembling stiffness and mass.
     pub load_and_fem: f64,
+    /// The linear modes.
     pub linear_modes: f64,
+    /// The modal derivatives.
     pub modal_derivatives: f64,
+    /// The mass-PCA.
     pub pca: f64,
+    /// The cubic polynomial.
     pub polynomial: f64,
+    /// Writing and hashing the outputs.
     pub write: f64,
+    /// The whole bake, up to the manifest.
     pub total: f64,
 }
 
 /// The manifest of a baked directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// [`FORMAT_VERSION`] of the writer.
     pub format_version: u32,
-    pub mass_matrix: String,
+    /// The mass matrix the basis is orthonormal in (`"consistent"` or `"lumped"`).
+    pub mass_matrix: MassKind,
     /// The k lowest non-rigid linear frequencies (Hz).
     pub linear_frequencies_hz: Vec<f64>,
+    /// Basis size.
     pub r: usize,
+    /// Vertices of the simulation mesh.
     pub num_vertices: usize,
+    /// Elements of the simulation mesh.
     pub num_elements: usize,
+    /// Their type (`tetrahedra` or `hexahedra`).
     pub element_type: String,
     /// Fraction of the mass-weighted variance the PCA basis keeps (modal derivatives).
     pub pca_retained_variance: Option<f64>,
+    /// The parameters of the bake.
     pub parameters: BakeParams,
+    /// The input files and their hashes.
     pub inputs: Vec<HashedFile>,
+    /// The output files and their hashes.
     pub outputs: Vec<HashedFile>,
+    /// Seconds spent in each stage.
     pub timings_s: StageTimings,
 }
 
 /// Errors of the bake and of loading baked directories.
 #[derive(Debug, thiserror::Error)]
 pub enum BakeError {
+    /// Reading a mesh, `.bou` or `.interp` file.
     #[error(transparent)]
     Mesh(#[from] MeshError),
+    /// The finite element model of the mesh.
     #[error("{path}: {source}")]
-    Fem { path: PathBuf, source: FemError },
+    Fem {
+        /// The mesh file.
+        path: PathBuf,
+        /// What is wrong with the model.
+        source: FemError,
+    },
+    /// Voxelizing a surface mesh.
     #[error(transparent)]
     Voxelize(#[from] VoxelizeError),
+    /// The eigensolver.
     #[error(transparent)]
     Modes(#[from] ModesError),
+    /// Modal derivatives or mass-PCA.
     #[error(transparent)]
     Basis(#[from] BasisError),
+    /// The cubic polynomial.
     #[error(transparent)]
     Precompute(#[from] PrecomputeError),
+    /// Reading or writing a Vega binary file.
     #[error(transparent)]
     Vega(#[from] VegaError),
+    /// Reading, writing, renaming or removing a file or directory.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// A manifest that does not parse or has another format version.
     #[error("{path}: invalid manifest: {message}")]
-    Manifest { path: PathBuf, message: String },
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A basis file whose basis is not mass-orthonormal.
     #[error("{path}: the basis is not mass-orthonormal: max |U^T M U - I| = {error:.3e} (tolerance 1e-6)")]
-    NotMassOrthonormal { path: PathBuf, error: f64 },
+    NotMassOrthonormal {
+        /// The basis file.
+        path: PathBuf,
+        /// Max |U^T M U - I|.
+        error: f64,
+    },
+    /// A file that does not match the mesh or the manifest.
     #[error("{path}: {message}")]
-    Mismatch { path: PathBuf, message: String },
+    Mismatch {
+        /// The file (or baked directory).
+        path: PathBuf,
+        /// What does not match.
+        message: String,
+    },
+    /// Parameters no bake can use.
     #[error("invalid parameters: {0}")]
     Parameters(String),
 }
@@ -157,35 +222,15 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BakeError + '_ {
 
 /// SHA-256 of a file, hex.
 pub fn hash_file(path: &Path) -> Result<String, BakeError> {
-    let bytes = std::fs::read(path).map_err(io_err(path))?;
-    Ok(Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
-/// Stage reporting for progress bars (the CLI draws them; tests pass [`NoProgress`]).
-pub trait BakeProgress: Sync {
-    /// A stage starts, with `total` units of work.
-    fn stage(&self, name: &str, total: u64);
-    /// `n` units are done.
-    fn advance(&self, n: u64);
-    /// The stage is finished.
-    fn finish(&self);
-}
-
-/// Reports nothing.
-pub struct NoProgress;
-impl BakeProgress for NoProgress {
-    fn stage(&self, _: &str, _: u64) {}
-    fn advance(&self, _: u64) {}
-    fn finish(&self) {}
+    file_sha256(path).map_err(io_err(path))
 }
 
 /// Whether a bake ran or the cache was current.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BakeOutcome {
+    /// `out` already held a bake of the same inputs and parameters.
     UpToDate(Manifest),
+    /// A new bake was written.
     Baked(Manifest),
 }
 
@@ -232,18 +277,8 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, BakeError> {
     Ok(m)
 }
 
-fn mass_kind(name: &str) -> Result<MassKind, BakeError> {
-    match name {
-        "consistent" => Ok(MassKind::Consistent),
-        "lumped" => Ok(MassKind::Lumped),
-        other => Err(BakeError::Parameters(format!(
-            "mass matrix '{other}': expected 'consistent' or 'lumped'"
-        ))),
-    }
-}
-
 /// Max |U^T M U - I|.
-pub fn mass_orthonormality_error(m: &crate::fem::BlockSparseMatrix, u: &DMatrix<f64>) -> f64 {
+pub fn mass_orthonormality_error(m: &BlockSparseMatrix, u: &DMatrix<f64>) -> f64 {
     let mut mu = DMatrix::zeros(u.nrows(), u.ncols());
     for c in 0..u.ncols() {
         let mut out = vec![0.0; u.nrows()];
@@ -255,13 +290,76 @@ pub fn mass_orthonormality_error(m: &crate::fem::BlockSparseMatrix, u: &DMatrix<
 }
 
 /// Bakes `input` into `out`, unless `out` already holds a bake of the same inputs and
-/// parameters.
+/// parameters. The steps (each a `progress` stage, timed in the manifest):
+/// 1. check the parameters and hash the inputs; stop if `out` is up to date;
+/// 2. read the volumetric mesh (or voxelize a surface mesh) and assemble the finite
+///    element model, its fixed degrees of freedom, rest stiffness and mass matrix;
+/// 3. build the basis: from a file, by mass-PCA of snapshots, or from linear modes (and
+///    their modal derivatives, condensed by mass-PCA);
+/// 4. the cubic polynomial of the reduced internal forces;
+/// 5. write the outputs, their hashes and the manifest into a temporary directory and
+///    swap it into place.
 pub fn bake(
     input: &BakeInput,
     out: &Path,
-    progress: &dyn BakeProgress,
+    progress: &dyn Progress,
 ) -> Result<BakeOutcome, BakeError> {
     let p = &input.params;
+    check_params(p)?;
+    let inputs = input_hashes(input)?;
+    if let Some(m) = current_bake(out, &inputs, p) {
+        return Ok(BakeOutcome::UpToDate(m));
+    }
+    let start = Instant::now();
+    let mut timings = StageTimings::default();
+    let fem = timed_stage(
+        progress,
+        "load mesh and build the finite element model",
+        &mut timings.load_and_fem,
+        || assemble(input, load_mesh(input)?),
+    )?;
+    let basis = build_basis(input, &fem, progress, &mut timings)?;
+    let poly = timed_stage(
+        progress,
+        "cubic polynomial",
+        &mut timings.polynomial,
+        || Ok(reduced_polynomial(&fem.model, &basis.u, faer::Par::rayon(0))?.0),
+    )?;
+
+    progress.stage("write", 1);
+    let t0 = Instant::now();
+    let manifest = in_staging_dir(out, |staging| {
+        let outputs = write_outputs(staging, input, &fem, &basis, &poly)?;
+        timings.write = t0.elapsed().as_secs_f64();
+        timings.total = start.elapsed().as_secs_f64();
+        let manifest = new_manifest(p, &fem, &basis, inputs, outputs, timings);
+        write_manifest(staging, &manifest)?;
+        Ok(manifest)
+    })?;
+    progress.advance(1);
+    progress.finish();
+    Ok(BakeOutcome::Baked(manifest))
+}
+
+/// Runs `work` as a progress stage of one unit, storing its duration in `seconds`.
+fn timed_stage<T>(
+    progress: &dyn Progress,
+    name: &str,
+    seconds: &mut f64,
+    work: impl FnOnce() -> Result<T, BakeError>,
+) -> Result<T, BakeError> {
+    progress.stage(name, 1);
+    let t0 = Instant::now();
+    let value = work()?;
+    *seconds = t0.elapsed().as_secs_f64();
+    progress.advance(1);
+    progress.finish();
+    Ok(value)
+}
+
+/// Rejects parameters no bake can use (an empty basis, or no linear modes for a
+/// basis built from them).
+fn check_params(p: &BakeParams) -> Result<(), BakeError> {
     let needs_modes = matches!(
         p.basis_kind,
         BasisKind::ModalDerivatives | BasisKind::LinearModes
@@ -271,26 +369,27 @@ pub fn bake(
             "--linear-modes and --basis must be positive".into(),
         ));
     }
-    let inputs = input_hashes(input)?;
-    if let Ok(m) = read_manifest(out) {
-        if m.inputs == inputs && &m.parameters == p && load_baked(out).is_ok() {
-            return Ok(BakeOutcome::UpToDate(m));
-        }
-    }
-    let start = Instant::now();
-    let mut timings = StageTimings::default();
+    Ok(())
+}
 
-    progress.stage("load mesh and build the finite element model", 1);
-    let t0 = Instant::now();
-    let mesh: VolumeMesh = match input
+/// The manifest of `out` when it already holds a complete, unmodified bake of
+/// these inputs (by hash) and parameters.
+fn current_bake(out: &Path, inputs: &[HashedFile], p: &BakeParams) -> Option<Manifest> {
+    let m = read_manifest(out).ok()?;
+    (m.inputs == inputs && &m.parameters == p && load_baked(out).is_ok()).then_some(m)
+}
+
+/// The volumetric mesh: read, or voxelized from a surface mesh (`.obj`, `.stl`)
+/// at the `voxel_resolution` parameter.
+fn load_mesh(input: &BakeInput) -> Result<VolumeMesh, BakeError> {
+    let extension = input
         .mesh
         .extension()
         .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
+        .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
         Some("obj") | Some("stl") => {
-            let res = p.voxel_resolution.ok_or_else(|| {
+            let res = input.params.voxel_resolution.ok_or_else(|| {
                 BakeError::Parameters(format!(
                     "{}: a surface mesh needs --resolution N to be voxelized",
                     input.mesh.display()
@@ -301,10 +400,33 @@ pub fn bake(
                 resolution: res,
                 ..VoxelizeOptions::default()
             };
-            voxelize(&surface, &opts, None)?.mesh
+            Ok(voxelize(&surface, &opts, &NoProgress)?.mesh)
         }
-        _ => read_volume(&input.mesh)?,
-    };
+        _ => Ok(read_volume(&input.mesh)?),
+    }
+}
+
+/// The finite element model of the mesh and what the later steps need from it.
+struct Fem {
+    mesh: VolumeMesh,
+    model: FemModel,
+    /// Per degree of freedom: whether it is fixed.
+    fixed: Vec<bool>,
+    /// The tangent stiffness at rest.
+    k0: BlockSparseMatrix,
+    mass: BlockSparseMatrix,
+}
+
+impl Fem {
+    fn num_dofs(&self) -> usize {
+        self.model.num_dofs()
+    }
+}
+
+/// The StVK model of `mesh`, its fixed degrees of freedom (a free object must be
+/// asked for with `unconstrained`), the rest stiffness and the mass matrix.
+fn assemble(input: &BakeInput, mesh: VolumeMesh) -> Result<Fem, BakeError> {
+    let p = &input.params;
     let model = FemModel::new(&mesh, MaterialLaw::StVK).map_err(|source| BakeError::Fem {
         path: input.mesh.clone(),
         source,
@@ -328,256 +450,374 @@ pub fn bake(
     }
     let mut k0 = model.new_matrix();
     model.tangent_stiffness(&vec![0.0; n], &mut k0);
-    let mass = model.mass_matrix(mass_kind(&p.mass_matrix)?);
-    timings.load_and_fem = t0.elapsed().as_secs_f64();
-    progress.advance(1);
-    progress.finish();
+    let mass = model.mass_matrix(p.mass_matrix);
+    Ok(Fem {
+        mesh,
+        model,
+        fixed,
+        k0,
+        mass,
+    })
+}
 
-    let mut modes: Option<LinearModes> = None;
-    let mut retained = None;
-    let basis: DMatrix<f64> = match p.basis_kind {
-        BasisKind::File => {
-            let path = input.basis_file.as_ref().ok_or_else(|| {
-                BakeError::Parameters("basis kind 'file' needs --basis-file".into())
-            })?;
-            let u = read_matrix(path, Precision::F64)?;
-            if u.nrows() != n {
-                return Err(BakeError::Mismatch {
-                    path: path.clone(),
-                    message: format!(
-                        "the basis has {} rows but the mesh has {n} degrees of freedom",
-                        u.nrows()
-                    ),
-                });
-            }
-            if p.basis > u.ncols() {
-                return Err(BakeError::Parameters(format!(
-                    "--basis {} but {} has {} columns",
-                    p.basis,
-                    path.display(),
-                    u.ncols()
-                )));
-            }
-            let u = u.columns(0, p.basis).into_owned();
-            let err = mass_orthonormality_error(&mass, &u);
-            if err > 1e-6 {
-                return Err(BakeError::NotMassOrthonormal {
-                    path: path.clone(),
-                    error: err,
-                });
-            }
-            u
-        }
-        BasisKind::Snapshots => {
-            let path = input.basis_file.as_ref().ok_or_else(|| {
-                BakeError::Parameters("basis kind 'snapshots' needs --snapshots FILE.U".into())
-            })?;
-            let y = read_matrix(path, Precision::F64)?;
-            if y.nrows() != n {
-                return Err(BakeError::Mismatch {
-                    path: path.clone(),
-                    message: format!(
-                        "the snapshots have {} rows but the mesh has {n} degrees of freedom",
-                        y.nrows()
-                    ),
-                });
-            }
-            progress.stage("mass-PCA of the snapshots", 1);
-            let t0 = Instant::now();
-            let (u, kept) = mass_pca(&mass, &y, p.basis)?;
-            retained = Some(kept);
-            timings.pca = t0.elapsed().as_secs_f64();
-            progress.advance(1);
-            progress.finish();
-            u
-        }
-        kind => {
-            progress.stage("linear modes (shift-invert Lanczos)", 1);
-            let t0 = Instant::now();
-            let lm = linear_modes(
-                &k0,
-                &mass,
-                &fixed,
-                &model.rest_positions,
-                &ModesOptions {
-                    count: p.linear_modes,
-                    unconstrained: p.unconstrained,
-                    tolerance: 1e-10,
-                },
+/// The reduced basis, with the linear modes and the retained PCA variance it came from
+/// (for the manifest).
+struct Basis {
+    u: DMatrix<f64>,
+    modes: Option<LinearModes>,
+    retained: Option<f64>,
+}
+
+/// The basis of the `basis_kind` parameter.
+fn build_basis(
+    input: &BakeInput,
+    fem: &Fem,
+    progress: &dyn Progress,
+    timings: &mut StageTimings,
+) -> Result<Basis, BakeError> {
+    let p = &input.params;
+    match p.basis_kind {
+        BasisKind::File => Ok(Basis {
+            u: file_basis(input, fem)?,
+            modes: None,
+            retained: None,
+        }),
+        BasisKind::Snapshots => snapshot_basis(input, fem, progress, timings),
+        kind @ (BasisKind::LinearModes | BasisKind::ModalDerivatives) => {
+            let lm = timed_stage(
+                progress,
+                "linear modes (shift-invert Lanczos)",
+                &mut timings.linear_modes,
+                || linear_modes_of(p, fem),
             )?;
-            timings.linear_modes = t0.elapsed().as_secs_f64();
-            progress.advance(1);
-            progress.finish();
-            let u = if kind == BasisKind::LinearModes {
-                if p.basis > p.linear_modes {
-                    return Err(BakeError::Parameters(format!(
-                        "a linear-mode basis of {} vectors needs --linear-modes >= {}",
-                        p.basis, p.basis
-                    )));
-                }
-                lm.vectors.columns(0, p.basis).into_owned()
+            let (u, retained) = if kind == BasisKind::LinearModes {
+                (first_linear_modes(p, &lm)?, None)
             } else {
-                let k = p.linear_modes;
-                let pairs = if p.unconstrained {
-                    k * k
-                } else {
-                    k * (k + 1) / 2
-                };
-                progress.stage("modal derivatives", pairs as u64);
-                let t0 = Instant::now();
-                let y = if p.unconstrained {
-                    let phis = modal_derivatives_unconstrained(
-                        &model,
-                        &k0,
-                        &mass,
-                        &lm.vectors,
-                        &lm.eigenvalues,
-                    )?;
-                    scaled_modes_and_all_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
-                } else {
-                    let phis =
-                        modal_derivatives_with_progress(&model, &k0, &fixed, &lm.vectors, &|| {
-                            progress.advance(1)
-                        })?;
-                    scaled_modes_and_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
-                };
-                timings.modal_derivatives = t0.elapsed().as_secs_f64();
-                if p.unconstrained {
-                    progress.advance(pairs as u64);
-                }
-                progress.finish();
-                progress.stage("mass-PCA", 1);
-                let t0 = Instant::now();
-                let (u, kept) = mass_pca(&mass, &y, p.basis).map_err(|e| match e {
-                    BasisError::RankTooLow { asked, rank } => BakeError::Parameters(format!(
-                        "--basis {asked} exceeds the {rank} independent modes and derivatives of k = {k}"
-                    )),
-                    other => other.into(),
-                })?;
-                retained = Some(kept);
-                timings.pca = t0.elapsed().as_secs_f64();
-                progress.advance(1);
-                progress.finish();
-                u
+                let (u, kept) = derivative_basis(p, fem, &lm, progress, timings)?;
+                (u, Some(kept))
             };
-            modes = Some(lm);
-            u
+            Ok(Basis {
+                u,
+                modes: Some(lm),
+                retained,
+            })
         }
+    }
+}
+
+/// A `Mismatch` unless `rows` is the number of degrees of freedom (`what` says "the basis
+/// has" or "the snapshots have").
+fn check_rows(path: &Path, what: &str, rows: usize, n: usize) -> Result<(), BakeError> {
+    if rows != n {
+        return Err(BakeError::Mismatch {
+            path: path.to_path_buf(),
+            message: format!("{what} {rows} rows but the mesh has {n} degrees of freedom"),
+        });
+    }
+    Ok(())
+}
+
+/// Basis kind `file`: the first r columns of the basis file, which must be
+/// mass-orthonormal.
+fn file_basis(input: &BakeInput, fem: &Fem) -> Result<DMatrix<f64>, BakeError> {
+    let p = &input.params;
+    let path = input
+        .basis_file
+        .as_ref()
+        .ok_or_else(|| BakeError::Parameters("basis kind 'file' needs --basis-file".into()))?;
+    let u = read_matrix(path, Precision::F64)?;
+    check_rows(path, "the basis has", u.nrows(), fem.num_dofs())?;
+    if p.basis > u.ncols() {
+        return Err(BakeError::Parameters(format!(
+            "--basis {} but {} has {} columns",
+            p.basis,
+            path.display(),
+            u.ncols()
+        )));
+    }
+    let u = u.columns(0, p.basis).into_owned();
+    let err = mass_orthonormality_error(&fem.mass, &u);
+    if err > 1e-6 {
+        return Err(BakeError::NotMassOrthonormal {
+            path: path.clone(),
+            error: err,
+        });
+    }
+    Ok(u)
+}
+
+/// Basis kind `snapshots`: mass-PCA of the displacement snapshots in the basis file.
+fn snapshot_basis(
+    input: &BakeInput,
+    fem: &Fem,
+    progress: &dyn Progress,
+    timings: &mut StageTimings,
+) -> Result<Basis, BakeError> {
+    let path = input.basis_file.as_ref().ok_or_else(|| {
+        BakeError::Parameters("basis kind 'snapshots' needs --snapshots FILE.U".into())
+    })?;
+    let y = read_matrix(path, Precision::F64)?;
+    check_rows(path, "the snapshots have", y.nrows(), fem.num_dofs())?;
+    let (u, kept) = timed_stage(
+        progress,
+        "mass-PCA of the snapshots",
+        &mut timings.pca,
+        || Ok(mass_pca(&fem.mass, &y, input.params.basis)?),
+    )?;
+    Ok(Basis {
+        u,
+        modes: None,
+        retained: Some(kept),
+    })
+}
+
+/// The k lowest linear modes (shift-invert Lanczos; rigid modes skipped when
+/// unconstrained).
+fn linear_modes_of(p: &BakeParams, fem: &Fem) -> Result<LinearModes, BakeError> {
+    Ok(linear_modes(
+        &fem.k0,
+        &fem.mass,
+        &fem.fixed,
+        &fem.model.rest_positions,
+        &ModesOptions {
+            count: p.linear_modes,
+            unconstrained: p.unconstrained,
+            tolerance: 1e-10,
+        },
+    )?)
+}
+
+/// Basis kind `linear-modes`: the first r linear modes.
+fn first_linear_modes(p: &BakeParams, lm: &LinearModes) -> Result<DMatrix<f64>, BakeError> {
+    if p.basis > p.linear_modes {
+        return Err(BakeError::Parameters(format!(
+            "a linear-mode basis of {} vectors needs --linear-modes >= {}",
+            p.basis, p.basis
+        )));
+    }
+    Ok(lm.vectors.columns(0, p.basis).into_owned())
+}
+
+/// Basis kind `modal-derivatives`: mass-PCA of the scaled linear modes and their modal
+/// derivatives (thesis 2.8.3); also returns the retained variance.
+fn derivative_basis(
+    p: &BakeParams,
+    fem: &Fem,
+    lm: &LinearModes,
+    progress: &dyn Progress,
+    timings: &mut StageTimings,
+) -> Result<(DMatrix<f64>, f64), BakeError> {
+    let y = modes_and_derivatives(p, fem, lm, progress, &mut timings.modal_derivatives)?;
+    let k = p.linear_modes;
+    timed_stage(progress, "mass-PCA", &mut timings.pca, || {
+        mass_pca(&fem.mass, &y, p.basis).map_err(|e| match e {
+            BasisError::RankTooLow { asked, rank } => BakeError::Parameters(format!(
+                "--basis {asked} exceeds the {rank} independent modes and derivatives of k = {k}"
+            )),
+            other => other.into(),
+        })
+    })
+}
+
+/// The scaled linear modes and modal derivatives (k(k+1)/2 of a constrained object, k^2
+/// of a free one), as columns; a progress stage of one unit per derivative.
+fn modes_and_derivatives(
+    p: &BakeParams,
+    fem: &Fem,
+    lm: &LinearModes,
+    progress: &dyn Progress,
+    seconds: &mut f64,
+) -> Result<DMatrix<f64>, BakeError> {
+    let k = p.linear_modes;
+    let pairs = if p.unconstrained {
+        k * k
+    } else {
+        k * (k + 1) / 2
     };
-
-    progress.stage("cubic polynomial", 1);
+    progress.stage("modal derivatives", pairs as u64);
     let t0 = Instant::now();
-    let (poly, _) = reduced_polynomial(&model, &basis, faer::Par::rayon(0))?;
-    timings.polynomial = t0.elapsed().as_secs_f64();
-    progress.advance(1);
+    let y = if p.unconstrained {
+        let phis = modal_derivatives_unconstrained(
+            &fem.model,
+            &fem.k0,
+            &fem.mass,
+            &lm.vectors,
+            &lm.eigenvalues,
+        )?;
+        scaled_modes_and_all_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
+    } else {
+        let phis =
+            modal_derivatives_with_progress(&fem.model, &fem.k0, &fem.fixed, &lm.vectors, &|| {
+                progress.advance(1)
+            })?;
+        scaled_modes_and_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
+    };
+    *seconds = t0.elapsed().as_secs_f64();
+    if p.unconstrained {
+        progress.advance(pairs as u64);
+    }
     progress.finish();
+    Ok(y)
+}
 
-    progress.stage("write", 1);
-    let t0 = Instant::now();
+/// Runs `work` on a fresh temporary directory beside `out`, then
+/// swaps it into place as `out` (replacing an older bake). On an error the temporary
+/// directory is removed and `out` is left as it was.
+fn in_staging_dir<T>(
+    out: &Path,
+    work: impl FnOnce(&Path) -> Result<T, BakeError>,
+) -> Result<T, BakeError> {
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io_err(parent))?;
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "baked".into());
-    let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(io_err(&tmp))?;
+    let staging = temp_sibling(out, "partial");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(io_err(&staging))?;
     }
-    std::fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
-    write_matrix(&tmp.join("basis.U"), &basis, Precision::F64)?;
-    write_cub(&tmp.join("reduced.cub"), &poly)?;
-    let mut output_files = vec!["basis.U", "reduced.cub"];
-    if let Some(lm) = &modes {
-        write_matrix(&tmp.join("linear_modes.U"), &lm.vectors, Precision::F64)?;
-        output_files.push("linear_modes.U");
+    std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
+    let result = work(&staging).and_then(|value| {
+        swap_into_place(&staging, out)?;
+        Ok(value)
+    });
+    if result.is_err() {
+        // Best effort: the error is what matters.
+        let _ = std::fs::remove_dir_all(&staging);
     }
-    if let Some(interp_path) = &input.render_interp {
-        let interp = crate::mesh::read_interp(interp_path, None, Some(mesh.vertices.len()))?;
-        let ur = super::basis::render_basis(&interp, &basis);
-        write_matrix(&tmp.join("render.URendering.float"), &ur, Precision::F32)?;
-        output_files.push("render.URendering.float");
+    result
+}
+
+/// Renames the finished directory `staging` to `out`, moving an older `out` aside first
+/// and deleting it after.
+fn swap_into_place(staging: &Path, out: &Path) -> Result<(), BakeError> {
+    let old = temp_sibling(out, "old");
+    if out.exists() {
+        std::fs::rename(out, &old).map_err(io_err(out))?;
     }
-    let mut group_files = Vec::new();
-    if p.material_groups {
-        let groups = super::precompute::MaterialGroupPolynomials::compute(
-            &model,
-            &basis,
-            faer::Par::rayon(0),
-        )?;
-        for (g, name) in groups.names.iter().enumerate() {
-            let safe: String = name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
-            for (part, poly) in [("lambda", &groups.lambda[g]), ("mu", &groups.mu[g])] {
-                let f = format!("material_{g}_{safe}_{part}.cub");
-                write_cub(&tmp.join(&f), poly)?;
-                group_files.push(f);
-            }
-        }
+    std::fs::rename(staging, out).map_err(io_err(out))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(io_err(&old))?;
     }
-    let output_files: Vec<String> = output_files
-        .iter()
-        .map(|s| s.to_string())
-        .chain(group_files)
-        .collect();
-    let outputs = output_files
-        .iter()
+    Ok(())
+}
+
+/// Writes the basis, the polynomial, the linear modes, the render basis and the material
+/// group polynomials (those that apply) into `dir`; returns their hashes.
+fn write_outputs(
+    dir: &Path,
+    input: &BakeInput,
+    fem: &Fem,
+    basis: &Basis,
+    poly: &CubicPolynomial,
+) -> Result<Vec<HashedFile>, BakeError> {
+    write_matrix(&dir.join("basis.U"), &basis.u, Precision::F64)?;
+    write_cub(&dir.join("reduced.cub"), poly)?;
+    let mut files = vec!["basis.U".to_string(), "reduced.cub".to_string()];
+    if let Some(lm) = &basis.modes {
+        write_matrix(&dir.join("linear_modes.U"), &lm.vectors, Precision::F64)?;
+        files.push("linear_modes.U".into());
+    }
+    if let Some(interp) = &input.render_interp {
+        files.push(write_render_basis(dir, interp, fem, basis)?);
+    }
+    if input.params.material_groups {
+        files.extend(write_material_groups(dir, fem, basis)?);
+    }
+    files
+        .into_iter()
         .map(|f| {
             Ok(HashedFile {
                 role: "output".into(),
-                path: f.clone(),
-                sha256: hash_file(&tmp.join(f))?,
+                sha256: hash_file(&dir.join(&f))?,
+                path: f,
             })
         })
-        .collect::<Result<Vec<_>, BakeError>>()?;
-    timings.write = t0.elapsed().as_secs_f64();
-    timings.total = start.elapsed().as_secs_f64();
-    let manifest = Manifest {
+        .collect()
+}
+
+/// The render basis (f32 matrixIO) of the render mesh embedded by `interp`; returns the
+/// file name.
+fn write_render_basis(
+    dir: &Path,
+    interp: &Path,
+    fem: &Fem,
+    basis: &Basis,
+) -> Result<String, BakeError> {
+    let interp = read_interp(interp, None, Some(fem.mesh.vertices.len()))?;
+    let ur = render_basis(&interp, &basis.u);
+    let name = "render.URendering.float";
+    write_matrix(&dir.join(name), &ur, Precision::F32)?;
+    Ok(name.into())
+}
+
+/// The lambda and mu polynomials of every material group
+/// (`material_{g}_{name}_{lambda|mu}.cub`, the name made file-safe); returns the file
+/// names.
+fn write_material_groups(dir: &Path, fem: &Fem, basis: &Basis) -> Result<Vec<String>, BakeError> {
+    let groups = MaterialGroupPolynomials::compute(&fem.model, &basis.u, faer::Par::rayon(0))?;
+    let mut files = Vec::new();
+    for (g, name) in groups.names.iter().enumerate() {
+        let safe: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        for (part, poly) in [("lambda", &groups.lambda[g]), ("mu", &groups.mu[g])] {
+            let f = format!("material_{g}_{safe}_{part}.cub");
+            write_cub(&dir.join(&f), poly)?;
+            files.push(f);
+        }
+    }
+    Ok(files)
+}
+
+/// The manifest of a finished bake.
+fn new_manifest(
+    p: &BakeParams,
+    fem: &Fem,
+    basis: &Basis,
+    inputs: Vec<HashedFile>,
+    outputs: Vec<HashedFile>,
+    timings: StageTimings,
+) -> Manifest {
+    Manifest {
         format_version: FORMAT_VERSION,
-        mass_matrix: p.mass_matrix.clone(),
-        linear_frequencies_hz: modes
+        mass_matrix: p.mass_matrix,
+        linear_frequencies_hz: basis
+            .modes
             .as_ref()
             .map(|m| m.frequencies_hz())
             .unwrap_or_default(),
-        r: basis.ncols(),
-        num_vertices: mesh.vertices.len(),
-        num_elements: mesh.num_elements(),
-        element_type: mesh.kind.name().to_string(),
-        pca_retained_variance: retained,
+        r: basis.u.ncols(),
+        num_vertices: fem.mesh.vertices.len(),
+        num_elements: fem.mesh.num_elements(),
+        element_type: fem.mesh.kind.name().to_string(),
+        pca_retained_variance: basis.retained,
         parameters: p.clone(),
         inputs,
         outputs,
         timings_s: timings,
-    };
-    let text = toml::to_string_pretty(&manifest).map_err(|e| BakeError::Manifest {
-        path: tmp.join("manifest.toml"),
+    }
+}
+
+/// Writes `manifest.toml` into `dir`.
+fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), BakeError> {
+    let path = dir.join("manifest.toml");
+    let text = toml::to_string_pretty(manifest).map_err(|e| BakeError::Manifest {
+        path: path.clone(),
         message: e.to_string(),
     })?;
-    std::fs::write(tmp.join("manifest.toml"), text).map_err(io_err(&tmp))?;
-    // Swap the finished directory into place.
-    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
-    if out.exists() {
-        std::fs::rename(out, &old).map_err(io_err(out))?;
-    }
-    std::fs::rename(&tmp, out).map_err(io_err(out))?;
-    if old.exists() {
-        std::fs::remove_dir_all(&old).map_err(io_err(&old))?;
-    }
-    progress.advance(1);
-    progress.finish();
-    Ok(BakeOutcome::Baked(manifest))
+    std::fs::write(&path, text).map_err(io_err(dir))
 }
 
 /// A baked reduced model.
 #[derive(Debug, Clone)]
 pub struct BakedModel {
+    /// Its manifest.
     pub manifest: Manifest,
+    /// The mass-orthonormal basis U (3n x r).
     pub basis: DMatrix<f64>,
+    /// The cubic polynomial of the reduced internal forces.
     pub polynomial: CubicPolynomial,
 }
 
@@ -619,4 +859,66 @@ pub fn load_baked(dir: &Path) -> Result<BakedModel, BakeError> {
         basis,
         polynomial,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(mass_matrix: MassKind) -> BakeParams {
+        BakeParams {
+            linear_modes: 4,
+            basis: 6,
+            basis_kind: BasisKind::ModalDerivatives,
+            mass_matrix,
+            unconstrained: false,
+            voxel_resolution: None,
+            material_groups: false,
+        }
+    }
+
+    #[test]
+    fn the_mass_matrix_is_written_and_read_as_text() {
+        let text = toml::to_string(&params(MassKind::Lumped)).unwrap();
+        assert!(text.contains("mass_matrix = \"lumped\""), "{text}");
+        // A manifest's parameters as older builds wrote them (a string) still read.
+        let old = text.replace("\"lumped\"", "\"consistent\"");
+        let p: BakeParams = toml::from_str(&old).unwrap();
+        assert_eq!(p, params(MassKind::Consistent));
+        let bad = text.replace("\"lumped\"", "\"diagonal\"");
+        assert!(toml::from_str::<BakeParams>(&bad).is_err());
+        // Scene files and the command line parse the same names.
+        assert_eq!("lumped".parse(), Ok(MassKind::Lumped));
+        let e = "Lumped".parse::<MassKind>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "mass matrix 'Lumped': expected 'consistent' or 'lumped'"
+        );
+        assert_eq!(MassKind::Consistent.to_string(), "consistent");
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_staging_directory_and_the_old_bake() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("baked");
+        in_staging_dir(&out, |d| {
+            std::fs::write(d.join("a"), "old").map_err(io_err(d))
+        })
+        .unwrap();
+        let err = in_staging_dir(&out, |d| -> Result<(), BakeError> {
+            std::fs::write(d.join("a"), "new").map_err(io_err(d))?;
+            Err(BakeError::Parameters("stop".into()))
+        })
+        .unwrap_err();
+        assert!(matches!(err, BakeError::Parameters(_)));
+        assert_eq!(std::fs::read_to_string(out.join("a")).unwrap(), "old");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        in_staging_dir(&out, |d| {
+            std::fs::write(d.join("b"), "new").map_err(io_err(d))
+        })
+        .unwrap();
+        assert!(!out.join("a").exists() && out.join("b").exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 }

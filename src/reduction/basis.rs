@@ -17,12 +17,20 @@ use crate::fem::{BlockSparseMatrix, FemModel, FreeDofSolver, SolveError};
 /// Errors building a basis.
 #[derive(Debug, thiserror::Error)]
 pub enum BasisError {
+    /// The system of the modal derivatives could not be factored: K on the free dofs
+    /// (constrained objects), or the bordered system of eq. 2.60 (unconstrained ones).
     #[error(
         "the stiffness matrix cannot be factored on the free dofs (unconstrained object?): {0}"
     )]
     Singular(#[from] SolveError),
+    /// Mass-PCA was asked for more directions than its input spans.
     #[error("asked for {asked} basis vectors but the input spans only {rank} (numerically independent) directions")]
-    RankTooLow { asked: usize, rank: usize },
+    RankTooLow {
+        /// The basis size r asked for.
+        asked: usize,
+        /// Number of directions whose Gram eigenvalue exceeds 1e-12 times the largest.
+        rank: usize,
+    },
 }
 
 /// Modal derivatives Phi_ij (i <= j, in Vega's packed order) of a constrained object.

@@ -12,10 +12,11 @@
 //! With packed symmetric index pairs (m <= n), K3 is one symmetric matrix-vector product
 //! of the r(r+1)/2 x r(r+1)/2 matrix A[(mn),(jk)] with the packed vector of q_j q_k, and
 //! K2 one product of the r(r+1)/2 x r matrix C[(mn),k] with q. Every coefficient is read
-//! once per step for both R~ and K~, in storage order (ANCHORS.md: the step is
-//! memory-bound; Vega reads separate force and stiffness polynomials). The quartic
-//! matrix stores its upper triangle only, in f64 for r <= 40 and in f32 (accumulated in
-//! f64) above, where it outgrows the caches; tests state the f32 tolerance.
+//! once per step for both R~ and K~, in storage order (docs/performance.md, "Side by side
+//! with Vega FEM": the step is memory-bound; Vega reads separate force and stiffness
+//! polynomials). The quartic matrix stores its upper triangle only, in f64 for r <= 40
+//! and in f32 (accumulated in f64) above, where it outgrows the caches; tests state the
+//! f32 tolerance.
 //!
 //! The tensors are recovered from Vega's `.cub` layout (the coefficient of each monomial
 //! of R~_l), so baked polynomials and Vega's files share one path. The kernels are
@@ -29,15 +30,21 @@ use super::polynomial::{num_cubic, num_quadratic, CubicPolynomial};
 /// Instruction-set level of the evaluation kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SimdLevel {
+    /// Plain Rust for the baseline target (eight-lane loops the compiler vectorizes).
     Portable,
+    /// AVX2 + FMA intrinsics, the quartic product row by row.
     Avx2,
+    /// AVX2 + FMA, with the quartic product in AVX-512F/VL blocks of eight rows.
     Avx512,
 }
 
 /// Storage precision of the quartic coefficients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuarticPrecision {
+    /// 8 bytes per coefficient (the default up to r = 40).
     F64,
+    /// 4 bytes per coefficient, accumulated in f64: half the memory traffic for a relative
+    /// rounding of about 6e-8 per coefficient (the default above r = 40).
     F32,
 }
 
@@ -99,6 +106,8 @@ impl ReducedForces {
         Self::with_precision(poly, r, QuarticPrecision::default_for(r))
     }
 
+    /// As [`Self::new`], storing the quartic coefficients in `precision`. Fails when `r`
+    /// is 0, exceeds `poly.r` or exceeds [`MAX_R`].
     pub fn with_precision(
         poly: &CubicPolynomial,
         r: usize,
@@ -200,6 +209,7 @@ impl ReducedForces {
         })
     }
 
+    /// Number of reduced coordinates r evaluated.
     pub fn r(&self) -> usize {
         self.r
     }

@@ -50,18 +50,29 @@ impl LinearModes {
 /// Errors of the eigensolver.
 #[derive(Debug, thiserror::Error)]
 pub enum ModesError {
+    /// More modes were asked for than the free dofs allow (or none at all).
     #[error("asked for {asked} modes but the object has only {free} free degrees of freedom{}", if *.rigid { " (6 of them rigid)" } else { "" })]
     TooManyModes {
+        /// Number of modes asked for ([`ModesOptions::count`]).
         asked: usize,
+        /// Number of free (unconstrained) degrees of freedom.
         free: usize,
+        /// Whether the object is unconstrained, so 6 of the free dofs are rigid modes.
         rigid: bool,
     },
+    /// K (shifted by -sigma M for unconstrained objects) could not be Cholesky-factored on
+    /// the free dofs.
     #[error("the stiffness matrix is singular or indefinite on the free degrees of freedom: is the object unconstrained (no fixed vertices)? Bake it as unconstrained, or fix some vertices. ({0})")]
     Singular(SolveError),
+    /// A Lanczos run grew its Krylov space to every free, non-deflated dof without enough
+    /// Ritz pairs meeting the tolerance.
     #[error("Lanczos did not converge: {converged} of {wanted} modes after {steps} steps")]
     NoConvergence {
+        /// Number of modes that met the tolerance in the failing run.
         converged: usize,
+        /// Number of modes asked for.
         wanted: usize,
+        /// Lanczos steps of the failing run.
         steps: usize,
     },
 }

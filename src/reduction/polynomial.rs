@@ -17,6 +17,7 @@ pub fn num_cubic(r: usize) -> usize {
 /// The coefficients of a cubic reduced-force polynomial, in Vega's `.cub` layout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CubicPolynomial {
+    /// Number of reduced coordinates q (the basis size r).
     pub r: usize,
     /// r x r, output-major (output l, variable i at `l * r + i`).
     pub linear: Vec<f64>,

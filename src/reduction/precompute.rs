@@ -1,6 +1,6 @@
 //! Precomputation of the cubic reduced StVK force polynomial for any element type, by
 //! dense matrix products over vertex pairs (a generalization of Kikuuwe's edge-based
-//! formulation, REFERENCE.md, to hexes and tets alike).
+//! formulation, docs/equations.md "Element kernels and muscle", to hexes and tets alike).
 //!
 //! At a quadrature point with shape gradients g_a and weight w, the displacement
 //! gradient is G = sum_a u_a g_a^T, and the Green strain splits into a part linear in u,
@@ -22,8 +22,9 @@
 //! - cubic: R3_l = 2 sum_ijk T[(l,i),(j,k)] q_i q_j q_k with T = Bmat^T L Bmat, one sparse
 //!   product and one GEMM over packed symmetric columns (r(r+1)/2 of them).
 //!
-//! This replaces Vega's per-element rank-1 updates into an r^4 accumulator (ANCHORS.md) by
-//! large matrix products, which run near the machine's peak.
+//! This replaces Vega's per-element rank-1 updates into an r^4 accumulator by large matrix
+//! products, which run near the machine's peak (measured against Vega in
+//! docs/performance.md, "Side by side with Vega FEM").
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -47,21 +48,35 @@ pub fn packed_index(r: usize, i: usize, j: usize) -> usize {
 /// Wall-clock time of each precomputation stage (s).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PrecomputeTimings {
+    /// Gathering the vertex pairs, the quartic coupling matrix L and the forms c_alpha.
     pub pairs_and_quartic_matrix: f64,
+    /// The linear coefficients U^T K0 U.
     pub linear: f64,
+    /// The pair matrices B_alpha (packed) and a_alpha = U^T c_alpha.
     pub pair_matrices: f64,
+    /// The quadratic coefficients (one GEMM).
     pub quadratic: f64,
+    /// The cubic coefficients (T = B L B^T in chunks of pairs).
     pub cubic: f64,
+    /// The whole of [`reduced_polynomial`].
     pub total: f64,
 }
 
 /// Errors of the precomputation.
 #[derive(Debug, thiserror::Error)]
 pub enum PrecomputeError {
+    /// The basis U does not have one row per degree of freedom of the model.
     #[error("the basis has {rows} rows but the model has {dofs} degrees of freedom")]
-    BasisShape { rows: usize, dofs: usize },
+    BasisShape {
+        /// Rows of U.
+        rows: usize,
+        /// Degrees of freedom of the model (3 per vertex).
+        dofs: usize,
+    },
+    /// The model uses another material law; only StVK forces are cubic polynomials.
     #[error("reduced StVK polynomials need the StVK material law")]
     NotStvk,
+    /// The basis U has no columns (r = 0).
     #[error("the basis has no columns")]
     EmptyBasis,
 }
@@ -388,8 +403,11 @@ pub fn reduced_polynomial(
 /// polynomial with lambda = 1, mu = 0 on group g's elements and zero elsewhere.
 #[derive(Debug, Clone)]
 pub struct MaterialGroupPolynomials {
+    /// The material name of each group, in the model's group order.
     pub names: Vec<String>,
+    /// R~_g^lambda per group: lambda = 1 Pa, mu = 0 on the group's elements.
     pub lambda: Vec<CubicPolynomial>,
+    /// R~_g^mu per group: lambda = 0, mu = 1 Pa on the group's elements.
     pub mu: Vec<CubicPolynomial>,
 }
 

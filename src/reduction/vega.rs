@@ -9,28 +9,37 @@
 //!   (k fastest); each coefficient already sums all index orders.
 //!
 //! Every reader returns a [`VegaError`] naming the file, the byte offset and what was
-//! expected.
+//! expected. Writers replace their file atomically.
 
 use std::path::{Path, PathBuf};
 
 use nalgebra::DMatrix;
 
 use super::polynomial::{num_cubic, num_quadratic, CubicPolynomial};
+use crate::io::{write_bytes_atomic, ByteReader, Truncated};
 
-/// Errors reading Vega binary files.
+/// Errors reading or writing Vega binary files.
 #[derive(Debug, thiserror::Error)]
 pub enum VegaError {
+    /// The file could not be read or written.
     #[error("{path}: cannot read: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The bytes are not a valid file of the format.
     #[error("{path}: byte offset {offset}: expected {expected}, found {found}")]
     Format {
+        /// The file.
         path: PathBuf,
+        /// Where the problem starts.
         offset: u64,
+        /// What the format has there.
         expected: String,
+        /// What the file has there.
         found: String,
     },
 }
@@ -38,73 +47,83 @@ pub enum VegaError {
 /// Scalar type of a matrixIO file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
+    /// 8-byte floats (`.U`).
     F64,
+    /// 4-byte floats (`.float`).
     F32,
 }
 
+impl Precision {
+    fn size(self) -> usize {
+        match self {
+            Precision::F64 => 8,
+            Precision::F32 => 4,
+        }
+    }
+}
+
+/// A [`ByteReader`] over one file, whose errors are [`VegaError`]s naming it.
 struct Reader<'a> {
     path: &'a Path,
-    bytes: &'a [u8],
-    pos: usize,
+    bytes: ByteReader<'a>,
 }
 
 impl<'a> Reader<'a> {
-    fn need(&self, n: usize, what: &str) -> Result<(), VegaError> {
-        if self.bytes.len() - self.pos < n {
-            return Err(VegaError::Format {
-                path: self.path.to_path_buf(),
-                offset: self.pos as u64,
-                expected: format!("{n} more bytes for {what}"),
-                found: format!("{} bytes (file truncated)", self.bytes.len() - self.pos),
-            });
+    fn new(path: &'a Path, bytes: &'a [u8]) -> Self {
+        Reader {
+            path,
+            bytes: ByteReader::new(bytes),
         }
-        Ok(())
     }
 
-    fn i32(&mut self, what: &str) -> Result<i32, VegaError> {
-        self.need(4, what)?;
-        let v = i32::from_le_bytes(
-            self.bytes[self.pos..self.pos + 4]
-                .try_into()
-                .unwrap_or([0; 4]),
-        );
-        self.pos += 4;
-        Ok(v)
+    fn format(&self, offset: usize, expected: String, found: String) -> VegaError {
+        VegaError::Format {
+            path: self.path.to_path_buf(),
+            offset: offset as u64,
+            expected,
+            found,
+        }
     }
 
+    fn truncated(&self, t: Truncated) -> VegaError {
+        VegaError::Format {
+            path: self.path.to_path_buf(),
+            offset: t.offset,
+            expected: format!("{} more bytes for {}", t.needed, t.what),
+            found: format!("{} bytes (file truncated)", t.available),
+        }
+    }
+
+    /// A non-negative int32 size.
     fn dim(&mut self, what: &str) -> Result<usize, VegaError> {
-        let at = self.pos;
-        let v = self.i32(what)?;
+        let at = self.bytes.offset();
+        let v = self.bytes.i32(what).map_err(|t| self.truncated(t))?;
         if v < 0 {
-            return Err(VegaError::Format {
-                path: self.path.to_path_buf(),
-                offset: at as u64,
-                expected: format!("a non-negative {what}"),
-                found: v.to_string(),
-            });
+            return Err(self.format(at, format!("a non-negative {what}"), v.to_string()));
         }
         Ok(v as usize)
     }
 
+    /// `n` finite floats of `precision`, as f64.
     fn values(
         &mut self,
         n: usize,
         precision: Precision,
         what: &str,
     ) -> Result<Vec<f64>, VegaError> {
-        let size = match precision {
-            Precision::F64 => 8,
-            Precision::F32 => 4,
-        };
-        let bytes = n.checked_mul(size).ok_or_else(|| VegaError::Format {
-            path: self.path.to_path_buf(),
-            offset: self.pos as u64,
-            expected: format!("a plausible size for {what}"),
-            found: format!("{n} entries"),
+        let size = precision.size();
+        let start = self.bytes.offset();
+        let bytes = n.checked_mul(size).ok_or_else(|| {
+            self.format(
+                start,
+                format!("a plausible size for {what}"),
+                format!("{n} entries"),
+            )
         })?;
-        self.need(bytes, what)?;
-        let start = self.pos;
-        let chunk = &self.bytes[start..start + bytes];
+        let chunk = self
+            .bytes
+            .take(bytes, what)
+            .map_err(|t| self.truncated(t))?;
         let out: Vec<f64> = match precision {
             Precision::F64 => chunk
                 .chunks_exact(8)
@@ -116,27 +135,24 @@ impl<'a> Reader<'a> {
                 .collect(),
         };
         if let Some(i) = out.iter().position(|v| !v.is_finite()) {
-            return Err(VegaError::Format {
-                path: self.path.to_path_buf(),
-                offset: (start + i * size) as u64,
-                expected: format!("a finite number in {what}"),
-                found: out[i].to_string(),
-            });
+            return Err(self.format(
+                start + i * size,
+                format!("a finite number in {what}"),
+                out[i].to_string(),
+            ));
         }
-        self.pos += bytes;
         Ok(out)
     }
 
     fn finish(&self) -> Result<(), VegaError> {
-        if self.pos != self.bytes.len() {
-            return Err(VegaError::Format {
-                path: self.path.to_path_buf(),
-                offset: self.pos as u64,
-                expected: "end of file".into(),
-                found: format!("{} trailing bytes", self.bytes.len() - self.pos),
-            });
+        match self.bytes.remaining() {
+            0 => Ok(()),
+            extra => Err(self.format(
+                self.bytes.offset(),
+                "end of file".into(),
+                format!("{extra} trailing bytes"),
+            )),
         }
-        Ok(())
     }
 }
 
@@ -147,14 +163,18 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, VegaError> {
     })
 }
 
+/// Writes `bytes` to `path` atomically.
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), VegaError> {
+    write_bytes_atomic(path, bytes).map_err(|source| VegaError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// Reads a Vega matrixIO file (`.U` as f64; `.float` files as f32).
 pub fn read_matrix(path: &Path, precision: Precision) -> Result<DMatrix<f64>, VegaError> {
     let bytes = read_bytes(path)?;
-    let mut r = Reader {
-        path,
-        bytes: &bytes,
-        pos: 0,
-    };
+    let mut r = Reader::new(path, &bytes);
     let rows = r.dim("row count")?;
     let cols = r.dim("column count")?;
     let data = r.values(rows.saturating_mul(cols), precision, "matrix entries")?;
@@ -173,35 +193,23 @@ pub fn write_matrix(path: &Path, m: &DMatrix<f64>, precision: Precision) -> Resu
             Precision::F32 => out.extend_from_slice(&(*v as f32).to_le_bytes()),
         }
     }
-    std::fs::write(path, out).map_err(|source| VegaError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    write_bytes(path, &out)
 }
 
 /// Reads a Vega `.cub` file.
 pub fn read_cub(path: &Path) -> Result<CubicPolynomial, VegaError> {
     let bytes = read_bytes(path)?;
-    let mut rd = Reader {
-        path,
-        bytes: &bytes,
-        pos: 0,
-    };
+    let mut rd = Reader::new(path, &bytes);
     let r = rd.dim("r")?;
     for (what, expected) in [
         ("r (repeated)", r),
         ("r(r+1)/2", num_quadratic(r)),
         ("r(r+1)(r+2)/6", num_cubic(r)),
     ] {
-        let at = rd.pos;
+        let at = rd.bytes.offset();
         let v = rd.dim(what)?;
         if v != expected {
-            return Err(VegaError::Format {
-                path: path.to_path_buf(),
-                offset: at as u64,
-                expected: format!("{what} = {expected}"),
-                found: v.to_string(),
-            });
+            return Err(rd.format(at, format!("{what} = {expected}"), v.to_string()));
         }
     }
     let linear = rd.values(r * r, Precision::F64, "linear coefficients")?;
@@ -230,8 +238,94 @@ pub fn write_cub(path: &Path, cub: &CubicPolynomial) -> Result<(), VegaError> {
     for v in cub.linear.iter().chain(&cub.quadratic).chain(&cub.cubic) {
         out.extend_from_slice(&v.to_le_bytes());
     }
-    std::fs::write(path, out).map_err(|source| VegaError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    write_bytes(path, &out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format_error(e: VegaError) -> (u64, String, String) {
+        match e {
+            VegaError::Format {
+                offset,
+                expected,
+                found,
+                ..
+            } => (offset, expected, found),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn matrix_round_trip_and_typed_errors_with_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.U");
+        let m = DMatrix::from_fn(3, 2, |i, j| (i + 10 * j) as f64 + 0.25);
+        write_matrix(&path, &m, Precision::F64).unwrap();
+        assert_eq!(read_matrix(&path, Precision::F64).unwrap(), m);
+        let bytes = std::fs::read(&path).unwrap();
+
+        // Truncated inside the entries: the offset is where they start.
+        std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+        let (offset, expected, found) =
+            format_error(read_matrix(&path, Precision::F64).unwrap_err());
+        assert_eq!(offset, 8);
+        assert_eq!(expected, "48 more bytes for matrix entries");
+        assert_eq!(found, "45 bytes (file truncated)");
+
+        // Truncated in the header.
+        std::fs::write(&path, &bytes[..6]).unwrap();
+        let (offset, expected, _) = format_error(read_matrix(&path, Precision::F64).unwrap_err());
+        assert_eq!(
+            (offset, expected.as_str()),
+            (4, "4 more bytes for column count")
+        );
+
+        // Trailing bytes, a negative size and a non-finite entry.
+        let mut extra = bytes.clone();
+        extra.push(0);
+        std::fs::write(&path, &extra).unwrap();
+        let (offset, _, found) = format_error(read_matrix(&path, Precision::F64).unwrap_err());
+        assert_eq!((offset, found.as_str()), (56, "1 trailing bytes"));
+        let mut negative = bytes.clone();
+        negative[4..8].copy_from_slice(&(-2i32).to_le_bytes());
+        std::fs::write(&path, &negative).unwrap();
+        let (offset, expected, _) = format_error(read_matrix(&path, Precision::F64).unwrap_err());
+        assert_eq!(
+            (offset, expected.as_str()),
+            (4, "a non-negative column count")
+        );
+        let mut nan = bytes;
+        nan[16..24].copy_from_slice(&f64::NAN.to_le_bytes());
+        std::fs::write(&path, &nan).unwrap();
+        let (offset, expected, _) = format_error(read_matrix(&path, Precision::F64).unwrap_err());
+        assert_eq!(
+            (offset, expected.as_str()),
+            (16, "a finite number in matrix entries")
+        );
+    }
+
+    #[test]
+    fn cub_round_trip_and_header_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.cub");
+        let r = 2;
+        let cub = CubicPolynomial {
+            r,
+            linear: (0..r * r).map(|i| i as f64).collect(),
+            quadratic: (0..r * num_quadratic(r)).map(|i| 0.5 * i as f64).collect(),
+            cubic: (0..r * num_cubic(r)).map(|i| -(i as f64)).collect(),
+        };
+        write_cub(&path, &cub).unwrap();
+        assert_eq!(read_cub(&path).unwrap(), cub);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[8..12].copy_from_slice(&7i32.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let (offset, expected, found) = format_error(read_cub(&path).unwrap_err());
+        assert_eq!(
+            (offset, expected.as_str(), found.as_str()),
+            (8, "r(r+1)/2 = 3", "7")
+        );
+    }
 }

@@ -18,11 +18,11 @@
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sha2::{Digest, Sha256};
 
 use super::error::SceneError;
+use crate::io::{file_sha256, hex, temp_sibling, write_bytes_atomic};
 
 /// Version of the cached artifacts' meaning; bump it when a builder changes its output,
 /// so old caches are not reused.
@@ -68,15 +68,6 @@ impl CacheKey {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// SHA-256 of a file's bytes, hex.
-pub fn file_sha256(path: &Path) -> std::io::Result<String> {
-    Ok(hex(&Sha256::digest(std::fs::read(path)?)))
-}
-
 /// The checksum file beside `artifact`.
 pub fn checksum_path(artifact: &Path) -> PathBuf {
     let mut s = artifact.as_os_str().to_owned();
@@ -84,12 +75,10 @@ pub fn checksum_path(artifact: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-static TEMP_COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-/// A fresh temporary path in `dir` (hidden, unique in this process, tagged with the pid).
+/// A fresh temporary path in `dir` for the artifact `name` (hidden, unique in this
+/// process, tagged with the pid).
 pub fn temp_path(dir: &Path, name: &str) -> PathBuf {
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()))
+    temp_sibling(&dir.join(name), "tmp")
 }
 
 /// Whether `artifact` exists with a checksum file matching its bytes; `Err` says why
@@ -109,7 +98,7 @@ pub fn verify(artifact: &Path) -> Result<bool, String> {
 }
 
 /// Moves `temp` (fully written) to `artifact` and records its checksum, both atomically.
-pub fn commit(dir: &Path, temp: &Path, artifact: &Path) -> Result<(), SceneError> {
+pub fn commit(temp: &Path, artifact: &Path) -> Result<(), SceneError> {
     let err = |path: &Path, e: std::io::Error| SceneError::Cache {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -123,11 +112,5 @@ pub fn commit(dir: &Path, temp: &Path, artifact: &Path) -> Result<(), SceneError
         Err(e) => return Err(err(&sum_path, e)),
     }
     std::fs::rename(temp, artifact).map_err(|e| err(artifact, e))?;
-    let name = artifact
-        .file_name()
-        .map_or_else(|| "artifact".into(), |n| n.to_string_lossy().into_owned());
-    let temp_sum = temp_path(dir, &format!("{name}.sha256"));
-    std::fs::write(&temp_sum, format!("{sum}\n")).map_err(|e| err(&temp_sum, e))?;
-    std::fs::rename(&temp_sum, &sum_path).map_err(|e| err(&sum_path, e))?;
-    Ok(())
+    write_bytes_atomic(&sum_path, format!("{sum}\n").as_bytes()).map_err(|e| err(&sum_path, e))
 }

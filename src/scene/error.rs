@@ -14,23 +14,28 @@ pub enum SceneError {
     /// The scene file could not be read.
     #[error("{path}: cannot read the scene file: {source}")]
     Read {
+        /// The scene file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
     /// TOML syntax, a value of the wrong type, a missing required key or an unknown key.
     #[error("{path}:{line}:{column}: {message}")]
     Syntax {
+        /// The scene file.
         path: PathBuf,
         /// 1-based line of the offending text.
         line: usize,
         /// 1-based column (in characters) of the offending text.
         column: usize,
+        /// The parser's description of the problem.
         message: String,
     },
     /// A value outside its valid range, or an inconsistent combination of keys.
     #[error("{path}: {key}: {message}")]
     Invalid {
+        /// The scene file.
         path: PathBuf,
         /// The key, as a TOML path (`environment[0].points`).
         key: String,
@@ -42,7 +47,9 @@ pub enum SceneError {
         "{path}: {key}: file {resolved} does not exist (paths are relative to the scene file)"
     )]
     MissingFile {
+        /// The scene file.
         path: PathBuf,
+        /// The key that names the file, as a TOML path (`haptic.mesh`).
         key: String,
         /// The path after resolving it against the scene file's directory.
         resolved: PathBuf,
@@ -50,17 +57,24 @@ pub enum SceneError {
     /// Building one of the runtime pieces failed.
     #[error("{path}: {object}: {step}: {source}")]
     Build {
+        /// The scene file.
         path: PathBuf,
         /// The object (`haptic 'probe'`, `environment 'bridge'`).
         object: String,
         /// The step that failed (`reading environment[0].mesh`, `pointshell`).
         step: String,
+        /// The builder's error.
         #[source]
         source: BoxedError,
     },
     /// The cache directory could not be created or written.
     #[error("cache {path}: {message}")]
-    Cache { path: PathBuf, message: String },
+    Cache {
+        /// The cache directory or file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.

@@ -14,6 +14,7 @@ use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 use serde::Deserialize;
 
 use super::error::{line_column, SceneError};
+use super::params::{Param, ParamError, Settings};
 use crate::contact::ContactParams;
 use crate::coupling::CouplingParams;
 use crate::reduction::bake::BasisKind;
@@ -81,15 +82,17 @@ fn default_mass() -> String {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HapticSpec {
+    /// Object name, used in messages and the UI.
     pub name: String,
-    /// Sides of a box centred at the body origin (exclusive with `mesh`).
+    /// `box`: sides of a box centred at the body origin (exclusive with `mesh`; read
+    /// through [`HapticSpec::shape`]).
     #[serde(rename = "box")]
-    pub box_size: Option<[f64; 3]>,
+    box_size: Option<[f64; 3]>,
     /// A closed surface mesh (`.obj`, `.stl`), or a polygon soup with `soup = true`.
-    pub mesh: Option<String>,
+    mesh: Option<String>,
     /// The mesh is a polygon soup: the field of its closed offset surface.
     #[serde(default)]
-    pub soup: bool,
+    soup: bool,
     /// Cells per side of the field's cubic grid (default 64).
     #[serde(default = "default_sdf_resolution")]
     pub sdf_resolution: usize,
@@ -109,7 +112,7 @@ pub struct HapticSpec {
 }
 
 /// One box of a union of disjoint boxes.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BoxSpec {
     /// Sides.
@@ -123,15 +126,16 @@ pub struct BoxSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EnvironmentSpec {
+    /// Object name, used in messages and the UI.
     pub name: String,
     /// A closed surface mesh, or a polygon soup with `soup = true` (exclusive with
     /// `boxes`).
-    pub mesh: Option<String>,
+    mesh: Option<String>,
     /// A union of disjoint boxes (exclusive with `mesh`).
-    pub boxes: Option<Vec<BoxSpec>>,
+    boxes: Option<Vec<BoxSpec>>,
     /// The mesh is a polygon soup: sample its closed offset surface.
     #[serde(default)]
-    pub soup: bool,
+    soup: bool,
     /// Grid resolution of the soup's offset surface (default 128).
     #[serde(default = "default_soup_resolution")]
     pub soup_resolution: usize,
@@ -167,10 +171,10 @@ pub struct EnvironmentSpec {
 pub struct DeformableSpec {
     /// The simulation mesh (`.veg`, TetGen `.node`/`.ele`; exclusive with
     /// `voxel_resolution`).
-    pub volume: Option<String>,
+    volume: Option<String>,
     /// Voxelize the object (a box: a regular hex grid) with this many voxels along the
     /// longest side (exclusive with `volume`).
-    pub voxel_resolution: Option<usize>,
+    voxel_resolution: Option<usize>,
     /// Fixed vertices (`.bou`); required for environment objects, absent for a free
     /// haptic object.
     pub fixed: Option<String>,
@@ -184,9 +188,10 @@ pub struct DeformableSpec {
     /// `consistent` (default) or `lumped`.
     #[serde(default = "default_mass")]
     pub mass_matrix: String,
-    /// Rayleigh damping: mass and stiffness coefficients (default 0).
+    /// Rayleigh mass damping alpha (1/s; default 0).
     #[serde(default)]
     pub damping_mass: f64,
+    /// Rayleigh stiffness damping beta (s; default 0).
     #[serde(default)]
     pub damping_stiffness: f64,
     /// Environment only: how far pointshell points may lie outside the simulation mesh
@@ -213,32 +218,170 @@ impl DeformableSpec {
     }
 }
 
+/// The shape of the haptic object: exactly one of `box` and `mesh`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HapticShape<'a> {
+    /// A box of these sides, centred at the body origin.
+    Box([f64; 3]),
+    /// A surface mesh file (relative to the scene file), a polygon soup when `soup`.
+    Mesh {
+        /// The file, as written in the scene.
+        path: &'a str,
+        /// The mesh is a polygon soup: its field is that of its closed offset surface.
+        soup: bool,
+    },
+}
+
+/// The shape of an environment object: exactly one of `mesh` and `boxes`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EnvironmentShape<'a> {
+    /// A surface mesh file (relative to the scene file), a polygon soup when `soup`.
+    Mesh {
+        /// The file, as written in the scene.
+        path: &'a str,
+        /// The mesh is a polygon soup: its offset surface is sampled.
+        soup: bool,
+    },
+    /// A union of disjoint boxes.
+    Boxes(&'a [BoxSpec]),
+}
+
+/// Where a deformable object's simulation mesh comes from: exactly one of `volume` and
+/// `voxel_resolution`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum VolumeSource<'a> {
+    /// A volumetric mesh file (`.veg`, TetGen), relative to the scene file.
+    File(&'a str),
+    /// Voxelize the object with this many voxels along its longest side.
+    Voxels(usize),
+}
+
+impl HapticSpec {
+    /// The object's shape, or what is wrong with the `box`/`mesh` keys.
+    pub fn shape(&self) -> Result<HapticShape<'_>, &'static str> {
+        match (&self.box_size, &self.mesh) {
+            (Some(b), None) if !self.soup => Ok(HapticShape::Box(*b)),
+            (Some(_), None) => Err("`soup = true` needs `mesh`"),
+            (None, Some(m)) => Ok(HapticShape::Mesh {
+                path: m,
+                soup: self.soup,
+            }),
+            (Some(_), Some(_)) => {
+                Err("both `box` and `mesh` are given; expected exactly one of them")
+            }
+            (None, None) => Err("neither `box` nor `mesh` is given; expected exactly one of them"),
+        }
+    }
+}
+
+impl EnvironmentSpec {
+    /// The object's shape, or what is wrong with the `mesh`/`boxes` keys.
+    pub fn shape(&self) -> Result<EnvironmentShape<'_>, &'static str> {
+        match (&self.mesh, &self.boxes) {
+            (Some(m), None) => Ok(EnvironmentShape::Mesh {
+                path: m,
+                soup: self.soup,
+            }),
+            (None, Some(_)) if self.soup => Err("`soup = true` needs `mesh`"),
+            (None, Some(b)) => Ok(EnvironmentShape::Boxes(b)),
+            (Some(_), Some(_)) => {
+                Err("both `mesh` and `boxes` are given; expected exactly one of them")
+            }
+            (None, None) => {
+                Err("neither `mesh` nor `boxes` is given; expected exactly one of them")
+            }
+        }
+    }
+}
+
+impl DeformableSpec {
+    /// Where the simulation mesh comes from, or what is wrong with the
+    /// `volume`/`voxel_resolution` keys.
+    pub fn volume_source(&self) -> Result<VolumeSource<'_>, &'static str> {
+        match (&self.volume, self.voxel_resolution) {
+            (Some(v), None) => Ok(VolumeSource::File(v)),
+            (None, Some(n)) => Ok(VolumeSource::Voxels(n)),
+            (Some(_), Some(_)) => {
+                Err("both `volume` and `voxel_resolution` are given; expected exactly one")
+            }
+            (None, None) => {
+                Err("neither `volume` nor `voxel_resolution` is given; expected exactly one")
+            }
+        }
+    }
+}
+
 /// `[contact]`: overrides of [`ContactParams`] (defaults: `ContactParams::default()`, or
 /// `ContactParams::deformed_field()` for a deformable haptic object).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContactSpec {
+    /// Penalty stiffness k_C (N/m).
     pub stiffness: Option<f64>,
+    /// Warm node budget V_W (nodes per cycle).
     pub warm_budget: Option<usize>,
+    /// Cold budget as a fraction of the warm one, in (0, 1].
     pub cold_fraction: Option<f64>,
+    /// Contact count L above which forces are scaled by L / l.
     pub max_unscaled_contacts: Option<usize>,
+    /// Skip nodes that provably cannot touch yet.
     pub temporal_coherence: Option<bool>,
+}
+
+impl ContactSpec {
+    /// The numeric overrides, by parameter.
+    pub fn values(&self) -> [(Param, Option<f64>); 4] {
+        [
+            (Param::ContactStiffness, self.stiffness),
+            (Param::WarmBudget, self.warm_budget.map(|v| v as f64)),
+            (Param::ColdFraction, self.cold_fraction),
+            (
+                Param::MaxUnscaledContacts,
+                self.max_unscaled_contacts.map(|v| v as f64),
+            ),
+        ]
+    }
 }
 
 /// `[coupling]`: overrides of [`CouplingParams`] (`dt` comes from `rate_hz`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CouplingSpec {
+    /// Translational coupling stiffness k_VC (N/m).
     pub stiffness: Option<f64>,
+    /// Rotational coupling stiffness (N m).
     pub torque_stiffness: Option<f64>,
     /// Saturation plateau (N); 0 for a linear spring.
     pub saturation_force: Option<f64>,
+    /// Static damping alpha, in [0, 0.95].
     pub static_damping: Option<f64>,
+    /// Largest simulation-object speed (m/s).
     pub max_velocity: Option<f64>,
+    /// Largest simulation-object angular speed (rad/s).
     pub max_angular_velocity: Option<f64>,
+    /// Singular values below this fraction of the largest are degenerate.
     pub degenerate_ratio: Option<f64>,
+    /// Device limit for the rendered force (N).
     pub device_max_force: Option<f64>,
+    /// Device limit for the rendered torque (N m).
     pub device_max_torque: Option<f64>,
+}
+
+impl CouplingSpec {
+    /// The overrides, by parameter.
+    pub fn values(&self) -> [(Param, Option<f64>); 9] {
+        [
+            (Param::CouplingStiffness, self.stiffness),
+            (Param::TorqueStiffness, self.torque_stiffness),
+            (Param::SaturationForce, self.saturation_force),
+            (Param::StaticDamping, self.static_damping),
+            (Param::MaxVelocity, self.max_velocity),
+            (Param::MaxAngularVelocity, self.max_angular_velocity),
+            (Param::DegenerateRatio, self.degenerate_ratio),
+            (Param::DeviceMaxForce, self.device_max_force),
+            (Param::DeviceMaxTorque, self.device_max_torque),
+        ]
+    }
 }
 
 /// Reads, parses and validates a scene file (nothing is built or baked).
@@ -313,27 +456,18 @@ impl SceneFile {
         self.positive("rate_hz", self.rate_hz)?;
         self.positive("workspace_scale", self.workspace_scale)?;
         let h = &self.haptic;
-        let shape = match (&h.box_size, &h.mesh) {
-            (Some(_), Some(_)) => {
-                return Err(self.invalid(
-                    "haptic",
-                    "both `box` and `mesh` are given; expected exactly one of them",
-                ))
+        let soup_key = |m: &str| {
+            if m.contains("soup") {
+                "haptic.soup"
+            } else {
+                "haptic"
             }
-            (None, None) => {
-                return Err(self.invalid(
-                    "haptic",
-                    "neither `box` nor `mesh` is given; expected exactly one of them",
-                ))
-            }
-            (Some(b), None) => {
-                self.sides("haptic.box", b)?;
-                None
-            }
-            (None, Some(m)) => Some(self.existing("haptic.mesh", m)?),
         };
-        if h.soup && shape.is_none() {
-            return Err(self.invalid("haptic.soup", "`soup = true` needs `mesh`"));
+        match h.shape().map_err(|m| self.invalid(soup_key(m), m))? {
+            HapticShape::Box(b) => self.sides("haptic.box", &b)?,
+            HapticShape::Mesh { path, .. } => {
+                self.existing("haptic.mesh", path)?;
+            }
         }
         self.resolution("haptic.sdf_resolution", h.sdf_resolution)?;
         if let Some(o) = h.soup_offset {
@@ -347,23 +481,19 @@ impl SceneFile {
         }
         for (i, e) in self.environment.iter().enumerate() {
             let key = |k: &str| format!("environment[{i}].{k}");
-            match (&e.mesh, &e.boxes) {
-                (Some(_), Some(_)) => {
-                    return Err(self.invalid(
-                        &format!("environment[{i}]"),
-                        "both `mesh` and `boxes` are given; expected exactly one of them",
-                    ))
+            let shape = e.shape().map_err(|m| {
+                let k = if m.contains("soup") {
+                    key("soup")
+                } else {
+                    format!("environment[{i}]")
+                };
+                self.invalid(&k, m)
+            })?;
+            match shape {
+                EnvironmentShape::Mesh { path, .. } => {
+                    self.existing(&key("mesh"), path)?;
                 }
-                (None, None) => {
-                    return Err(self.invalid(
-                        &format!("environment[{i}]"),
-                        "neither `mesh` nor `boxes` is given; expected exactly one of them",
-                    ))
-                }
-                (Some(m), None) => {
-                    self.existing(&key("mesh"), m)?;
-                }
-                (None, Some(boxes)) => {
+                EnvironmentShape::Boxes(boxes) => {
                     if boxes.is_empty() {
                         return Err(self.invalid(&key("boxes"), "expected at least one box"));
                     }
@@ -372,9 +502,6 @@ impl SceneFile {
                         self.finite3(&key(&format!("boxes[{j}].position")), &b.position)?;
                     }
                 }
-            }
-            if e.soup && e.mesh.is_none() {
-                return Err(self.invalid(&key("soup"), "`soup = true` needs `mesh`"));
             }
             self.resolution(&key("soup_resolution"), e.soup_resolution)?;
             if let Some(o) = e.soup_offset {
@@ -407,51 +534,19 @@ impl SceneFile {
                 self.deformable(&key("deformable"), d, false)?;
             }
         }
-        let c = &self.contact;
-        if let Some(k) = c.stiffness {
-            self.positive("contact.stiffness", k)?;
-        }
-        if c.warm_budget == Some(0) {
-            return Err(self.invalid("contact.warm_budget", "0; expected a positive budget"));
-        }
-        if let Some(f) = c.cold_fraction {
-            if !(f > 0.0 && f <= 1.0) {
-                return Err(self.invalid("contact.cold_fraction", format!("{f}; expected (0, 1]")));
-            }
-        }
-        if c.max_unscaled_contacts == Some(0) {
-            return Err(self.invalid(
-                "contact.max_unscaled_contacts",
-                "0; expected a positive count",
-            ));
-        }
-        let k = &self.coupling;
-        for (name, v) in [
-            ("stiffness", k.stiffness),
-            ("torque_stiffness", k.torque_stiffness),
-            ("max_velocity", k.max_velocity),
-            ("max_angular_velocity", k.max_angular_velocity),
-            ("degenerate_ratio", k.degenerate_ratio),
-            ("device_max_force", k.device_max_force),
-            ("device_max_torque", k.device_max_torque),
-        ] {
-            if let Some(v) = v {
-                self.positive(&format!("coupling.{name}"), v)?;
-            }
-        }
-        if let Some(f) = k.saturation_force {
-            if !(f.is_finite() && f >= 0.0) {
-                return Err(self.invalid(
-                    "coupling.saturation_force",
-                    format!("{f}; expected a force >= 0 (0: no saturation)"),
-                ));
-            }
-        }
-        if let Some(a) = k.static_damping {
-            if !(0.0..1.0).contains(&a) {
-                return Err(
-                    self.invalid("coupling.static_damping", format!("{a}; expected [0, 1)"))
-                );
+        for (param, value) in self
+            .contact
+            .values()
+            .into_iter()
+            .chain(self.coupling.values())
+        {
+            if let Some(v) = value {
+                param.validate(v).map_err(|e| {
+                    let ParamError::OutOfRange { expected, .. } = e else {
+                        return self.invalid(param.spec().key, e.to_string());
+                    };
+                    self.invalid(param.spec().key, format!("{v}; expected {expected}"))
+                })?;
             }
         }
         Ok(())
@@ -491,23 +586,11 @@ impl SceneFile {
 
     fn deformable(&self, key: &str, d: &DeformableSpec, haptic: bool) -> Result<(), SceneError> {
         let k = |s: &str| format!("{key}.{s}");
-        match (&d.volume, d.voxel_resolution) {
-            (Some(_), Some(_)) => {
-                return Err(self.invalid(
-                    key,
-                    "both `volume` and `voxel_resolution` are given; expected exactly one",
-                ))
-            }
-            (None, None) => {
-                return Err(self.invalid(
-                    key,
-                    "neither `volume` nor `voxel_resolution` is given; expected exactly one",
-                ))
-            }
-            (Some(v), None) => {
+        match d.volume_source().map_err(|m| self.invalid(key, m))? {
+            VolumeSource::File(v) => {
                 self.existing(&k("volume"), v)?;
             }
-            (None, Some(n)) => self.resolution(&k("voxel_resolution"), n)?,
+            VolumeSource::Voxels(n) => self.resolution(&k("voxel_resolution"), n)?,
         }
         match &d.fixed {
             Some(f) => {
@@ -593,58 +676,46 @@ impl SceneFile {
         Ok(())
     }
 
-    /// The contact parameters: the defaults (for a deformed field when the haptic object
-    /// is deformable) with this file's overrides.
-    pub fn contact_params(&self) -> ContactParams {
-        let mut p = if self.haptic.deformable.is_some() {
-            ContactParams::deformed_field()
-        } else {
-            ContactParams::default()
+    /// The session's tunable settings: the defaults (contact defaults for a deformed
+    /// field when the haptic object is deformable; `dt` from `rate_hz`) with this file's
+    /// `[contact]` and `[coupling]` overrides (validated by [`SceneFile::validate`]).
+    pub fn settings(&self) -> Settings {
+        let mut s = Settings {
+            contact: if self.haptic.deformable.is_some() {
+                ContactParams::deformed_field()
+            } else {
+                ContactParams::default()
+            },
+            coupling: CouplingParams {
+                dt: 1.0 / self.rate_hz,
+                ..CouplingParams::default()
+            },
+            ..Settings::default()
         };
-        let c = &self.contact;
-        if let Some(v) = c.stiffness {
-            p.stiffness = v;
+        if let Some(v) = self.contact.temporal_coherence {
+            s.contact.temporal_coherence = v;
         }
-        if let Some(v) = c.warm_budget {
-            p.warm_budget = v;
+        for (param, value) in self
+            .contact
+            .values()
+            .into_iter()
+            .chain(self.coupling.values())
+        {
+            if let Some(v) = value {
+                param.set(&mut s, v);
+            }
         }
-        if let Some(v) = c.cold_fraction {
-            p.cold_fraction = v;
-        }
-        if let Some(v) = c.max_unscaled_contacts {
-            p.max_unscaled_contacts = v;
-        }
-        if let Some(v) = c.temporal_coherence {
-            p.temporal_coherence = v;
-        }
-        p
+        s
     }
 
-    /// The coupling parameters: the defaults with this file's overrides, `dt` from
-    /// `rate_hz`.
+    /// The contact parameters of [`SceneFile::settings`].
+    pub fn contact_params(&self) -> ContactParams {
+        self.settings().contact
+    }
+
+    /// The coupling parameters of [`SceneFile::settings`].
     pub fn coupling_params(&self) -> CouplingParams {
-        let mut p = CouplingParams {
-            dt: 1.0 / self.rate_hz,
-            ..CouplingParams::default()
-        };
-        let c = &self.coupling;
-        let set = |dst: &mut f64, v: Option<f64>| {
-            if let Some(v) = v {
-                *dst = v;
-            }
-        };
-        set(&mut p.stiffness, c.stiffness);
-        set(&mut p.torque_stiffness, c.torque_stiffness);
-        set(&mut p.static_damping, c.static_damping);
-        set(&mut p.max_velocity, c.max_velocity);
-        set(&mut p.max_angular_velocity, c.max_angular_velocity);
-        set(&mut p.degenerate_ratio, c.degenerate_ratio);
-        set(&mut p.device_max_force, c.device_max_force);
-        set(&mut p.device_max_torque, c.device_max_torque);
-        if let Some(f) = c.saturation_force {
-            p.saturation_force = (f > 0.0).then_some(f);
-        }
-        p
+        self.settings().coupling
     }
 }
 

@@ -12,46 +12,30 @@
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use nalgebra::{DMatrix, Point3, Vector3};
 
 use super::cache::{commit, temp_path, verify, CacheKey};
 use super::error::{BoxedError, SceneError};
-use super::format::{parse_scene, point, pose, BoxSpec, DeformableSpec, SceneFile};
+use super::format::{
+    parse_scene, point, pose, BoxSpec, DeformableSpec, EnvironmentShape, HapticShape, SceneFile,
+    VolumeSource,
+};
 use super::{EnvironmentObject, HapticField, HapticObject, Scene};
 use crate::contact::{shell_modes, ContactShell, DeformedDistanceField};
 use crate::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
 use crate::geometry::dist::{read_dist, write_dist};
-use crate::geometry::pointshell::{
-    sample_pointshell, Pointshell, PointshellParams, PointshellProgress,
-};
+use crate::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
 use crate::geometry::soup::{soup_offset_surface, soup_signed_field, SoupOptions, DEFAULT_OFFSET};
-use crate::geometry::{MeshDistance, SdfOptions, SdfProgress, SignedDistanceField};
+use crate::geometry::{MeshDistance, SdfOptions, SignedDistanceField};
 use crate::mesh::read::default_material;
 use crate::mesh::{
     box_hex_mesh, embed, read_surface, read_veg, read_volume, voxelize, write_veg, SurfaceMesh,
     VolumeMesh, VoxelizeOptions,
 };
-use crate::reduction::bake::{bake, load_baked, BakeInput, BakeOutcome, BakeParams, BakeProgress};
+use crate::progress::{Prefixed, Progress};
+use crate::reduction::bake::{bake, load_baked, BakeInput, BakeOutcome, BakeParams};
 use crate::reduction::evaluator::ReducedForces;
-
-/// Progress of a scene load, for progress bars (the CLI draws them with indicatif).
-/// Called from worker threads.
-pub trait SceneProgress: Sync {
-    /// A stage starts (`"environment[0] 'bridge': pointshell"`).
-    fn stage(&self, name: &str);
-    /// The fraction of the current stage done, in [0, 1].
-    fn fraction(&self, f: f64);
-}
-
-/// Reports nothing.
-pub struct NoProgress;
-
-impl SceneProgress for NoProgress {
-    fn stage(&self, _: &str) {}
-    fn fraction(&self, _: f64) {}
-}
 
 /// What a load computed and what it took from the cache (labels such as
 /// `"environment[0] 'bridge': pointshell"`).
@@ -67,11 +51,7 @@ pub struct LoadReport {
 }
 
 /// Loads the scene at `path`, caching expensive pieces in `cache` (created if needed).
-pub fn load_scene(
-    path: &Path,
-    cache: &Path,
-    progress: &dyn SceneProgress,
-) -> Result<Scene, SceneError> {
+pub fn load_scene(path: &Path, cache: &Path, progress: &dyn Progress) -> Result<Scene, SceneError> {
     load_scene_with_report(path, cache, progress).map(|(scene, _)| scene)
 }
 
@@ -79,7 +59,7 @@ pub fn load_scene(
 pub fn load_scene_with_report(
     path: &Path,
     cache: &Path,
-    progress: &dyn SceneProgress,
+    progress: &dyn Progress,
 ) -> Result<(Scene, LoadReport), SceneError> {
     let file = parse_scene(path)?;
     std::fs::create_dir_all(cache).map_err(|e| SceneError::Cache {
@@ -112,7 +92,7 @@ pub fn load_scene_with_report(
 struct Loader<'a> {
     file: &'a SceneFile,
     cache: PathBuf,
-    progress: &'a dyn SceneProgress,
+    progress: &'a dyn Progress,
     /// Interior mutability: the compute closures borrow the loader while it records.
     report: RefCell<LoadReport>,
 }
@@ -135,8 +115,14 @@ impl Loader<'_> {
         }
     }
 
+    /// Reports a step of building `object` that has no finer progress of its own.
     fn stage(&self, object: &str, step: &str) {
-        self.progress.stage(&format!("{object}: {step}"));
+        self.progress.stage(&format!("{object}: {step}"), 0);
+    }
+
+    /// The progress of a step of building `object`, with its own stages named under it.
+    fn nested(&self, object: &str, step: &str) -> Prefixed<'_> {
+        Prefixed::new(self.progress, format!("{object}: {step}"))
     }
 
     /// The cached artifact `name`, or `compute`d and cached.
@@ -174,7 +160,7 @@ impl Loader<'_> {
             path: temp.clone(),
             message: e.to_string(),
         })?;
-        commit(&self.cache, &temp, &artifact)?;
+        commit(&temp, &artifact)?;
         self.report.borrow_mut().computed.push(label);
         Ok(value)
     }
@@ -193,39 +179,42 @@ impl Loader<'_> {
         let file = self.file;
         let h = &file.haptic;
         let object = format!("haptic '{}'", h.name);
-        let progress = self.progress;
         self.stage(&object, "surface");
-        let surface = match (&h.box_size, &h.mesh) {
-            (Some(size), _) => box_union(&[BoxSpec {
-                size: *size,
+        let shape = h.shape().map_err(|m| self.build(&object, "shape", m))?;
+        let surface = match shape {
+            HapticShape::Box(size) => box_union(&[BoxSpec {
+                size,
                 position: [0.0; 3],
             }]),
-            (None, Some(m)) => self.read_mesh(&object, "haptic.mesh", m)?,
-            (None, None) => return Err(self.build(&object, "shape", "no box and no mesh")),
+            HapticShape::Mesh { path, .. } => self.read_mesh(&object, "haptic.mesh", path)?,
         };
 
         // The rest signed distance field.
         let mut key = CacheKey::new("sdf");
-        match (&h.box_size, &h.mesh) {
-            (Some(size), _) => key.value("box", size),
-            (None, Some(m)) => self.key_file(&mut key, &object, &file.resolve(m))?,
-            (None, None) => {}
-        }
+        let soup = match shape {
+            HapticShape::Box(size) => {
+                key.value("box", &size);
+                false
+            }
+            HapticShape::Mesh { path, soup } => {
+                self.key_file(&mut key, &object, &file.resolve(path))?;
+                soup
+            }
+        };
         let soup_offset = h.soup_offset.unwrap_or(DEFAULT_OFFSET);
         let sdf_opts = SdfOptions {
             resolution: h.sdf_resolution,
             ..SdfOptions::default()
         };
-        key.value("soup", &h.soup);
+        key.value("soup", &soup);
         key.value("soup_offset", &soup_offset);
         key.value("options", &sdf_opts);
         self.stage(&object, "signed distance field");
         let field = {
             let surface = &surface;
-            let soup = h.soup;
             let this = self;
             let compute = || -> Result<SignedDistanceField, SceneError> {
-                let cb = |p: SdfProgress| progress.fraction(p.done as f64 / p.total.max(1) as f64);
+                let cb = this.nested(&object, "signed distance field");
                 if soup {
                     let opts = SoupOptions {
                         resolution: sdf_opts.resolution,
@@ -293,23 +282,29 @@ impl Loader<'_> {
         let file = self.file;
         let e = &file.environment[i];
         let object = format!("environment[{i}] '{}'", e.name);
-        let progress = self.progress;
         self.stage(&object, "surface");
-        let display = match (&e.mesh, &e.boxes) {
-            (Some(m), _) => self.read_mesh(&object, &format!("environment[{i}].mesh"), m)?,
-            (None, Some(b)) => box_union(b),
-            (None, None) => return Err(self.build(&object, "shape", "no mesh and no boxes")),
+        let shape = e.shape().map_err(|m| self.build(&object, "shape", m))?;
+        let display = match shape {
+            EnvironmentShape::Mesh { path, .. } => {
+                self.read_mesh(&object, &format!("environment[{i}].mesh"), path)?
+            }
+            EnvironmentShape::Boxes(b) => box_union(b),
         };
 
         let mut key = CacheKey::new("pshell");
-        match (&e.mesh, &e.boxes) {
-            (Some(m), _) => self.key_file(&mut key, &object, &file.resolve(m))?,
-            (None, Some(b)) => key.value(
-                "boxes",
-                &b.iter().map(|b| (b.size, b.position)).collect::<Vec<_>>(),
-            ),
-            (None, None) => {}
-        }
+        let soup = match shape {
+            EnvironmentShape::Mesh { path, soup } => {
+                self.key_file(&mut key, &object, &file.resolve(path))?;
+                soup
+            }
+            EnvironmentShape::Boxes(b) => {
+                key.value(
+                    "boxes",
+                    &b.iter().map(|b| (b.size, b.position)).collect::<Vec<_>>(),
+                );
+                false
+            }
+        };
         let soup_offset = e.soup_offset.unwrap_or(DEFAULT_OFFSET);
         let params = PointshellParams {
             first_level_points: e.points,
@@ -319,8 +314,8 @@ impl Loader<'_> {
             seed: e.seed,
             ..PointshellParams::default()
         };
-        key.value("soup", &e.soup);
-        if e.soup {
+        key.value("soup", &soup);
+        if soup {
             key.value("soup_resolution", &e.soup_resolution);
             key.value("soup_offset", &soup_offset);
         }
@@ -330,10 +325,8 @@ impl Loader<'_> {
             let this = self;
             let display = &display;
             let compute = || -> Result<Pointshell, SceneError> {
-                let sample_surface = if e.soup {
-                    this.stage(&object, "soup offset surface");
-                    let cb =
-                        |p: SdfProgress| progress.fraction(p.done as f64 / p.total.max(1) as f64);
+                let sample_surface = if soup {
+                    let cb = this.nested(&object, "soup offset surface");
                     soup_offset_surface(display, e.soup_resolution, soup_offset, &cb)
                         .map_err(|err| this.build(&object, "soup offset surface", err))?
                 } else {
@@ -341,16 +334,12 @@ impl Loader<'_> {
                 };
                 let distance = MeshDistance::new(&sample_surface)
                     .map_err(|err| this.build(&object, "pointshell surface", err))?;
-                if !e.soup {
+                if !soup {
                     distance.check_solid().map_err(|err| {
                         this.build(&object, "pointshell surface (boxes must be disjoint)", err)
                     })?;
                 }
-                this.stage(&object, "pointshell");
-                let cb = |p: PointshellProgress| {
-                    let it = p.iteration as f64 / p.max_iterations.max(1) as f64;
-                    progress.fraction((p.level as f64 + it.min(1.0)) / p.levels.max(1) as f64)
-                };
+                let cb = this.nested(&object, "pointshell");
                 sample_pointshell(&distance, &sample_surface, &params, &cb)
                     .map_err(|err| this.build(&object, "pointshell", err))
             };
@@ -413,10 +402,9 @@ impl Loader<'_> {
         surface: &SurfaceMesh,
         h: &super::format::HapticSpec,
     ) -> Result<Reduced, SceneError> {
-        let source = match (&h.box_size, &h.mesh) {
-            (Some(size), _) => VoxelSource::Box(*size),
-            (None, Some(m)) => VoxelSource::Mesh(self.file.resolve(m)),
-            (None, None) => VoxelSource::Surface,
+        let source = match h.shape().map_err(|m| self.build(object, "shape", m))? {
+            HapticShape::Box(size) => VoxelSource::Box(size),
+            HapticShape::Mesh { path, .. } => VoxelSource::Mesh(self.file.resolve(path)),
         };
         self.reduced_model(object, key, spec, surface, source)
     }
@@ -429,10 +417,11 @@ impl Loader<'_> {
         surface: &SurfaceMesh,
         e: &super::format::EnvironmentSpec,
     ) -> Result<Reduced, SceneError> {
-        let source = match (&e.mesh, &e.boxes) {
-            (Some(m), _) => VoxelSource::Mesh(self.file.resolve(m)),
-            (None, Some(b)) => VoxelSource::Boxes(b.iter().map(|b| (b.size, b.position)).collect()),
-            (None, None) => VoxelSource::Surface,
+        let source = match e.shape().map_err(|m| self.build(object, "shape", m))? {
+            EnvironmentShape::Mesh { path, .. } => VoxelSource::Mesh(self.file.resolve(path)),
+            EnvironmentShape::Boxes(b) => {
+                VoxelSource::Boxes(b.iter().map(|b| (b.size, b.position)).collect())
+            }
         };
         self.reduced_model(object, key, spec, surface, source)
     }
@@ -449,21 +438,23 @@ impl Loader<'_> {
     ) -> Result<Reduced, SceneError> {
         let file = self.file;
         let canonical = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
-        let (volume_path, mesh) = match (&spec.volume, spec.voxel_resolution) {
-            (Some(v), _) => {
+        let volume = spec
+            .volume_source()
+            .map_err(|m| self.build(object, "simulation mesh", m))?;
+        let (volume_path, mesh) = match volume {
+            VolumeSource::File(v) => {
                 let p = canonical(file.resolve(v));
                 self.stage(object, "simulation mesh");
                 let mesh = read_volume(&p)
                     .map_err(|e| self.build(object, &format!("reading {key}.volume"), e))?;
                 (p, mesh)
             }
-            (None, Some(res)) => {
+            VolumeSource::Voxels(res) => {
                 let mut k = CacheKey::new("veg");
                 match &source {
                     VoxelSource::Box(size) => k.value("box", size),
                     VoxelSource::Boxes(b) => k.value("boxes", b),
                     VoxelSource::Mesh(p) => self.key_file(&mut k, object, p)?,
-                    VoxelSource::Surface => k.value("surface", &surface.vertices.len()),
                 }
                 k.value("voxel_resolution", &res);
                 let name = k.name("veg");
@@ -478,7 +469,7 @@ impl Loader<'_> {
                                 resolution: res,
                                 ..VoxelizeOptions::default()
                             },
-                            None,
+                            &crate::progress::NoProgress,
                         )
                         .map(|v| v.mesh)
                         .map_err(|e| this.build(object, "voxelize", e)),
@@ -493,16 +484,16 @@ impl Loader<'_> {
                 )?;
                 (canonical(self.cache.join(name)), mesh)
             }
-            (None, None) => {
-                return Err(self.build(object, key, "no volume and no voxel_resolution"))
-            }
         };
         let fixed = spec.fixed.as_ref().map(|f| canonical(file.resolve(f)));
         let params = BakeParams {
             linear_modes: spec.linear_modes,
             basis: spec.r(),
             basis_kind: spec.kind(),
-            mass_matrix: spec.mass_matrix.clone(),
+            mass_matrix: spec
+                .mass_matrix
+                .parse()
+                .map_err(|e| self.build(object, "mass_matrix", e))?,
             unconstrained: fixed.is_none(),
             voxel_resolution: None,
             material_groups: false,
@@ -521,14 +512,10 @@ impl Loader<'_> {
             render_interp: None,
             params,
         };
-        let bridge = BakeBridge {
-            progress: self.progress,
-            prefix: format!("{object}: bake"),
-            total: AtomicU64::new(1),
-            done: AtomicU64::new(0),
-        };
         let label = format!("{object}: bake");
-        match bake(&input, &dir, &bridge).map_err(|e| self.build(object, "bake", e))? {
+        match bake(&input, &dir, &self.nested(object, "bake"))
+            .map_err(|e| self.build(object, "bake", e))?
+        {
             BakeOutcome::UpToDate(_) => self.report.borrow_mut().reused.push(label),
             BakeOutcome::Baked(_) => self.report.borrow_mut().computed.push(label),
         }
@@ -558,33 +545,6 @@ enum VoxelSource {
     Boxes(Vec<([f64; 3], [f64; 3])>),
     /// A mesh file: voxelized.
     Mesh(PathBuf),
-    /// No file (not reached for valid scenes).
-    Surface,
-}
-
-/// Bake progress forwarded to a [`SceneProgress`].
-struct BakeBridge<'a> {
-    progress: &'a dyn SceneProgress,
-    prefix: String,
-    total: AtomicU64,
-    done: AtomicU64,
-}
-
-impl BakeProgress for BakeBridge<'_> {
-    fn stage(&self, name: &str, total: u64) {
-        self.total.store(total.max(1), Ordering::Relaxed);
-        self.done.store(0, Ordering::Relaxed);
-        self.progress.stage(&format!("{}: {name}", self.prefix));
-    }
-    fn advance(&self, n: u64) {
-        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
-        let total = self.total.load(Ordering::Relaxed);
-        self.progress
-            .fraction((done as f64 / total as f64).min(1.0));
-    }
-    fn finish(&self) {
-        self.progress.fraction(1.0);
-    }
 }
 
 /// Cells per axis of a box of `size` with `n` cells along its longest side.
@@ -655,7 +615,9 @@ fn used_vertices(surface: &SurfaceMesh) -> Vec<Point3<f64>> {
 }
 
 /// Per point, the 3 x r rows (row-major, f32) of the basis interpolated at the point's
-/// embedding in `mesh` (points outside take the nearest element's extrapolation).
+/// embedding in `mesh` (points outside take the nearest element's extrapolation): the
+/// bake's render basis ([`crate::reduction::basis::render_basis`]) in the layout the
+/// renderer uploads.
 fn render_basis(
     points: &[Point3<f64>],
     mesh: &VolumeMesh,
@@ -670,24 +632,7 @@ fn render_basis(
         .into());
     }
     let emb = embed(points, mesh)?;
-    let r = basis.ncols();
-    let n = emb.interpolation.nodes_per_vertex;
-    let mut out = vec![0f32; points.len() * 3 * r];
-    let mut row = vec![0f64; 3 * r];
-    for s in 0..points.len() {
-        row.iter_mut().for_each(|x| *x = 0.0);
-        let w = &emb.interpolation.weights[s * n..(s + 1) * n];
-        let idx = &emb.interpolation.indices[s * n..(s + 1) * n];
-        for (wa, &v) in w.iter().zip(idx) {
-            for i in 0..3 {
-                for j in 0..r {
-                    row[i * r + j] += wa * basis[(3 * v + i, j)];
-                }
-            }
-        }
-        for (o, x) in out[s * 3 * r..(s + 1) * 3 * r].iter_mut().zip(&row) {
-            *o = *x as f32;
-        }
-    }
-    Ok(out)
+    let u = crate::reduction::basis::render_basis(&emb.interpolation, basis);
+    // Column-major (3n x r) -> row-major: the transpose's column-major order.
+    Ok(u.transpose().iter().map(|&x| x as f32).collect())
 }

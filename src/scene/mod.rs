@@ -12,14 +12,18 @@ pub mod cache;
 pub mod error;
 pub mod format;
 pub mod load;
+pub mod params;
 
 pub use error::SceneError;
 pub use format::{parse_scene, SceneFile};
-pub use load::{load_scene, load_scene_with_report, LoadReport, NoProgress, SceneProgress};
+pub use load::{load_scene, load_scene_with_report, LoadReport};
+pub use params::{Param, ParamError, Settings};
 
 use nalgebra::{Isometry3, Point3};
 
-use crate::contact::{ContactParams, ContactShell, DeformedDistanceField};
+use crate::contact::{
+    ContactOutput, ContactParams, ContactShell, DeformedDistanceField, Poses, Traversal,
+};
 use crate::coupling::CouplingParams;
 use crate::dynamics::ReducedNewmark;
 use crate::geometry::SignedDistanceField;
@@ -28,18 +32,84 @@ use crate::mesh::SurfaceMesh;
 /// The distance field of the haptic object.
 #[derive(Debug, Clone)]
 pub enum HapticField {
+    /// A rigid haptic object: its signed distance field in the body frame.
     Rigid(SignedDistanceField),
     /// A reduced-deformable haptic object: its deformed field and its dynamics.
     Deformable {
+        /// The deformed distance field (thesis 3.12), following `dynamics.q`.
         field: Box<DeformedDistanceField>,
+        /// The object's reduced implicit Newmark integrator.
         dynamics: Box<ReducedNewmark>,
     },
+}
+
+impl HapticField {
+    /// The reduced dynamics of a deformable haptic object.
+    pub fn dynamics(&self) -> Option<&ReducedNewmark> {
+        match self {
+            HapticField::Rigid(_) => None,
+            HapticField::Deformable { dynamics, .. } => Some(dynamics),
+        }
+    }
+
+    /// The reduced dynamics of a deformable haptic object, to step or edit.
+    pub fn dynamics_mut(&mut self) -> Option<&mut ReducedNewmark> {
+        match self {
+            HapticField::Rigid(_) => None,
+            HapticField::Deformable { dynamics, .. } => Some(dynamics),
+        }
+    }
+
+    /// The deformed distance field of a deformable haptic object.
+    pub fn deformed(&self) -> Option<&DeformedDistanceField> {
+        match self {
+            HapticField::Rigid(_) => None,
+            HapticField::Deformable { field, .. } => Some(field),
+        }
+    }
+
+    /// The basis size r (0 for a rigid object).
+    pub fn r(&self) -> usize {
+        self.dynamics().map_or(0, ReducedNewmark::r)
+    }
+
+    /// The reduced coordinates q (empty for a rigid object).
+    pub fn q(&self) -> &[f64] {
+        self.dynamics().map_or(&[], |d| &d.q)
+    }
+
+    /// Brings the deformed field up to the current q (no-op for a rigid object).
+    pub fn update_deformation(&mut self) {
+        if let HapticField::Deformable { field, dynamics } = self {
+            field.update(&dynamics.q);
+        }
+    }
+
+    /// Traverses an environment pointshell against this field (thesis 3.10), statically
+    /// dispatched to the rigid or the deformed field.
+    pub fn traverse(
+        &self,
+        traversal: &mut Traversal,
+        shell: &ContactShell,
+        poses: &Poses,
+        q: &[f64],
+        out: &mut ContactOutput,
+    ) {
+        match self {
+            HapticField::Rigid(sdf) => traversal.run(shell, sdf, poses, q, out),
+            HapticField::Deformable { field, .. } => {
+                traversal.run(shell, field.as_ref(), poses, q, out)
+            }
+        }
+    }
 }
 
 /// The object held through the device.
 #[derive(Debug, Clone)]
 pub struct HapticObject {
+    /// Name from the scene file.
     pub name: String,
+    /// Its signed distance field: rigid, or deformed with its reduced dynamics.
     pub field: HapticField,
     /// Body-frame grasp point: the virtual coupling acts here, torques are about it.
     pub grasp: Point3<f64>,
@@ -55,7 +125,9 @@ pub struct HapticObject {
 /// An object of the environment, sampled by a pointshell.
 #[derive(Debug, Clone)]
 pub struct EnvironmentObject {
+    /// Name from the scene file.
     pub name: String,
+    /// Its pointshell (body frame), with the nested tree and, if deformable, its modes.
     pub shell: ContactShell,
     /// World pose of the body frame (fixed).
     pub pose: Isometry3<f64>,
@@ -71,14 +143,60 @@ pub struct EnvironmentObject {
 /// A loaded scene, ready for the haptic loop.
 #[derive(Debug, Clone)]
 pub struct Scene {
+    /// Scene name (from the file, or its stem).
     pub name: String,
+    /// What the scene shows and what to try in it (may be empty).
     pub description: String,
+    /// The object held through the device.
     pub haptic: HapticObject,
+    /// The pointshell objects the haptic object touches.
     pub environment: Vec<EnvironmentObject>,
+    /// Contact settings, copied into every environment object's traversal.
     pub contact: ContactParams,
+    /// Virtual coupling settings (`dt` is 1 / `rate_hz`).
     pub coupling: CouplingParams,
     /// Device metres per simulation unit (thesis 4.5).
     pub workspace_scale: f64,
     /// Haptic rate (Hz).
     pub rate_hz: f64,
+}
+
+impl Scene {
+    /// The scene's reduced integrators (environment objects, then the haptic object).
+    pub fn dynamics_mut(&mut self) -> impl Iterator<Item = &mut ReducedNewmark> {
+        self.environment
+            .iter_mut()
+            .filter_map(|e| e.dynamics.as_mut())
+            .chain(self.haptic.field.dynamics_mut())
+    }
+
+    /// The tunable settings (the dynamics settings of the first reduced object, since
+    /// edits apply to all of them).
+    pub fn settings(&self) -> Settings {
+        let dynamics = self
+            .environment
+            .iter()
+            .filter_map(|e| e.dynamics.as_ref())
+            .chain(self.haptic.field.dynamics())
+            .next();
+        Settings {
+            contact: self.contact,
+            coupling: self.coupling,
+            material_scale: dynamics.map_or(1.0, |d| d.params.material_scale),
+            modes_used: dynamics.map_or(usize::MAX, |d| d.params.active_modes),
+        }
+    }
+
+    /// Sets a tunable parameter (clamped into its range), before a session starts; a
+    /// running session takes [`crate::haptic::Command::Set`] instead.
+    pub fn set(&mut self, param: Param, value: f64) {
+        let mut s = self.settings();
+        param.set(&mut s, value);
+        self.contact = s.contact;
+        self.coupling = s.coupling;
+        for d in self.dynamics_mut() {
+            d.params.material_scale = s.material_scale;
+            d.params.active_modes = s.modes_used;
+        }
+    }
 }

@@ -2,13 +2,13 @@
 //! per stage; an unchanged input is not re-baked.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use parking_lot::Mutex;
 
-use crate::reduction::bake::{bake, BakeInput, BakeOutcome, BakeParams, BakeProgress, BasisKind};
+use haptics::fem::MassKind;
+use haptics::reduction::bake::{bake, BakeInput, BakeOutcome, BakeParams, BasisKind};
+
+use crate::cli::progress::Bars;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BasisKindArg {
@@ -64,37 +64,6 @@ pub struct BakeArgs {
     pub unconstrained: bool,
 }
 
-/// One indicatif bar per stage.
-struct Bars {
-    multi: MultiProgress,
-    current: Mutex<Option<ProgressBar>>,
-}
-
-impl BakeProgress for Bars {
-    fn stage(&self, name: &str, total: u64) {
-        let bar = self.multi.add(ProgressBar::new(total));
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {msg:48} [{bar:20}] {elapsed_precise} (ETA {eta})",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.set_message(name.to_string());
-        bar.enable_steady_tick(Duration::from_millis(120));
-        *self.current.lock() = Some(bar);
-    }
-    fn advance(&self, n: u64) {
-        if let Some(b) = self.current.lock().as_ref() {
-            b.inc(n);
-        }
-    }
-    fn finish(&self) {
-        if let Some(b) = self.current.lock().take() {
-            b.finish();
-        }
-    }
-}
-
 pub fn run(args: &BakeArgs) -> anyhow::Result<()> {
     let basis_kind = match (&args.basis_file, &args.snapshots, args.basis_kind) {
         (Some(_), _, _) => BasisKind::File,
@@ -111,16 +80,18 @@ pub fn run(args: &BakeArgs) -> anyhow::Result<()> {
             linear_modes: args.linear_modes,
             basis: args.basis,
             basis_kind,
-            mass_matrix: if args.lumped { "lumped" } else { "consistent" }.to_string(),
+            mass_matrix: if args.lumped {
+                MassKind::Lumped
+            } else {
+                MassKind::Consistent
+            },
             unconstrained: args.unconstrained,
             voxel_resolution: args.resolution,
             material_groups: args.material_groups,
         },
     };
-    let bars = Bars {
-        multi: MultiProgress::new(),
-        current: Mutex::new(None),
-    };
+    let bars =
+        Bars::new().with_template("{spinner} {msg:48} [{bar:20}] {elapsed_precise} (ETA {eta})");
     match bake(&input, &args.out, &bars)? {
         BakeOutcome::UpToDate(m) => {
             println!(

@@ -1,7 +1,7 @@
 //! `haptics beam` and `haptics fullsim`: the full-space reference
 //! simulator driven from the command line.
 //!
-//! The demo loads the bundled beam (assets/beam3: 75 hexes, clamped at its y = 1 end by
+//! The demo loads the bundled beam (assets/models/beam3: 75 hexes, clamped at its y = 1 end by
 //! beam3.bou), lets it fall under gravity across its 12 cm width with a little Rayleigh
 //! damping, and prints the tip displacement over time and the cost per step.
 
@@ -14,9 +14,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::Vector3;
 
-use crate::dynamics::{FullSimParams, FullSimulator, Load, NewmarkParams};
-use crate::fem::{FemModel, MassKind, MaterialLaw};
-use crate::mesh::{read_bou, read_volume};
+use haptics::dynamics::{FullSimParams, FullSimulator, Load, NewmarkParams};
+use haptics::fem::{FemModel, MassKind, MaterialLaw};
+use haptics::mesh::{read_bou, read_volume};
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
@@ -79,7 +79,7 @@ pub struct FullsimArgs {
 
 /// Runs the bundled demo.
 pub fn run_demo(args: &DemoArgs) -> anyhow::Result<()> {
-    let dir = super::assets_dir().join("beam3");
+    let dir = haptics::assets::model("beam3");
     println!("Demo: full-space StVK beam under gravity (the interactive application arrives with the render issue).");
     run_fullsim(&FullsimArgs {
         mesh: dir.join("beam3.veg"),
@@ -169,7 +169,7 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
     let mut f = vec![0.0; sim.num_dofs()];
     for _ in 0..args.steps {
         let t = sim.time + args.dt;
-        crate::dynamics::full::assemble_loads(&loads, sim.vertex_masses(), t, &mut f);
+        haptics::dynamics::full::assemble_loads(&loads, sim.vertex_masses(), t, &mut f);
         let start = Instant::now();
         let rep = sim.step(&f)?;
         step_times.push(start.elapsed().as_secs_f64());

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::mesh::{read_any, AnyMesh, SurfaceMesh, VolumeMesh};
+use haptics::mesh::{read_any, AnyMesh, SurfaceMesh, VolumeMesh};
 
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {
@@ -24,7 +24,7 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn bbox_lines(b: &crate::mesh::Aabb) -> String {
+fn bbox_lines(b: &haptics::mesh::Aabb) -> String {
     let e = b.extent();
     format!(
         "bounding box: min ({:.6}, {:.6}, {:.6}) max ({:.6}, {:.6}, {:.6})\n  extent ({:.6}, {:.6}, {:.6})\n",

@@ -8,14 +8,13 @@ pub mod demo;
 pub mod devices;
 pub mod inspect;
 pub mod pointshell;
+pub mod progress;
 pub mod replay;
 pub mod run;
 pub mod screenshot;
 pub mod sdf;
 pub mod simulate;
 pub mod voxelize;
-
-use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
@@ -98,15 +97,35 @@ pub fn run() -> anyhow::Result<()> {
     }
 }
 
-/// The bundled assets folder: `./assets` when run from the repository root, else the
-/// one beside the crate's manifest.
-pub fn assets_dir() -> PathBuf {
-    let local = Path::new("assets");
-    if local.join("beam3").is_dir() {
-        local.to_path_buf()
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("assets")
+pub use haptics::assets::assets_dir;
+
+/// `--set KEY=VALUE` overrides of a scene's tunable parameters (`run`, `replay`,
+/// `record`), validated against each parameter's one definition
+/// ([`haptics::scene::Param`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ParamOverrides {
+    /// Override a tunable parameter of the scene, e.g. `--set coupling.static_damping=0.3`
+    /// (repeatable). Keys: contact.stiffness, contact.warm_budget, contact.cold_fraction,
+    /// contact.max_unscaled_contacts, coupling.stiffness, coupling.torque_stiffness,
+    /// coupling.saturation_force (0: linear), coupling.static_damping,
+    /// coupling.max_velocity, coupling.max_angular_velocity, coupling.degenerate_ratio,
+    /// coupling.device_max_force, coupling.device_max_torque, dynamics.material_scale,
+    /// dynamics.modes_used.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_param)]
+    pub set: Vec<(haptics::scene::Param, f64)>,
+}
+
+impl ParamOverrides {
+    /// Applies the overrides to a loaded scene.
+    pub fn apply(&self, scene: &mut haptics::scene::Scene) {
+        for &(p, v) in &self.set {
+            scene.set(p, v);
+        }
     }
+}
+
+fn parse_param(s: &str) -> Result<(haptics::scene::Param, f64), String> {
+    haptics::scene::Param::parse_assignment(s).map_err(|e| e.to_string())
 }
 
 /// Parses "x,y,z" into a vector.

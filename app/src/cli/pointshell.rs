@@ -4,16 +4,15 @@
 //! coverage and uniformity of every level printed as a table.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use parking_lot::Mutex;
 
-use crate::geometry::pointshell::{sample_pointshell, PointshellParams, PointshellProgress};
-use crate::geometry::{MeshDistance, Pointshell, PointshellError};
-use crate::mesh::read_surface;
+use super::progress::Bars;
+use haptics::geometry::pointshell::{sample_pointshell_with_stats, LevelStats, PointshellParams};
+use haptics::geometry::{MeshDistance, Pointshell, PointshellError};
+use haptics::mesh::read_surface;
 
 #[derive(Debug, Clone, Args)]
 pub struct PointshellArgs {
@@ -50,56 +49,6 @@ pub struct PointshellArgs {
     pub quality_samples: Option<usize>,
 }
 
-/// Per-level record of the run, filled from the progress callback.
-#[derive(Debug, Clone, Copy, Default)]
-struct LevelRun {
-    iterations: usize,
-    mean_move: f64,
-    seconds: f64,
-}
-
-struct Bars {
-    current: Mutex<Option<(ProgressBar, Instant)>>,
-    runs: Mutex<Vec<LevelRun>>,
-}
-
-impl Bars {
-    fn update(&self, p: PointshellProgress) {
-        let mut cur = self.current.lock();
-        if p.iteration == 0 {
-            let bar = ProgressBar::new(p.max_iterations as u64).with_style(
-                ProgressStyle::with_template(
-                    "{spinner} {prefix} [{bar:30}] {pos}/{len} iterations {msg} {elapsed_precise}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar.set_prefix(format!(
-                "level {}/{} ({} new points)",
-                p.level + 1,
-                p.levels,
-                p.points
-            ));
-            bar.enable_steady_tick(Duration::from_millis(120));
-            *cur = Some((bar, Instant::now()));
-            self.runs.lock().push(LevelRun::default());
-        }
-        if let Some((bar, started)) = cur.as_ref() {
-            bar.set_position(p.iteration as u64);
-            bar.set_message(format!("mean move {:.2e} R", p.mean_move));
-            if p.done {
-                bar.finish_and_clear();
-                if let Some(r) = self.runs.lock().last_mut() {
-                    *r = LevelRun {
-                        iterations: p.iteration,
-                        mean_move: p.mean_move,
-                        seconds: started.elapsed().as_secs_f64(),
-                    };
-                }
-            }
-        }
-    }
-}
-
 pub fn run(args: &PointshellArgs) -> anyhow::Result<()> {
     let mesh = read_surface(&args.mesh)?;
     let distance = MeshDistance::new(&mesh)
@@ -115,12 +64,11 @@ pub fn run(args: &PointshellArgs) -> anyhow::Result<()> {
         radius_factor: args.radius_factor,
         ..PointshellParams::default()
     };
-    let bars = Bars {
-        current: Mutex::new(None),
-        runs: Mutex::new(Vec::new()),
-    };
+    // One bar per level ("level 2/4 (180 new points)"), cleared before the table.
+    let bars = Bars::transient()
+        .with_template("{spinner} {msg} [{bar:30}] {pos}/{len} iterations {elapsed_precise}");
     let started = Instant::now();
-    let shell = sample_pointshell(&distance, &mesh, &params, &|p| bars.update(p))?;
+    let (shell, stats) = sample_pointshell_with_stats(&distance, &mesh, &params, &bars)?;
     let elapsed = started.elapsed().as_secs_f64();
     shell.write(&args.out)?;
     println!(
@@ -134,16 +82,15 @@ pub fn run(args: &PointshellArgs) -> anyhow::Result<()> {
     let samples = args
         .quality_samples
         .unwrap_or_else(|| (4 * shell.len()).clamp(200_000, 2_000_000));
-    let runs = bars.runs.lock().clone();
-    print!("{}", table(&shell, &mesh, &distance, &runs, samples)?);
+    print!("{}", table(&shell, &mesh, &distance, &stats, samples)?);
     Ok(())
 }
 
 fn table(
     shell: &Pointshell,
-    mesh: &crate::mesh::SurfaceMesh,
+    mesh: &haptics::mesh::SurfaceMesh,
     distance: &MeshDistance,
-    runs: &[LevelRun],
+    stats: &[LevelStats],
     samples: usize,
 ) -> anyhow::Result<String> {
     let mut s = String::from(
@@ -151,16 +98,18 @@ fn table(
     );
     for level in 0..shell.num_levels() {
         let range = shell.level(level);
-        let run = runs.get(level).copied().unwrap_or_default();
+        let (iterations, mean_move, seconds) = stats.get(level).map_or((0, 0.0, 0.0), |st| {
+            (st.iterations, st.mean_move, st.seconds)
+        });
         s += &format!(
             "{:5}  {:10}  {:10}  {:10.4e}  {:5}  {:11.2e}  {:8.2}",
             level,
             range.len(),
             range.end,
             shell.radii[level],
-            run.iterations,
-            run.mean_move,
-            run.seconds
+            iterations,
+            mean_move,
+            seconds
         );
         if samples > 0 {
             let q = shell.quality(mesh, distance, level, samples, 0x5eed + level as u64)?;

@@ -13,23 +13,26 @@ use haptics_devices::trajectory::{read_trajectory, Trajectory, TrajectoryWriter}
 use haptics_devices::{
     Device, SafeDevice, SimConfig, SimulatedDevice, TargetSource, TrajectorySample, Wrench,
 };
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
-use crate::haptic::log::{
+use haptics::haptic::log::{
     column, compare_logs, diff_summary, force_magnitude, read_log, row, Log, Row,
 };
-use crate::haptic::{CycleReport, HapticSimulation, PeriodicScheduler};
-use crate::plot::{line_plot, Series};
-use crate::scene::{load_scene, Scene, SceneProgress};
+use haptics::haptic::{CycleReport, HapticSimulation, PeriodicScheduler};
+use haptics::plot::{line_plot, Series};
+use haptics::progress::Progress as _;
+use haptics::scene::{load_scene, Scene};
+
+use super::progress::Bars;
 
 /// Arguments of `haptics replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// The scene file (TOML, see README "Scenes").
+    /// The scene file (TOML, see docs/scenes.md).
     pub scene: PathBuf,
     /// The recorded trajectory (CSV: time_s,px,py,pz,qw,qx,qy,qz,buttons[,fx..tz]).
     pub trajectory: PathBuf,
-    /// Where to write the haptic log (CSV, one row per cycle; see README "Haptic loop").
+    /// Where to write the haptic log (CSV, one row per cycle; see docs/file-formats.md).
     #[arg(long, short = 'o')]
     pub out: PathBuf,
     /// A golden log to compare with: exits non-zero with a summary of the differing
@@ -45,6 +48,8 @@ pub struct ReplayArgs {
     /// Cache directory for the scene's baked fields, pointshells and models.
     #[arg(long, default_value = "target/haptics-cache")]
     pub cache: PathBuf,
+    #[command(flatten)]
+    pub params: super::ParamOverrides,
 }
 
 /// Arguments of `haptics record`.
@@ -72,32 +77,17 @@ pub struct RecordArgs {
     /// Cache directory for the scene's baked fields, pointshells and models.
     #[arg(long, default_value = "target/haptics-cache")]
     pub cache: PathBuf,
+    #[command(flatten)]
+    pub params: super::ParamOverrides,
 }
 
-/// Scene-loading progress on a spinner with the stage name and percentage.
-struct BarProgress(ProgressBar);
-
-impl SceneProgress for BarProgress {
-    fn stage(&self, name: &str) {
-        self.0.set_message(name.to_string());
-        self.0.set_position(0);
-    }
-    fn fraction(&self, f: f64) {
-        self.0.set_position((f.clamp(0.0, 1.0) * 100.0) as u64);
-    }
-}
-
-/// Loads a scene with a progress bar.
+/// Loads a scene with progress bars (one per stage, cleared when it ends).
 pub fn load_with_progress(path: &Path, cache: &Path) -> anyhow::Result<Scene> {
-    let bar = ProgressBar::new(100).with_style(
-        ProgressStyle::with_template("{spinner} {wide_msg} {bar:30} {pos:>3}%")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
     std::fs::create_dir_all(cache)
         .with_context(|| format!("creating the cache directory {}", cache.display()))?;
-    let scene = load_scene(path, cache, &BarProgress(bar.clone()));
-    bar.finish_and_clear();
+    let bars = Bars::transient().with_template("{spinner} {wide_msg} {bar:30} {pos}/{len}");
+    let scene = load_scene(path, cache, &bars);
+    bars.finish();
     Ok(scene?)
 }
 
@@ -129,11 +119,13 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
     if trajectory.samples.is_empty() {
         bail!("{}: the trajectory has no samples", a.trajectory.display());
     }
-    let scene = load_with_progress(&a.scene, &a.cache)?;
+    let mut scene = load_with_progress(&a.scene, &a.cache)?;
+    a.params.apply(&mut scene);
     let start = Instant::now();
     let log = replay_log(scene, &trajectory);
     let elapsed = start.elapsed().as_secs_f64();
-    std::fs::write(&a.out, log.to_csv()).with_context(|| format!("writing {}", a.out.display()))?;
+    haptics::io::write_bytes_atomic(&a.out, log.to_csv().as_bytes())
+        .with_context(|| format!("writing {}", a.out.display()))?;
     println!(
         "replayed {} cycles ({:.2} s of motion) in {elapsed:.2} s -> {}",
         log.rows.len(),
@@ -160,7 +152,7 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The index of a column that [`crate::haptic::log::COLUMNS`] is known to hold.
+/// The index of a column that [`haptics::haptic::log::COLUMNS`] is known to hold.
 fn col(name: &str) -> usize {
     column(name).expect("a haptic log column")
 }
@@ -197,7 +189,8 @@ fn plot_log(log: &Log, png: &Path) -> anyhow::Result<()> {
 }
 
 pub fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
-    let scene = load_with_progress(&a.scene, &a.cache)?;
+    let mut scene = load_with_progress(&a.scene, &a.cache)?;
+    a.params.apply(&mut scene);
     let rate = scene.rate_hz;
     let sim = HapticSimulation::new(scene);
     if a.device == "simulated" {

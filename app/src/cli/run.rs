@@ -11,8 +11,8 @@ use haptics_devices::trajectory::read_trajectory;
 
 use super::assets_dir;
 use super::replay::load_with_progress;
-use crate::app::window::{self, AppError, DeviceChoice, WindowConfig};
-use crate::app::{run_demo, DemoSummary};
+use crate::ui::window::{self, AppError, DeviceChoice, WindowConfig};
+use crate::ui::{run_demo, DemoSummary};
 
 /// Arguments of `haptics run`.
 #[derive(Debug, Clone, Args)]
@@ -39,6 +39,8 @@ pub struct RunArgs {
     /// Close the window after N frames (for smoke tests; default: run until closed).
     #[arg(long)]
     pub frames: Option<u64>,
+    #[command(flatten)]
+    pub params: super::ParamOverrides,
 }
 
 impl RunArgs {
@@ -126,14 +128,20 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             }
         }
     };
-    let scene = load_with_progress(&scene_path, &a.cache)?;
+    let mut scene = load_with_progress(&scene_path, &a.cache)?;
+    a.params.apply(&mut scene);
     if let Some(el) = event_loop {
         let cache = a.cache.clone();
+        let overrides = a.params.clone();
         let config = WindowConfig {
             scenes: bundled_scenes(),
             scene_path: scene_path.clone(),
             device,
-            loader: Box::new(move |p: &Path| load_with_progress(p, &cache)),
+            loader: Box::new(move |p: &Path| {
+                let mut scene = load_with_progress(p, &cache)?;
+                overrides.apply(&mut scene);
+                Ok(scene)
+            }),
             max_frames: a.frames,
         };
         match window::run(el, config, scene.clone()) {

@@ -10,9 +10,9 @@ use haptics_devices::trajectory::read_trajectory;
 
 use super::replay::load_with_progress;
 use super::run::default_scene;
-use crate::app::{render_snapshot, replay_until, DebugViews};
-use crate::haptic::{HapticSimulation, Snapshot};
 use crate::render::GpuContext;
+use crate::ui::{render_snapshot, replay_until, DebugViews};
+use haptics::haptic::{HapticSimulation, Snapshot};
 
 /// Arguments of `haptics screenshot`.
 #[derive(Debug, Clone, Args)]

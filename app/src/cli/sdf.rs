@@ -7,16 +7,17 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use parking_lot::Mutex;
 
-use crate::geometry::dist::write_dist;
-use crate::geometry::sdf::{
-    estimate_bytes, MeshDistance, SdfMethod, SdfOptions, SdfProgress, SdfStage,
-    SignedDistanceField, DEFAULT_BAND, DEFAULT_ENLARGE,
+use super::progress::Bars;
+use haptics::geometry::dist::write_dist;
+use haptics::geometry::sdf::{
+    estimate_bytes, MeshDistance, SdfMethod, SdfOptions, SignedDistanceField, DEFAULT_BAND,
+    DEFAULT_ENLARGE,
 };
-use crate::geometry::soup::{soup_estimate_bytes, soup_signed_field, SoupOptions, DEFAULT_OFFSET};
-use crate::mesh::read_surface;
+use haptics::geometry::soup::{
+    soup_estimate_bytes, soup_signed_field, SoupOptions, DEFAULT_OFFSET,
+};
+use haptics::mesh::read_surface;
 
 #[derive(Debug, Clone, Args)]
 pub struct SdfArgs {
@@ -51,44 +52,6 @@ pub struct SdfArgs {
     pub box_enlarge: f64,
 }
 
-/// One progress bar per stage, replaced when the stage changes.
-struct Bars {
-    current: Mutex<Option<(SdfStage, ProgressBar)>>,
-}
-
-impl Bars {
-    fn new() -> Self {
-        Bars {
-            current: Mutex::new(None),
-        }
-    }
-
-    fn report(&self, p: SdfProgress) {
-        let mut cur = self.current.lock();
-        if cur.as_ref().map(|(s, _)| *s) != Some(p.stage) {
-            if let Some((_, bar)) = cur.take() {
-                bar.finish_and_clear();
-            }
-            let bar = ProgressBar::new(p.total).with_style(
-                ProgressStyle::with_template("{msg:>20} [{bar:40}] {pos}/{len}, ETA {eta}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar.set_message(p.stage.to_string());
-            *cur = Some((p.stage, bar));
-        }
-        if let Some((_, bar)) = cur.as_ref() {
-            bar.set_length(p.total);
-            bar.set_position(p.done);
-        }
-    }
-
-    fn finish(&self) {
-        if let Some((_, bar)) = self.current.lock().take() {
-            bar.finish_and_clear();
-        }
-    }
-}
-
 pub fn run(args: &SdfArgs) -> anyhow::Result<()> {
     let surface = read_surface(&args.mesh)?;
     let method = if args.exact {
@@ -97,8 +60,8 @@ pub fn run(args: &SdfArgs) -> anyhow::Result<()> {
         SdfMethod::BandAndPropagate
     };
     let name = args.mesh.display();
-    let bars = Bars::new();
-    let progress = |p: SdfProgress| bars.report(p);
+    // One bar per stage (narrow band, propagation, sign, ...), cleared when it ends.
+    let bars = Bars::transient().with_template("{msg:>20} [{bar:40}] {pos}/{len}, ETA {eta}");
     let start = Instant::now();
     let (field, estimate, soup_triangles) = if args.soup {
         let opts = SoupOptions {
@@ -109,7 +72,7 @@ pub fn run(args: &SdfArgs) -> anyhow::Result<()> {
             method,
         };
         let estimate = soup_estimate_bytes(&surface, &opts);
-        let soup = soup_signed_field(&surface, &opts, &progress)
+        let soup = soup_signed_field(&surface, &opts, &bars)
             .with_context(|| format!("{name}: cannot build the polygon-soup distance field"))?;
         (soup.field, estimate, Some(soup.surface.triangles.len()))
     } else {
@@ -122,11 +85,10 @@ pub fn run(args: &SdfArgs) -> anyhow::Result<()> {
         let estimate = estimate_bytes(args.resolution, method, surface.triangles.len());
         let distance = MeshDistance::new(&surface)
             .with_context(|| format!("{name}: cannot build a signed distance field"))?;
-        let field = SignedDistanceField::compute_with(&distance, &opts, &progress)
+        let field = SignedDistanceField::compute_with(&distance, &opts, &bars)
             .with_context(|| format!("{name}: cannot build a signed distance field"))?;
         (field, estimate, None)
     };
-    bars.finish();
     let elapsed = start.elapsed();
     write_dist(&args.out, &field)?;
     let size = std::fs::metadata(&args.out)

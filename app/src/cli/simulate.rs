@@ -12,11 +12,11 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use crate::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams, StepEvent};
-use crate::reduction::bake::load_baked;
-use crate::reduction::evaluator::ReducedForces;
-use crate::reduction::vega::read_cub;
-use crate::reduction::CubicPolynomial;
+use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams, StepEvent};
+use haptics::reduction::bake::load_baked;
+use haptics::reduction::evaluator::ReducedForces;
+use haptics::reduction::vega::read_cub;
+use haptics::reduction::CubicPolynomial;
 
 #[derive(Debug, Clone, Args)]
 pub struct SimulateArgs {

@@ -5,11 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::mesh::embed::embed;
-use crate::mesh::voxelize::{voxelize, VoxelizeOptions};
-use crate::mesh::{read_surface, write_interp, write_veg, Material};
+use haptics::mesh::embed::embed;
+use haptics::mesh::voxelize::{voxelize, VoxelizeOptions};
+use haptics::mesh::{read_surface, write_interp, write_veg, Material};
+
+use crate::cli::progress::Bars;
 
 #[derive(Debug, Clone, Args)]
 pub struct VoxelizeArgs {
@@ -59,13 +60,9 @@ pub fn run(args: &VoxelizeArgs) -> anyhow::Result<()> {
         fill_interior: !args.no_fill,
         material,
     };
-    let bar = ProgressBar::new(surface.triangles.len() as u64).with_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} triangles, ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    let vox = voxelize(&surface, &opts, Some(&bar))
+    let bars = Bars::transient().with_template("{msg} [{bar:40}] {pos}/{len} triangles, ETA {eta}");
+    let vox = voxelize(&surface, &opts, &bars)
         .with_context(|| format!("{}: voxelization failed", args.mesh.display()))?;
-    bar.finish_and_clear();
     write_veg(&args.out, &vox.mesh)?;
     println!(
         "{} voxels of size {:.6} ({} vertices) written to {}",

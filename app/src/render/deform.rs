@@ -21,7 +21,7 @@
 use wgpu::util::DeviceExt;
 
 use super::{GpuContext, RenderError};
-use crate::mesh::surface::SurfaceMesh;
+use haptics::mesh::surface::SurfaceMesh;
 
 /// Workgroup size of the deformation shader (one invocation per render vertex).
 pub const WORKGROUP_SIZE: u32 = 64;

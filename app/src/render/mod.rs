@@ -72,12 +72,6 @@ pub enum RenderError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
-    /// PNG encoding failed.
-    #[error("{}: PNG encoding failed: {message}", path.display())]
-    Png {
-        path: std::path::PathBuf,
-        message: String,
-    },
 }
 
 /// Device limits for rendering a scene on `adapter`: WebGPU's defaults, with the

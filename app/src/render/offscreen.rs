@@ -55,23 +55,17 @@ impl Image {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let tmp = path.with_extension("png.tmp");
-        {
-            let file = std::fs::File::create(&tmp).map_err(io)?;
-            let mut encoder =
-                png::Encoder::new(std::io::BufWriter::new(file), self.width, self.height);
+        let png_err = |e: png::EncodingError| std::io::Error::other(e.to_string());
+        haptics::io::write_atomic(path, |file| {
+            let mut encoder = png::Encoder::new(file, self.width, self.height);
             encoder.set_color(png::ColorType::Rgba);
             encoder.set_depth(png::BitDepth::Eight);
             encoder.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
-            let png_err = |e: png::EncodingError| RenderError::Png {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            };
             let mut writer = encoder.write_header().map_err(png_err)?;
             writer.write_image_data(&self.rgba).map_err(png_err)?;
-            writer.finish().map_err(png_err)?;
-        }
-        std::fs::rename(&tmp, path).map_err(io)
+            writer.finish().map_err(png_err)
+        })
+        .map_err(io)
     }
 }
 

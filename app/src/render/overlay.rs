@@ -7,7 +7,7 @@
 
 use nalgebra::{Isometry3, Point3, Vector3};
 
-use crate::contact::ContactShell;
+use haptics::contact::ContactShell;
 
 /// One vertex of a line or point overlay: world position and linear RGBA colour.
 #[repr(C)]
@@ -159,7 +159,7 @@ pub fn pointshell_points(
 }
 
 /// Wire spheres of the BD-tree nodes a traversal visited and descended (see
-/// [`crate::contact::Traversal::set_recording`]): the nodes whose bounding sphere
+/// [`haptics::contact::Traversal::set_recording`]): the nodes whose bounding sphere
 /// reached the other object's surface, in their depth's colour, as in thesis Fig. 3.11.
 /// Visited nodes whose sphere was clear of the surface are not drawn (they are most of
 /// the visits and would hide the picture).

@@ -23,8 +23,8 @@ use super::camera::OrbitCamera;
 use super::deform::{normal_basis, DeformOutput, GpuDeformer};
 use super::overlay::{arrow, cross, floor_grid, ColorVertex};
 use super::RenderError;
-use crate::mesh::SurfaceMesh;
-use crate::scene::{HapticField, Scene};
+use haptics::mesh::SurfaceMesh;
+use haptics::scene::Scene;
 
 /// Depth buffer format of every pass.
 pub const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
@@ -336,16 +336,27 @@ fn target(format: wgpu::TextureFormat, blend: bool) -> Option<wgpu::ColorTargetS
     })
 }
 
-impl SceneRenderer {
-    /// Uploads the scene's render meshes and bases and builds the pipelines for colour
-    /// targets of `color_format`.
-    pub fn new(
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        scene: &Scene,
-        color_format: wgpu::TextureFormat,
-    ) -> Result<SceneRenderer, RenderError> {
-        let uniform_layout = |label: &str| {
+/// Colours of the environment objects, in scene order.
+const ENVIRONMENT_PALETTE: [[f32; 4]; 3] = [
+    [0.62, 0.64, 0.68, 1.0],
+    [0.35, 0.55, 0.75, 1.0],
+    [0.55, 0.7, 0.45, 1.0],
+];
+
+/// Colour of the haptic object.
+const HAPTIC_COLOR: [f32; 4] = [0.9, 0.55, 0.2, 1.0];
+
+/// The two uniform bind-group layouts (camera, object) and the helpers that make
+/// uniform buffers and their bind groups.
+struct Uniforms<'a> {
+    device: &'a wgpu::Device,
+    camera_layout: wgpu::BindGroupLayout,
+    object_layout: wgpu::BindGroupLayout,
+}
+
+impl<'a> Uniforms<'a> {
+    fn new(device: &'a wgpu::Device) -> Self {
+        let layout = |label: &str| {
             device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some(label),
                 entries: &[wgpu::BindGroupLayoutEntry {
@@ -360,18 +371,86 @@ impl SceneRenderer {
                 }],
             })
         };
-        let camera_layout = uniform_layout("camera layout");
-        let object_layout = uniform_layout("object layout");
+        Uniforms {
+            device,
+            camera_layout: layout("camera layout"),
+            object_layout: layout("object layout"),
+        }
+    }
+
+    /// A uniform buffer holding `contents`.
+    fn buffer(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            })
+    }
+
+    /// A bind group of one uniform buffer.
+    fn group(
+        &self,
+        label: &str,
+        layout: &wgpu::BindGroupLayout,
+        buffer: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: buffer.as_entire_binding(),
+            }],
+        })
+    }
+
+    /// An object's uniform (model matrix and colour) with its bind group.
+    fn object(
+        &self,
+        label: &str,
+        model: Matrix4<f32>,
+        color: [f32; 4],
+    ) -> (wgpu::Buffer, wgpu::BindGroup) {
+        let u = ObjectUniform {
+            model: mat(&model),
+            color,
+        };
+        let buffer = self.buffer(label, bytemuck::bytes_of(&u));
+        let bind_group = self.group(label, &self.object_layout, &buffer);
+        (buffer, bind_group)
+    }
+}
+
+/// Every render pipeline of the scene pass, from one shader module.
+struct Pipelines {
+    /// Deformable meshes: positions and normals in separate buffers (the deformer's).
+    mesh: wgpu::RenderPipeline,
+    /// The same, transparent (the manipulandum ghost of a deformable object).
+    ghost: wgpu::RenderPipeline,
+    /// Rigid meshes: interleaved flat-shaded positions and normals.
+    rigid: wgpu::RenderPipeline,
+    /// The same, transparent.
+    rigid_ghost: wgpu::RenderPipeline,
+    /// Coloured overlay lines (grid, BD spheres, arrows).
+    line: wgpu::RenderPipeline,
+    /// Coloured overlay points (pointshell levels).
+    point: wgpu::RenderPipeline,
+    /// Contact markers, drawn over everything.
+    marker: wgpu::RenderPipeline,
+}
+
+impl Pipelines {
+    fn new(device: &wgpu::Device, uniforms: &Uniforms, color_format: wgpu::TextureFormat) -> Self {
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("scene pipeline layout"),
-            bind_group_layouts: &[Some(&camera_layout), Some(&object_layout)],
+            bind_group_layouts: &[Some(&uniforms.camera_layout), Some(&uniforms.object_layout)],
             immediate_size: 0,
         });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("scene.wgsl"),
             source: wgpu::ShaderSource::Wgsl(SHADER.into()),
         });
-
         let f3 = |location: u32, offset: u64| wgpu::VertexAttribute {
             format: wgpu::VertexFormat::Float32x3,
             offset,
@@ -454,7 +533,7 @@ impl SceneRenderer {
             })
         };
         use wgpu::PrimitiveTopology::{LineList, PointList, TriangleList};
-        let mesh_pipeline = pipeline(
+        let mesh = pipeline(
             "deformable mesh",
             &separate,
             "vs_mesh",
@@ -463,7 +542,7 @@ impl SceneRenderer {
             false,
             false,
         );
-        let ghost_pipeline = pipeline(
+        let ghost = pipeline(
             "deformable ghost",
             &separate,
             "vs_mesh",
@@ -472,7 +551,7 @@ impl SceneRenderer {
             true,
             false,
         );
-        let rigid_pipeline = pipeline(
+        let rigid = pipeline(
             "rigid mesh",
             &interleaved,
             "vs_mesh",
@@ -481,7 +560,7 @@ impl SceneRenderer {
             false,
             false,
         );
-        let rigid_ghost_pipeline = pipeline(
+        let rigid_ghost = pipeline(
             "rigid ghost",
             &interleaved,
             "vs_mesh",
@@ -490,135 +569,154 @@ impl SceneRenderer {
             true,
             false,
         );
-        let line_pipeline = pipeline(
+        let line = pipeline(
             "lines", &colored, "vs_line", "fs_line", LineList, true, false,
         );
-        let point_pipeline = pipeline(
+        let point = pipeline(
             "points", &colored, "vs_line", "fs_line", PointList, true, false,
         );
-        let marker_pipeline = pipeline(
+        let marker = pipeline(
             "markers", &colored, "vs_line", "fs_line", LineList, true, true,
         );
+        Pipelines {
+            mesh,
+            ghost,
+            rigid,
+            rigid_ghost,
+            line,
+            point,
+            marker,
+        }
+    }
+}
 
-        let uniform = |label: &str, contents: &[u8]| {
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+/// What is drawn of one object: its surface, its render basis (3 x r rows per vertex,
+/// row-major, f32; empty for a rigid object) and its model matrix and colour.
+struct ObjectSource<'a> {
+    mesh: &'a SurfaceMesh,
+    basis: &'a [f32],
+    r: usize,
+    model: Matrix4<f32>,
+    color: [f32; 4],
+}
+
+/// Uploads one object: a GPU deformer (u = U q and dynamic normals) for a deformable
+/// surface, flat-shaded vertices for a rigid one, and its uniform.
+fn upload_object(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    uniforms: &Uniforms,
+    label: &str,
+    o: ObjectSource,
+) -> Result<DrawObject, RenderError> {
+    let mesh_buffers = if o.r > 0 && !o.basis.is_empty() {
+        let normals = normal_basis(o.mesh, o.basis, o.r)?;
+        let rest: Vec<[f32; 3]> = o
+            .mesh
+            .vertices
+            .iter()
+            .map(|p| [p.x as f32, p.y as f32, p.z as f32])
+            .collect();
+        let deformer = GpuDeformer::new(device, queue, o.basis, o.r, Some(&rest), Some(&normals))?;
+        deformer.update(&vec![0.0; o.r])?;
+        let indices: Vec<u32> = o
+            .mesh
+            .triangles
+            .iter()
+            .flat_map(|t| t.map(|i| i as u32))
+            .collect();
+        MeshBuffers::Deformable {
+            deformer,
+            indices: device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            })
-        };
-        let group = |label: &str, layout: &wgpu::BindGroupLayout, buffer: &wgpu::Buffer| {
-            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                contents: bytemuck::cast_slice(&indices),
+                usage: wgpu::BufferUsages::INDEX,
+            }),
+            index_count: indices.len() as u32,
+        }
+    } else {
+        let flat = flat_vertices(o.mesh);
+        MeshBuffers::Rigid {
+            vertices: device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
-                layout,
-                entries: &[wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: buffer.as_entire_binding(),
-                }],
-            })
-        };
-        let camera_buffer = uniform(
+                contents: bytemuck::cast_slice(&flat),
+                usage: wgpu::BufferUsages::VERTEX,
+            }),
+            vertex_count: flat.len() as u32,
+        }
+    };
+    let (uniform, bind_group) = uniforms.object(label, o.model, o.color);
+    Ok(DrawObject {
+        mesh: mesh_buffers,
+        uniform,
+        bind_group,
+        color: o.color,
+    })
+}
+
+impl SceneRenderer {
+    /// Uploads the scene's render meshes and bases and builds the pipelines for colour
+    /// targets of `color_format`.
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        scene: &Scene,
+        color_format: wgpu::TextureFormat,
+    ) -> Result<SceneRenderer, RenderError> {
+        let uniforms = Uniforms::new(device);
+        let pipelines = Pipelines::new(device, &uniforms, color_format);
+        let camera_buffer = uniforms.buffer(
             "camera uniform",
             bytemuck::bytes_of(&CameraUniform::zeroed()),
         );
-        let camera_group = group("camera group", &camera_layout, &camera_buffer);
-        let object_uniform = |label: &str, model: Matrix4<f32>, color: [f32; 4]| {
-            let u = ObjectUniform {
-                model: mat(&model),
-                color,
-            };
-            let buffer = uniform(label, bytemuck::bytes_of(&u));
-            let bind_group = group(label, &object_layout, &buffer);
-            (buffer, bind_group)
-        };
-
-        let make_object = |label: &str,
-                           mesh: &SurfaceMesh,
-                           basis: &[f32],
-                           r: usize,
-                           model: Matrix4<f32>,
-                           color: [f32; 4]|
-         -> Result<DrawObject, RenderError> {
-            let mesh_buffers = if r > 0 && !basis.is_empty() {
-                let normals = normal_basis(mesh, basis, r)?;
-                let rest: Vec<[f32; 3]> = mesh
-                    .vertices
-                    .iter()
-                    .map(|p| [p.x as f32, p.y as f32, p.z as f32])
-                    .collect();
-                let deformer =
-                    GpuDeformer::new(device, queue, basis, r, Some(&rest), Some(&normals))?;
-                deformer.update(&vec![0.0; r])?;
-                let indices: Vec<u32> = mesh
-                    .triangles
-                    .iter()
-                    .flat_map(|t| t.map(|i| i as u32))
-                    .collect();
-                MeshBuffers::Deformable {
-                    deformer,
-                    indices: device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                        label: Some(label),
-                        contents: bytemuck::cast_slice(&indices),
-                        usage: wgpu::BufferUsages::INDEX,
-                    }),
-                    index_count: indices.len() as u32,
-                }
-            } else {
-                let flat = flat_vertices(mesh);
-                MeshBuffers::Rigid {
-                    vertices: device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                        label: Some(label),
-                        contents: bytemuck::cast_slice(&flat),
-                        usage: wgpu::BufferUsages::VERTEX,
-                    }),
-                    vertex_count: flat.len() as u32,
-                }
-            };
-            let (uniform, bind_group) = object_uniform(label, model, color);
-            Ok(DrawObject {
-                mesh: mesh_buffers,
-                uniform,
-                bind_group,
-                color,
-            })
-        };
-
-        const PALETTE: [[f32; 4]; 3] = [
-            [0.62, 0.64, 0.68, 1.0],
-            [0.35, 0.55, 0.75, 1.0],
-            [0.55, 0.7, 0.45, 1.0],
-        ];
+        let camera_group = uniforms.group("camera group", &uniforms.camera_layout, &camera_buffer);
         let environment = scene
             .environment
             .iter()
             .enumerate()
             .map(|(i, e)| {
                 let r = e.dynamics.as_ref().map_or(0, |d| d.r());
-                make_object(
+                upload_object(
+                    device,
+                    queue,
+                    &uniforms,
                     &format!("environment {}", e.name),
-                    &e.surface,
-                    &e.render_basis,
-                    r,
-                    e.pose.cast::<f32>().to_homogeneous(),
-                    PALETTE[i % PALETTE.len()],
+                    ObjectSource {
+                        mesh: &e.surface,
+                        basis: &e.render_basis,
+                        r,
+                        model: e.pose.cast::<f32>().to_homogeneous(),
+                        color: ENVIRONMENT_PALETTE[i % ENVIRONMENT_PALETTE.len()],
+                    },
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let haptic_r = match &scene.haptic.field {
-            HapticField::Rigid(_) => 0,
-            HapticField::Deformable { dynamics, .. } => dynamics.r(),
-        };
-        let haptic = make_object(
+        let haptic = upload_object(
+            device,
+            queue,
+            &uniforms,
             "haptic object",
-            &scene.haptic.surface,
-            &scene.haptic.render_basis,
-            haptic_r,
-            scene.haptic.pose.cast::<f32>().to_homogeneous(),
-            [0.9, 0.55, 0.2, 1.0],
+            ObjectSource {
+                mesh: &scene.haptic.surface,
+                basis: &scene.haptic.render_basis,
+                r: scene.haptic.field.r(),
+                model: scene.haptic.pose.cast::<f32>().to_homogeneous(),
+                color: HAPTIC_COLOR,
+            },
         )?;
         let (ghost_uniform, ghost_group) =
-            object_uniform("manipulandum ghost", Matrix4::identity(), GHOST_COLOR);
-        let (_identity, identity_group) = object_uniform("identity", Matrix4::identity(), [1.0; 4]);
+            uniforms.object("manipulandum ghost", Matrix4::identity(), GHOST_COLOR);
+        let (_identity, identity_group) =
+            uniforms.object("identity", Matrix4::identity(), [1.0; 4]);
+        let Pipelines {
+            mesh: mesh_pipeline,
+            ghost: ghost_pipeline,
+            rigid: rigid_pipeline,
+            rigid_ghost: rigid_ghost_pipeline,
+            line: line_pipeline,
+            point: point_pipeline,
+            marker: marker_pipeline,
+        } = pipelines;
         Ok(SceneRenderer {
             device: device.clone(),
             queue: queue.clone(),

@@ -4,11 +4,11 @@
 
 use nalgebra::Translation3;
 
-use crate::contact::{DeformedDistanceField, Poses, Traversal};
-use crate::haptic::Snapshot;
 use crate::render::overlay::{bd_spheres, pointshell_points};
 use crate::render::{ContactMarker, FrameState};
-use crate::scene::{HapticField, Scene};
+use haptics::contact::{DeformedDistanceField, Poses, Traversal};
+use haptics::haptic::Snapshot;
+use haptics::scene::Scene;
 
 /// Fills `frame` from a snapshot of `scene`'s simulation (reusing its vectors).
 pub fn fill_frame(snapshot: &Snapshot, scene: &Scene, frame: &mut FrameState) {
@@ -55,16 +55,14 @@ pub struct DebugViews {
 pub struct DebugContact {
     field: Option<Box<DeformedDistanceField>>,
     traversals: Vec<Traversal>,
-    outputs: Vec<crate::contact::ContactOutput>,
+    outputs: Vec<haptics::contact::ContactOutput>,
 }
 
 impl DebugContact {
     pub fn new(scene: &Scene) -> Self {
-        let (field, field_r) = match &scene.haptic.field {
-            HapticField::Rigid(_) => (None, 0),
-            HapticField::Deformable { field, dynamics } => (Some(field.clone()), dynamics.r()),
-        };
-        let params = crate::contact::ContactParams {
+        let field = scene.haptic.field.deformed().map(|f| Box::new(f.clone()));
+        let field_r = scene.haptic.field.r();
+        let params = haptics::contact::ContactParams {
             temporal_coherence: false,
             ..scene.contact
         };
@@ -133,14 +131,11 @@ impl DebugContact {
                     grasp,
                 };
                 let (t, out) = (&mut self.traversals[i], &mut self.outputs[i]);
-                match (&self.field, &scene.haptic.field) {
-                    (Some(field), _) => t.run(&env.shell, field.as_ref(), &poses, q, out),
-                    (None, HapticField::Rigid(sdf)) => t.run(&env.shell, sdf, &poses, q, out),
-                    // Only for a scene other than the one this was built for: its field
-                    // as it is.
-                    (None, HapticField::Deformable { field, .. }) => {
-                        t.run(&env.shell, field.as_ref(), &poses, q, out)
-                    }
+                match &self.field {
+                    Some(field) => t.run(&env.shell, field.as_ref(), &poses, q, out),
+                    // A rigid field (or a scene other than the one this was built for:
+                    // its field as it is).
+                    None => scene.haptic.field.traverse(t, &env.shell, &poses, q, out),
                 }
                 bd_spheres(
                     &env.shell,

@@ -13,12 +13,12 @@ use std::time::Instant;
 use haptics_devices::trajectory::Trajectory;
 
 use super::frame::{fill_frame, DebugContact, DebugViews};
-use crate::haptic::{CycleStats, HapticSimulation, Snapshot, TimingSummary};
 use crate::render::{
     render_image, FrameState, GpuContext, Image, OrbitCamera, Overlays, RenderError, SceneRenderer,
     OFFSCREEN_FORMAT,
 };
-use crate::scene::Scene;
+use haptics::haptic::{CycleStats, HapticSimulation, Snapshot, TimingSummary};
+use haptics::scene::Scene;
 
 /// The default camera of a scene: framing its bounds, looking down a little.
 pub fn default_camera(renderer: &SceneRenderer) -> OrbitCamera {

@@ -3,7 +3,7 @@
 //! simulated device; and its fallbacks without a display (the headless demo) or for
 //! single frames (`haptics screenshot`).
 //!
-//! Threads: the haptic thread ([`crate::haptic::HapticThread`]) owns the simulation and
+//! Threads: the haptic thread ([`haptics::haptic::HapticThread`]) owns the simulation and
 //! the device; this module's event loop is the render thread. It reads the latest
 //! snapshot through the lock-free triple buffer, sends edits over the command channel
 //! and sends the mouse-driven target pose to the simulated device over another channel,

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
-use crate::haptic::Command;
 use crate::render::Overlays;
-use crate::scene::Scene;
+use haptics::haptic::Command;
+use haptics::scene::{Param, Scene, Settings};
 
 use super::frame::DebugViews;
 
@@ -38,45 +38,30 @@ pub enum Action {
 /// The tunable parameters, as shown (mirrors what was sent to the haptic thread).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parameters {
-    pub contact_stiffness: f64,
-    pub coupling_force: f64,
-    pub coupling_torque: f64,
-    pub saturation: Option<f64>,
-    pub static_damping: f64,
-    pub max_velocity: f64,
-    pub max_angular_velocity: f64,
-    pub node_budget: usize,
-    pub modes_used: usize,
+    /// The settings, as last sent.
+    pub settings: Settings,
+    /// The largest basis size among the scene's reduced objects (0: all rigid).
     pub max_modes: usize,
-    pub material_scale: f64,
 }
 
 impl Parameters {
     /// The scene's settings as loaded.
     pub fn of(scene: &Scene) -> Self {
-        let c = &scene.coupling;
         let max_modes = scene
             .environment
             .iter()
             .filter_map(|e| e.dynamics.as_ref().map(|d| d.r()))
-            .chain(match &scene.haptic.field {
-                crate::scene::HapticField::Deformable { dynamics, .. } => Some(dynamics.r()),
-                crate::scene::HapticField::Rigid(_) => None,
-            })
+            .chain(scene.haptic.field.dynamics().map(|d| d.r()))
             .max()
             .unwrap_or(0);
         Parameters {
-            contact_stiffness: scene.contact.stiffness,
-            coupling_force: c.stiffness,
-            coupling_torque: c.torque_stiffness,
-            saturation: c.saturation_force,
-            static_damping: c.static_damping,
-            max_velocity: c.max_velocity,
-            max_angular_velocity: c.max_angular_velocity,
-            node_budget: scene.contact.warm_budget,
-            modes_used: max_modes,
+            settings: Settings {
+                contact: scene.contact,
+                coupling: scene.coupling,
+                material_scale: 1.0,
+                modes_used: max_modes,
+            },
             max_modes,
-            material_scale: 1.0,
         }
     }
 }
@@ -146,23 +131,34 @@ pub struct UiState {
     pub status: Status,
 }
 
-fn log_slider(
+/// A slider over a parameter's interactive range (from its one definition in
+/// [`Param::spec`]); returns the new value when the user moved it.
+fn param_slider(
     ui: &mut egui::Ui,
-    v: &mut f64,
-    range: std::ops::RangeInclusive<f64>,
-    text: &str,
-) -> bool {
-    ui.add(egui::Slider::new(v, range).logarithmic(true).text(text))
-        .changed()
-}
-
-fn slider(
-    ui: &mut egui::Ui,
-    v: &mut f64,
-    range: std::ops::RangeInclusive<f64>,
-    text: &str,
-) -> bool {
-    ui.add(egui::Slider::new(v, range).text(text)).changed()
+    p: Param,
+    settings: &mut Settings,
+    max: Option<f64>,
+) -> Option<f64> {
+    let spec = p.spec();
+    let (lo, hi) = (spec.slider.0, max.unwrap_or(spec.slider.1));
+    let mut v = p.get(settings).clamp(lo, hi);
+    let text = if spec.unit.is_empty() {
+        spec.label.to_string()
+    } else {
+        format!("{} ({})", spec.label, spec.unit)
+    };
+    let mut slider = egui::Slider::new(&mut v, lo..=hi)
+        .logarithmic(spec.logarithmic)
+        .text(text);
+    if spec.integer {
+        slider = slider.integer();
+    }
+    if !ui.add(slider).changed() {
+        return None;
+    }
+    let v = p.validate(v).ok()?;
+    p.set(settings, v);
+    Some(v)
 }
 
 /// Draws the side panel; returns the actions and the rectangle left for the 3D view
@@ -264,94 +260,39 @@ fn parameters(ui: &mut egui::Ui, p: &mut Parameters, actions: &mut Vec<Action>) 
     egui::CollapsingHeader::new("Parameters")
         .default_open(true)
         .show(ui, |ui| {
-            if log_slider(
-                ui,
-                &mut p.contact_stiffness,
-                1.0..=1e6,
-                "contact stiffness (N/m)",
-            ) {
-                actions.push(Action::Command(Command::ContactStiffness(
-                    p.contact_stiffness,
-                )));
+            let s = &mut p.settings;
+            let set = |ui: &mut egui::Ui,
+                       param: Param,
+                       s: &mut Settings,
+                       max: Option<f64>,
+                       actions: &mut Vec<Action>| {
+                if let Some(v) = param_slider(ui, param, s, max) {
+                    actions.push(Action::Command(Command::Set(param, v)));
+                }
+            };
+            set(ui, Param::ContactStiffness, s, None, actions);
+            set(ui, Param::CouplingStiffness, s, None, actions);
+            set(ui, Param::TorqueStiffness, s, None, actions);
+            let mut on = s.coupling.saturation_force.is_some();
+            if ui.checkbox(&mut on, "saturate the coupling").changed() {
+                let v = if on { 5.0 } else { 0.0 };
+                Param::SaturationForce.set(s, v);
+                actions.push(Action::Command(Command::Set(Param::SaturationForce, v)));
             }
-            let a = log_slider(
-                ui,
-                &mut p.coupling_force,
-                0.1..=1e4,
-                "coupling stiffness (N/m)",
-            );
-            let b = log_slider(
-                ui,
-                &mut p.coupling_torque,
-                1e-3..=100.0,
-                "coupling torque (N m/rad)",
-            );
-            if a || b {
-                actions.push(Action::Command(Command::CouplingStiffness {
-                    force: p.coupling_force,
-                    torque: p.coupling_torque,
-                }));
-            }
-            let mut on = p.saturation.is_some();
-            let mut force = p.saturation.unwrap_or(5.0);
-            let mut changed = ui.checkbox(&mut on, "saturate the coupling").changed();
-            if on {
-                changed |= log_slider(ui, &mut force, 0.01..=100.0, "saturation force (N)");
+            if let Some(force) = s.coupling.saturation_force {
+                set(ui, Param::SaturationForce, s, None, actions);
                 ui.label(format!(
                     "saturation depth {:.4} (scene units)",
-                    force / p.coupling_force.max(1e-12)
+                    force / s.coupling.stiffness.max(1e-12)
                 ));
             }
-            if changed {
-                p.saturation = on.then_some(force);
-                actions.push(Action::Command(Command::Saturation(p.saturation)));
-            }
-            if slider(ui, &mut p.static_damping, 0.0..=0.95, "static damping α") {
-                actions.push(Action::Command(Command::StaticDamping(p.static_damping)));
-            }
-            let a = log_slider(
-                ui,
-                &mut p.max_velocity,
-                0.01..=100.0,
-                "max velocity (units/s)",
-            );
-            let b = log_slider(
-                ui,
-                &mut p.max_angular_velocity,
-                0.1..=100.0,
-                "max angular velocity (rad/s)",
-            );
-            if a || b {
-                actions.push(Action::Command(Command::VelocityLimits {
-                    linear: p.max_velocity,
-                    angular: p.max_angular_velocity,
-                }));
-            }
-            if ui
-                .add(
-                    egui::Slider::new(&mut p.node_budget, 16..=20000)
-                        .logarithmic(true)
-                        .text("node budget"),
-                )
-                .changed()
-            {
-                actions.push(Action::Command(Command::NodeBudget(p.node_budget)));
-            }
+            set(ui, Param::StaticDamping, s, None, actions);
+            set(ui, Param::MaxVelocity, s, None, actions);
+            set(ui, Param::MaxAngularVelocity, s, None, actions);
+            set(ui, Param::WarmBudget, s, None, actions);
             if p.max_modes > 0 {
-                if ui
-                    .add(egui::Slider::new(&mut p.modes_used, 1..=p.max_modes).text("modes used"))
-                    .changed()
-                {
-                    actions.push(Action::Command(Command::ModesUsed(p.modes_used)));
-                }
-                if log_slider(
-                    ui,
-                    &mut p.material_scale,
-                    0.05..=20.0,
-                    "material stiffness ×",
-                ) {
-                    actions.push(Action::Command(Command::MaterialScale(p.material_scale)));
-                }
+                set(ui, Param::ModesUsed, s, Some(p.max_modes as f64), actions);
+                set(ui, Param::MaterialScale, s, None, actions);
             }
             if ui.button("Reset objects (R)").clicked() {
                 actions.push(Action::Command(Command::Reset));

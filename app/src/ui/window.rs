@@ -33,10 +33,10 @@ use super::input::{
     drag_rotation, drag_translation, move_target, wheel_translation, ORBIT_RAD_PER_PIXEL,
 };
 use super::panels::{self, Action, Parameters, Plots, Status, UiState};
-use crate::haptic::thread::CLUTCH_BUTTON;
-use crate::haptic::{Command, HapticSimulation, HapticThread};
 use crate::render::{FrameState, OrbitCamera, RenderError, SceneRenderer};
-use crate::scene::Scene;
+use haptics::haptic::thread::CLUTCH_BUTTON;
+use haptics::haptic::{Command, HapticSimulation, HapticThread};
+use haptics::scene::{Param, Scene};
 
 /// Why the window could not run.
 #[derive(Debug, Error)]
@@ -448,8 +448,8 @@ impl App {
         };
         match action {
             Action::Command(c) => {
-                if let Command::NodeBudget(b) = c {
-                    session.debug.set_budget(b);
+                if let Command::Set(Param::WarmBudget, b) = c {
+                    session.debug.set_budget(b as usize);
                 }
                 if !session.haptic.send(c) {
                     return Ok(Some("the haptic thread's command queue is full".into()));
@@ -595,6 +595,9 @@ impl App {
 
     /// Draws a frame; returns whether one was presented (minimized windows and
     /// unavailable surfaces skip frames).
+    /// One frame: read the haptic snapshot, update the panels' status and plots, run
+    /// the egui pass, then draw the scene and the panels into the window's surface.
+    /// Returns whether a frame was presented.
     fn redraw(&mut self) -> Result<bool, AppError> {
         let (Some(g), Some(s)) = (&mut self.gfx, &mut self.session) else {
             return Ok(false);
@@ -617,158 +620,35 @@ impl App {
             s.debug
                 .add_views(&s.scene, snapshot, ui.views, &mut self.frame);
         }
-        let t = snapshot.time_s;
+        update_status(ui, snapshot, dt);
         let st = &mut ui.status;
-        if let Some(r) = &snapshot.report {
-            ui.plots.force.push(t, r.force.norm());
-            ui.plots.torque.push(t, r.torque.norm());
-            ui.plots.traversed.push(t, r.traversed as f64);
-            ui.plots.contacts.push(t, r.contacts as f64);
-            st.traversed = r.traversed;
-            st.level_of_detail = r.level_of_detail;
-        }
-        ui.plots.cycle_us.push(t, snapshot.cycle_us);
-        st.contacts = snapshot.contacts_total;
-        st.overruns = snapshot.timing.overruns;
-        st.zero_force_cycles = snapshot.zero_force_cycles;
-        st.p999_us = snapshot.timing.p999_us;
-        st.realtime = snapshot.realtime;
-        let since = now.duration_since(self.last_rate.0).as_secs_f64();
-        if since >= 0.5 {
-            st.haptic_rate_hz = (snapshot.cycle.saturating_sub(self.last_rate.1)) as f64 / since;
-            self.last_rate = (now, snapshot.cycle);
-        }
-        st.render_fps = if st.render_fps == 0.0 {
-            1.0 / dt.max(1e-6)
-        } else {
-            0.9 * st.render_fps + 0.1 / dt.max(1e-6)
-        };
         st.device = s.device_name.clone();
         st.clutch = self.input.clutch;
         st.replaying = s.replaying.clone();
-        if let Some(rec) = &mut s.recorded {
+        st.recording = s.recorded.as_mut().map(|rec| {
             rec.extend(s.tap_rx.try_iter());
-            st.recording = Some((rec.len(), s.tap.dropped()));
-        } else {
-            st.recording = None;
+            (rec.len(), s.tap.dropped())
+        });
+        let since = now.duration_since(self.last_rate.0).as_secs_f64();
+        if since >= 0.5 {
+            ui.status.haptic_rate_hz =
+                (snapshot.cycle.saturating_sub(self.last_rate.1)) as f64 / since;
+            self.last_rate = (now, snapshot.cycle);
         }
 
-        // The UI pass.
-        let raw = g.egui_state.take_egui_input(&g.window);
-        let mut actions = Vec::new();
-        let mut view_rect = egui::Rect::NOTHING;
-        let output = g.egui.run_ui(raw, |root| {
-            let (a, rect) = panels::draw(root, ui);
-            actions = a;
-            view_rect = rect;
-        });
-        g.egui_state
-            .handle_platform_output(&g.window, output.platform_output);
-        let ppp = output.pixels_per_point;
-        let jobs = g.egui.tessellate(output.shapes, ppp);
-        // Font and image uploads first (they must be applied even when this frame is
-        // skipped below); textures egui no longer uses are freed after the frame.
-        let mut textures = output.textures_delta;
-        for (id, deltas) in textures.set.drain() {
-            for delta in &deltas {
-                g.egui_renderer
-                    .update_texture(&g.device, &g.queue, id, delta);
+        let panels = run_panels(g, ui);
+        let drawn = match acquire_surface(g)? {
+            Some(texture) => {
+                draw_and_present(g, &self.frame, ui, &panels, texture)?;
+                true
             }
-        }
-        let freed: Vec<egui::TextureId> = textures.free.drain().collect();
-
-        let texture = match g.surface.get_current_texture() {
-            wgpu::CurrentSurfaceTexture::Success(t) => t,
-            wgpu::CurrentSurfaceTexture::Suboptimal(t) => {
-                // Draw this one; reconfigure for the next.
-                g.surface.configure(&g.device, &g.config);
-                t
-            }
-            wgpu::CurrentSurfaceTexture::Timeout | wgpu::CurrentSurfaceTexture::Occluded => {
-                for id in &freed {
-                    g.egui_renderer.free_texture(id);
-                }
-                self.pending(actions);
-                return Ok(false);
-            }
-            wgpu::CurrentSurfaceTexture::Outdated => {
-                let size = g.window.inner_size();
-                g.resize(size.width, size.height);
-                for id in &freed {
-                    g.egui_renderer.free_texture(id);
-                }
-                self.pending(actions);
-                return Ok(false);
-            }
-            wgpu::CurrentSurfaceTexture::Lost => {
-                g.recreate_surface()?;
-                for id in &freed {
-                    g.egui_renderer.free_texture(id);
-                }
-                self.pending(actions);
-                return Ok(false);
-            }
-            wgpu::CurrentSurfaceTexture::Validation => {
-                self.pending(actions);
-                return Err(AppError::Render(RenderError::Map(
-                    "the window surface reported a validation error".into(),
-                )));
-            }
+            None => false,
         };
-        let view = texture.texture.create_view(&Default::default());
-        let size = (g.config.width, g.config.height);
-        let viewport = (view_rect.is_positive()).then(|| {
-            [
-                view_rect.min.x * ppp,
-                view_rect.min.y * ppp,
-                view_rect.width() * ppp,
-                view_rect.height() * ppp,
-            ]
-        });
-        g.renderer
-            .prepare(&self.frame, &g.camera, size, viewport, &ui.overlays)?;
-        let screen = egui_wgpu::ScreenDescriptor {
-            size_in_pixels: [size.0, size.1],
-            pixels_per_point: ppp,
-        };
-        let mut encoder = g
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("frame"),
-            });
-        g.renderer.draw(&mut encoder, &view);
-        let extra =
-            g.egui_renderer
-                .update_buffers(&g.device, &g.queue, &mut encoder, &jobs, &screen);
-        {
-            let pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-                label: Some("egui"),
-                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &view,
-                    depth_slice: None,
-                    resolve_target: None,
-                    ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Load,
-                        store: wgpu::StoreOp::Store,
-                    },
-                })],
-                depth_stencil_attachment: None,
-                timestamp_writes: None,
-                occlusion_query_set: None,
-                multiview_mask: None,
-            });
-            g.egui_renderer
-                .render(&mut pass.forget_lifetime(), &jobs, &screen);
-        }
-        g.queue
-            .submit(extra.into_iter().chain(std::iter::once(encoder.finish())));
-        g.window.pre_present_notify();
-        g.queue.present(texture);
-        for id in &freed {
+        for id in &panels.freed {
             g.egui_renderer.free_texture(id);
         }
-        self.pending(actions);
-        Ok(true)
+        self.pending(panels.actions);
+        Ok(drawn)
     }
 
     fn pending(&mut self, actions: Vec<Action>) {
@@ -803,23 +683,22 @@ fn ui_state(config: &WindowConfig, scene: &Scene, adapter: &str) -> UiState {
     }
 }
 
-/// Writes a recorded session as a trajectory CSV with the rendered wrench columns.
+/// Writes a recorded session as a trajectory CSV with the rendered wrench columns
+/// (atomically: a half-written file never replaces a good one).
 fn write_recording(path: &Path, samples: &[(TrajectorySample, Wrench)]) -> anyhow::Result<()> {
     use anyhow::Context as _;
-    use std::io::Write as _;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let tmp = path.with_extension("csv.tmp");
-    let file =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let mut w = TrajectoryWriter::new(std::io::BufWriter::new(file), true)?;
-    for (s, f) in samples {
-        w.write(s, Some(f))?;
-    }
-    w.finish()?.flush()?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    haptics::io::write_atomic(path, |file| {
+        let mut w = TrajectoryWriter::new(file, true)?;
+        for (s, f) in samples {
+            w.write(s, Some(f))?;
+        }
+        w.finish()?;
+        Ok(())
+    })
+    .with_context(|| format!("writing {}", path.display()))
 }
 
 impl ApplicationHandler for App {
@@ -906,6 +785,169 @@ fn is_pointer(event: &WindowEvent) -> bool {
         event,
         WindowEvent::MouseInput { .. } | WindowEvent::MouseWheel { .. }
     )
+}
+
+/// Copies what the status panel and the live plots show out of a haptic snapshot, and
+/// the render rate (smoothed over about ten frames).
+fn update_status(ui: &mut UiState, snapshot: &haptics::haptic::Snapshot, dt: f64) {
+    let t = snapshot.time_s;
+    let st = &mut ui.status;
+    if let Some(r) = &snapshot.report {
+        ui.plots.force.push(t, r.force.norm());
+        ui.plots.torque.push(t, r.torque.norm());
+        ui.plots.traversed.push(t, r.traversed as f64);
+        ui.plots.contacts.push(t, r.contacts as f64);
+        st.traversed = r.traversed;
+        st.level_of_detail = r.level_of_detail;
+    }
+    ui.plots.cycle_us.push(t, snapshot.cycle_us);
+    st.contacts = snapshot.contacts_total;
+    st.overruns = snapshot.timing.overruns;
+    st.zero_force_cycles = snapshot.zero_force_cycles;
+    st.p999_us = snapshot.timing.p999_us;
+    st.realtime = snapshot.realtime;
+    st.render_fps = if st.render_fps == 0.0 {
+        1.0 / dt.max(1e-6)
+    } else {
+        0.9 * st.render_fps + 0.1 / dt.max(1e-6)
+    };
+}
+
+/// The egui pass of one frame, tessellated, with its texture uploads applied.
+struct PanelFrame {
+    /// What the user asked for.
+    actions: Vec<Action>,
+    /// The rectangle left for the 3D view (points).
+    view_rect: egui::Rect,
+    /// Pixels per point.
+    ppp: f32,
+    /// The tessellated panels.
+    jobs: Vec<egui::ClippedPrimitive>,
+    /// Textures egui no longer uses, to free after the frame.
+    freed: Vec<egui::TextureId>,
+}
+
+/// Runs the panels and applies egui's font and image uploads (they must be applied even
+/// when the frame is then skipped).
+fn run_panels(g: &mut Gfx, ui: &mut UiState) -> PanelFrame {
+    let raw = g.egui_state.take_egui_input(&g.window);
+    let mut actions = Vec::new();
+    let mut view_rect = egui::Rect::NOTHING;
+    let output = g.egui.run_ui(raw, |root| {
+        let (a, rect) = panels::draw(root, ui);
+        actions = a;
+        view_rect = rect;
+    });
+    g.egui_state
+        .handle_platform_output(&g.window, output.platform_output);
+    let ppp = output.pixels_per_point;
+    let jobs = g.egui.tessellate(output.shapes, ppp);
+    let mut textures = output.textures_delta;
+    for (id, deltas) in textures.set.drain() {
+        for delta in &deltas {
+            g.egui_renderer
+                .update_texture(&g.device, &g.queue, id, delta);
+        }
+    }
+    PanelFrame {
+        actions,
+        view_rect,
+        ppp,
+        jobs,
+        freed: textures.free.drain().collect(),
+    }
+}
+
+/// The window surface's next texture, or `None` when this frame must be skipped (the
+/// surface timed out, is occluded, outdated or lost: it is reconfigured or recreated
+/// for the next frame).
+fn acquire_surface(g: &mut Gfx) -> Result<Option<wgpu::SurfaceTexture>, AppError> {
+    Ok(match g.surface.get_current_texture() {
+        wgpu::CurrentSurfaceTexture::Success(t) => Some(t),
+        wgpu::CurrentSurfaceTexture::Suboptimal(t) => {
+            // Draw this one; reconfigure for the next.
+            g.surface.configure(&g.device, &g.config);
+            Some(t)
+        }
+        wgpu::CurrentSurfaceTexture::Timeout | wgpu::CurrentSurfaceTexture::Occluded => None,
+        wgpu::CurrentSurfaceTexture::Outdated => {
+            let size = g.window.inner_size();
+            g.resize(size.width, size.height);
+            None
+        }
+        wgpu::CurrentSurfaceTexture::Lost => {
+            g.recreate_surface()?;
+            None
+        }
+        wgpu::CurrentSurfaceTexture::Validation => {
+            return Err(AppError::Render(RenderError::Map(
+                "the window surface reported a validation error".into(),
+            )))
+        }
+    })
+}
+
+/// Draws the scene into the part of the window the panels leave, then the panels over
+/// it, and presents.
+fn draw_and_present(
+    g: &mut Gfx,
+    frame: &FrameState,
+    ui: &UiState,
+    panels: &PanelFrame,
+    texture: wgpu::SurfaceTexture,
+) -> Result<(), AppError> {
+    let view = texture.texture.create_view(&Default::default());
+    let size = (g.config.width, g.config.height);
+    let ppp = panels.ppp;
+    let r = panels.view_rect;
+    let viewport = r.is_positive().then(|| {
+        [
+            r.min.x * ppp,
+            r.min.y * ppp,
+            r.width() * ppp,
+            r.height() * ppp,
+        ]
+    });
+    g.renderer
+        .prepare(frame, &g.camera, size, viewport, &ui.overlays)?;
+    let screen = egui_wgpu::ScreenDescriptor {
+        size_in_pixels: [size.0, size.1],
+        pixels_per_point: ppp,
+    };
+    let mut encoder = g
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("frame"),
+        });
+    g.renderer.draw(&mut encoder, &view);
+    let extra =
+        g.egui_renderer
+            .update_buffers(&g.device, &g.queue, &mut encoder, &panels.jobs, &screen);
+    {
+        let pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("egui"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Load,
+                    store: wgpu::StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        g.egui_renderer
+            .render(&mut pass.forget_lifetime(), &panels.jobs, &screen);
+    }
+    g.queue
+        .submit(extra.into_iter().chain(std::iter::once(encoder.finish())));
+    g.window.pre_present_notify();
+    g.queue.present(texture);
+    Ok(())
 }
 
 #[cfg(test)]

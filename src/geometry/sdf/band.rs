@@ -20,12 +20,12 @@
 //!
 //! Working storage is one [`Slot`] (8 bytes) per node, reused by every stage.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use nalgebra::{Point3, Vector3};
 use rayon::prelude::*;
 
+use super::stage;
 use crate::geometry::triangle::{closest_point, Feature};
+use crate::progress::Progress;
 
 /// No triangle has reached the node yet.
 pub(crate) const NO_TRIANGLE: u32 = u32::MAX;
@@ -173,14 +173,9 @@ fn splat(grid: &Grid, tri: &Tri, t: u32, width: f64, k_first: usize, chunk: &mut
     }
 }
 
-/// Stage 1: the narrow band of half-width `width` (model units). `progress(done, total)`
-/// counts finished slabs.
-pub(crate) fn band(
-    grid: &Grid,
-    tris: &[Tri],
-    width: f64,
-    progress: &(dyn Fn(u64, u64) + Sync),
-) -> Vec<Slot> {
+/// Stage 1: the narrow band of half-width `width` (model units). Reported as the stage
+/// [`stage::BAND`], counting finished slabs.
+pub(crate) fn band(grid: &Grid, tris: &[Tri], width: f64, progress: &dyn Progress) -> Vec<Slot> {
     let [nx, ny, nz] = grid.nodes;
     let plane = nx * ny;
     let slabs = nz.div_ceil(SLAB);
@@ -199,7 +194,7 @@ pub(crate) fn band(
         };
         grid.len()
     ];
-    let done = AtomicU64::new(0);
+    progress.stage(stage::BAND, slabs as u64);
     slots
         .par_chunks_mut(SLAB * plane)
         .zip(buckets.par_iter())
@@ -208,8 +203,9 @@ pub(crate) fn band(
             for &t in bucket {
                 splat(grid, &tris[t as usize], t, width, s * SLAB, chunk);
             }
-            progress(done.fetch_add(1, Ordering::Relaxed) + 1, slabs as u64);
+            progress.advance(1);
         });
+    progress.finish();
     slots
 }
 
@@ -302,13 +298,13 @@ fn two_rows(data: &mut [Slot], len: usize, from: usize, to: usize) -> (&[Slot], 
 
 /// Stage 2: closest-triangle propagation, two rounds of sweeps along +-x, +-y, +-z.
 /// Band nodes (squared distance <= width^2) are already exact and are skipped.
-/// `progress(done, total)` counts sweeps.
+/// Reported as the stage [`stage::PROPAGATE`], counting sweeps.
 pub(crate) fn propagate(
     grid: &Grid,
     tris: &[Tri],
     slots: &mut [Slot],
     width: f64,
-    progress: &(dyn Fn(u64, u64) + Sync),
+    progress: &dyn Progress,
 ) {
     let band2 = (width * width) as f32;
     let relax = |src: &Slot, dst: &mut Slot, i: usize, j: usize, k: usize| {
@@ -327,16 +323,16 @@ pub(crate) fn propagate(
         }
     };
     const ROUNDS: u64 = 2;
-    let mut done = 0;
+    progress.stage(stage::PROPAGATE, ROUNDS * 6);
     for _ in 0..ROUNDS {
         for axis in 0..3 {
             for forward in [true, false] {
                 sweep(slots, grid.nodes, axis, forward, &relax);
-                done += 1;
-                progress(done, ROUNDS * 6);
+                progress.advance(1);
             }
         }
     }
+    progress.finish();
 }
 
 /// The triangles around each vertex (compressed rows), for [`descend`].
@@ -526,13 +522,9 @@ pub(crate) fn sign_band(
 /// then |d(q)| <= |q - s| <= h, a contradiction. So no grid edge touching a non-band
 /// node crosses the surface, and every such node has the sign of each of its
 /// neighbours; a flood fill through non-band nodes, seeded by the band's exact signs,
-/// gives every node its true sign. `progress(known, total)` counts signed nodes.
-pub(crate) fn flood_sign(
-    grid: &Grid,
-    slots: &mut [Slot],
-    mut known: u64,
-    progress: &(dyn Fn(u64, u64) + Sync),
-) {
+/// gives every node its true sign. Reported as the stage [`stage::SIGN`], counting
+/// signed nodes.
+pub(crate) fn flood_sign(grid: &Grid, slots: &mut [Slot], mut known: u64, progress: &dyn Progress) {
     let relax = |src: &Slot, dst: &mut Slot, _: usize, _: usize, _: usize| {
         if dst.tag == UNKNOWN && src.tag == KNOWN {
             dst.v = dst.v.copysign(src.v);
@@ -542,8 +534,8 @@ pub(crate) fn flood_sign(
             false
         }
     };
-    let total = slots.len() as u64;
-    progress(known, total);
+    progress.stage(stage::SIGN, slots.len() as u64);
+    progress.set(known);
     loop {
         let mut changed = 0;
         for axis in 0..3 {
@@ -552,11 +544,12 @@ pub(crate) fn flood_sign(
             }
         }
         known += changed;
-        progress(known, total);
+        progress.set(known);
         if changed == 0 {
             break;
         }
     }
+    progress.finish();
 }
 
 #[cfg(test)]
