@@ -1,7 +1,8 @@
 //! Reduced StVK on Barbic's bridge (1736 voxels, 3923 vertices, the 44 vertices of the
 //! `_enlarged.bou` fixed), in bases of r mass-orthonormal linear modes: the workload of
-//! ANCHORS.md (Vega FEM: implicit Newmark, dt = 1 ms, one Newton iteration, stiffness
-//! damping 0.01, identity reduced mass). Single thread except where named.
+//! the side-by-side comparison with Vega FEM in docs/performance.md (implicit Newmark,
+//! dt = 1 ms, one Newton iteration, stiffness damping 0.01, identity reduced mass).
+//! Single thread except where named.
 //!
 //! - `reduced/step/r`: one implicit Newmark step (force, stiffness, solve).
 //! - `reduced/eval/r`: force plus stiffness evaluation alone.

@@ -59,40 +59,89 @@ impl Progress for Prefixed<'_> {
     }
 }
 
+/// One stage as a [`Recorder`] saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageRecord {
+    /// The stage's name.
+    pub name: String,
+    /// Its units of work (0 when unknown).
+    pub total: u64,
+    /// Units reported done, by `advance` and `set`.
+    pub done: u64,
+    /// Whether `finish` was called while it was the current stage.
+    pub finished: bool,
+}
+
+/// Records every stage and how far it got: for tests that check what a computation
+/// reports, and for logs.
+#[derive(Debug, Default)]
+pub struct Recorder(std::sync::Mutex<Vec<StageRecord>>);
+
+impl Recorder {
+    /// The stages recorded so far, in order, leaving the recorder empty.
+    pub fn take(&self) -> Vec<StageRecord> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<StageRecord>> {
+        // A panic elsewhere while holding the lock leaves the records usable.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn current(&self, f: impl FnOnce(&mut StageRecord)) {
+        if let Some(s) = self.lock().last_mut() {
+            f(s);
+        }
+    }
+}
+
+impl Progress for Recorder {
+    fn stage(&self, name: &str, total: u64) {
+        self.lock().push(StageRecord {
+            name: name.to_string(),
+            total,
+            done: 0,
+            finished: false,
+        });
+    }
+    fn advance(&self, n: u64) {
+        self.current(|s| s.done += n);
+    }
+    fn set(&self, done: u64) {
+        self.current(|s| s.done = done);
+    }
+    fn finish(&self) {
+        self.current(|s| s.finished = true);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Log(Mutex<Vec<String>>);
-
-    impl Progress for Log {
-        fn stage(&self, name: &str, total: u64) {
-            self.0.lock().unwrap().push(format!("stage {name} {total}"));
-        }
-        fn advance(&self, n: u64) {
-            self.0.lock().unwrap().push(format!("+{n}"));
-        }
-        fn set(&self, done: u64) {
-            self.0.lock().unwrap().push(format!("={done}"));
-        }
-        fn finish(&self) {
-            self.0.lock().unwrap().push("done".into());
-        }
-    }
 
     #[test]
-    fn prefixed_names_the_outer_job() {
-        let log = Log::default();
-        let p = Prefixed::new(&log, "bridge");
+    fn prefixed_names_the_outer_job_and_the_recorder_keeps_each_stage() {
+        let rec = Recorder::default();
+        let p = Prefixed::new(&rec, "bridge");
         p.stage("sdf", 10);
         p.advance(2);
         p.set(5);
+        p.advance(1);
         p.finish();
+        p.stage("pointshell", 0);
+        let record = |name: &str, total, done, finished| StageRecord {
+            name: name.to_string(),
+            total,
+            done,
+            finished,
+        };
         assert_eq!(
-            *log.0.lock().unwrap(),
-            ["stage bridge: sdf 10", "+2", "=5", "done"]
+            rec.take(),
+            [
+                record("bridge: sdf", 10, 6, true),
+                record("bridge: pointshell", 0, 0, false)
+            ]
         );
+        assert!(rec.take().is_empty());
     }
 }

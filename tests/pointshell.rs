@@ -14,9 +14,8 @@ use haptics::geometry::pointshell::{
 };
 use haptics::geometry::{MeshDistance, Pointshell, PointshellError};
 use haptics::mesh::{read_obj, SurfaceMesh};
-use haptics::progress::{NoProgress, Progress};
+use haptics::progress::{NoProgress, Recorder};
 use nalgebra::{Point3, Vector3};
-use std::sync::Mutex;
 
 fn model(rel: &str) -> SurfaceMesh {
     read_obj(&haptics::assets::asset("models").join(rel)).unwrap()
@@ -361,23 +360,6 @@ fn file_round_trips_and_bad_files_name_the_offset() {
     assert!(matches!(e, PointshellFileError::Io { .. }), "{e}");
 }
 
-/// Records every stage as (name, total, last position set).
-#[derive(Default)]
-struct Stages(Mutex<Vec<(String, u64, u64)>>);
-
-impl Progress for Stages {
-    fn stage(&self, name: &str, total: u64) {
-        self.0.lock().unwrap().push((name.to_string(), total, 0));
-    }
-    fn advance(&self, n: u64) {
-        self.0.lock().unwrap().last_mut().unwrap().2 += n;
-    }
-    fn set(&self, done: u64) {
-        self.0.lock().unwrap().last_mut().unwrap().2 = done;
-    }
-    fn finish(&self) {}
-}
-
 #[test]
 fn each_level_is_a_progress_stage_with_its_statistics() {
     let m = model("beam3/beam3.obj");
@@ -386,10 +368,14 @@ fn each_level_is_a_progress_stage_with_its_statistics() {
         iterations: 6,
         ..params(60, 3, 0.0)
     };
-    let stages = Stages::default();
+    let stages = Recorder::default();
     let (s, stats) = sample_pointshell_with_stats(&d, &m, &p, &stages).unwrap();
     assert_eq!(s, shell(&m, &d, &p));
-    let recorded = stages.0.into_inner().unwrap();
+    let recorded: Vec<_> = stages
+        .take()
+        .into_iter()
+        .map(|s| (s.name, s.total, s.done))
+        .collect();
     assert_eq!(recorded.len(), 3);
     assert_eq!(stats.len(), 3);
     for (level, ((name, total, done), st)) in recorded.iter().zip(&stats).enumerate() {

@@ -11,9 +11,8 @@ use haptics::geometry::{
     SignedDistanceField, SoupOptions,
 };
 use haptics::mesh::{read_obj, SurfaceMesh};
-use haptics::progress::{NoProgress, Progress};
+use haptics::progress::{NoProgress, Recorder};
 use nalgebra::{Point3, Vector3};
-use std::sync::Mutex;
 
 fn model(rel: &str) -> SurfaceMesh {
     read_obj(&haptics::assets::asset("models").join(rel)).unwrap()
@@ -396,34 +395,19 @@ fn open_and_closed_cube_soups() {
     assert!(closed.field.lookup(&centre) < -0.4);
 }
 
-/// Records every stage as (name, total, units done when it finished).
-#[derive(Default)]
-struct Stages(Mutex<Vec<(String, u64, u64)>>);
-
-impl Progress for Stages {
-    fn stage(&self, name: &str, total: u64) {
-        self.0.lock().unwrap().push((name.to_string(), total, 0));
-    }
-    fn advance(&self, n: u64) {
-        self.0.lock().unwrap().last_mut().unwrap().2 += n;
-    }
-    fn set(&self, done: u64) {
-        self.0.lock().unwrap().last_mut().unwrap().2 = done;
-    }
-    fn finish(&self) {}
-}
-
-impl Stages {
-    fn take(&self) -> Vec<(String, u64, u64)> {
-        std::mem::take(&mut *self.0.lock().unwrap())
-    }
+/// The stages a [`Recorder`] saw, as (name, total, units done).
+fn stages_of(r: &Recorder) -> Vec<(String, u64, u64)> {
+    r.take()
+        .into_iter()
+        .map(|s| (s.name, s.total, s.done))
+        .collect()
 }
 
 #[test]
 fn every_stage_is_reported_with_its_total_and_completed() {
     let m = model("beam3/beam3.obj");
     let md = MeshDistance::new(&m).unwrap();
-    let stages = Stages::default();
+    let stages = Recorder::default();
     let r = 32usize;
     let n = (r + 1) as u64;
     let opts = SdfOptions {
@@ -438,14 +422,14 @@ fn every_stage_is_reported_with_its_total_and_completed() {
     ];
     let mut expected = band.to_vec();
     expected.push((stage::SIGN.to_string(), n * n * n, n * n * n));
-    assert_eq!(stages.take(), expected);
+    assert_eq!(stages_of(&stages), expected);
 
     let exact = SdfOptions {
         method: SdfMethod::Exact,
         ..opts
     };
     SignedDistanceField::compute_with(&md, &exact, &stages).unwrap();
-    assert_eq!(stages.take(), [(stage::EXACT.to_string(), n, n)]);
+    assert_eq!(stages_of(&stages), [(stage::EXACT.to_string(), n, n)]);
 
     // A soup: the unsigned band, the offset surface, then the signed field.
     let soup = SoupOptions {
@@ -453,7 +437,7 @@ fn every_stage_is_reported_with_its_total_and_completed() {
         ..SoupOptions::default()
     };
     soup_signed_field(&m, &soup, &stages).unwrap();
-    let names: Vec<String> = stages.take().into_iter().map(|s| s.0).collect();
+    let names: Vec<String> = stages_of(&stages).into_iter().map(|s| s.0).collect();
     assert_eq!(
         names,
         [

@@ -72,7 +72,7 @@ impl ContactParams {
 impl Default for ContactParams {
     /// The default warm budget, 4000 nodes, keeps the worst-case traversal of the
     /// benchmark configurations (a deformable r = 20 pointshell pressed deep into a rigid
-    /// field) under 500 us on this 2-core machine (README).
+    /// field) under 500 us on this 2-core machine (docs/performance.md).
     fn default() -> Self {
         ContactParams {
             stiffness: 1000.0,

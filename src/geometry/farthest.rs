@@ -1,5 +1,5 @@
 //! Farthest-point ordering of arbitrary point sets and the nested levels built from it
-//! (thesis 3.8.2, last paragraph; REFERENCE.md "Nested point tree (3.9)": "for point sets
+//! (thesis 3.8.2, last paragraph; docs/equations.md "Nested point tree (3.9)": "for point sets
 //! without repulsion levels: farthest-point ordering, branching B = 8").
 //!
 //! Ordering: p_0 = the start point; p_k = argmax over the unselected points x of

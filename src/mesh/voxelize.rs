@@ -566,27 +566,7 @@ pub fn hex_to_tets(mesh: &VolumeMesh) -> VolumeMesh {
 mod tests {
     use super::*;
     use crate::mesh::volume::tet_signed_volume;
-    use crate::progress::NoProgress;
-    use std::sync::Mutex;
-
-    /// Records the progress reports.
-    #[derive(Default)]
-    struct StageLog(Mutex<Vec<String>>);
-
-    impl Progress for StageLog {
-        fn stage(&self, name: &str, total: u64) {
-            self.0.lock().unwrap().push(format!("{name} {total}"));
-        }
-        fn advance(&self, n: u64) {
-            self.0.lock().unwrap().push(format!("+{n}"));
-        }
-        fn set(&self, done: u64) {
-            self.0.lock().unwrap().push(format!("={done}"));
-        }
-        fn finish(&self) {
-            self.0.lock().unwrap().push("done".into());
-        }
-    }
+    use crate::progress::{NoProgress, Recorder};
 
     /// Tiny fixed-seed LCG (Knuth's MMIX constants), uniform in [0, 1).
     struct Lcg(u64);
@@ -821,16 +801,19 @@ mod tests {
             ],
             triangles: vec![[0, 1, 2]],
         };
-        let log = StageLog::default();
+        let log = Recorder::default();
         let filled = voxelize(&s, &VoxelizeOptions::default(), &log).unwrap();
+        let stages: Vec<_> = log
+            .take()
+            .into_iter()
+            .map(|s| (s.name, s.total, s.done, s.finished))
+            .collect();
         assert_eq!(
-            *log.0.lock().unwrap(),
+            stages,
             [
-                "voxelizing triangles 1",
-                "+1",
-                "filling interior 0",
-                "building hex mesh 0",
-                "done"
+                ("voxelizing triangles".to_string(), 1, 1, false),
+                ("filling interior".to_string(), 0, 0, false),
+                ("building hex mesh".to_string(), 0, 0, true),
             ]
         );
         let shell = voxelize(

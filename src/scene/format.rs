@@ -5,8 +5,8 @@
 //! the runtime objects.
 //!
 //! Units are SI (metres, seconds, newtons) in simulation space; rotations are rotation
-//! vectors (axis times angle, radians); paths are relative to the scene file. See the
-//! README section "Scenes" for a complete example.
+//! vectors (axis times angle, radians); paths are relative to the scene file. See
+//! docs/scenes.md for a complete, annotated example.
 
 use std::path::{Path, PathBuf};
 

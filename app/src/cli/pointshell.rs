@@ -28,7 +28,7 @@ pub struct PointshellArgs {
     /// Sample the level set at this outward distance instead of the surface itself.
     #[arg(long, default_value_t = 0.0)]
     pub offset: f64,
-    /// Output file (binary pointshell format, see the README).
+    /// Output file (binary pointshell format, see docs/file-formats.md).
     #[arg(long, short = 'o')]
     pub out: PathBuf,
     /// Most repulsion iterations per level.

@@ -1,5 +1,5 @@
 //! Multi-resolution oriented pointshells by particle repulsion (thesis 3.8.1;
-//! REFERENCE.md "Particle repulsion (3.8.1)", "Pointshell sampling (3.6)", "Nested point
+//! docs/equations.md "Particle repulsion (3.8.1)", "Pointshell sampling (3.6)", "Nested point
 //! tree (3.9)").
 //!
 //! A pointshell samples the level set T = { x : d(x) = offset } of a closed triangle mesh's
@@ -9,7 +9,7 @@
 //!
 //! Levels. Level 0 holds N1 points; the points of levels 0..=i together number
 //! N1 * 4^i, so level i >= 1 injects 3 * N1 * 4^(i-1) new points (the cumulative count
-//! quadruples, which is REFERENCE.md's "each level has 4x the points at half the
+//! quadruples, which is docs/equations.md's "each level has 4x the points at half the
 //! radius": the set of levels 0..=i is the tree level L_(i+1) of 3.9, and it is that set
 //! whose spacing halves). Each level's points are seeded by stratified area-weighted
 //! random sampling of the mesh and projected onto T (`generation.rs`), then relaxed by

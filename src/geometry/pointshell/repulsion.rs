@@ -1,4 +1,4 @@
-//! Particle repulsion (thesis 3.8.1; REFERENCE.md "Particle repulsion (3.8.1)").
+//! Particle repulsion (thesis 3.8.1; docs/equations.md "Particle repulsion (3.8.1)").
 //!
 //! Two particles at distance d < R push each other apart with the force magnitude (the
 //! thesis's "gradient" of the radial potential)
