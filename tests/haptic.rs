@@ -364,3 +364,96 @@ fn peg_in_shaft_slides_freely_and_resists_sideways() {
         r.force.x
     );
 }
+
+/// Device poses with NaN, infinite and overflowing (1e308) coordinates, in the position
+/// and in the orientation, free and with the clutch held or released on the bad reading:
+/// every cycle returns promptly (the 6x6 solve is never handed a non-finite system and its
+/// SVD is capped), reports `fault` with exactly zero force and torque, keeps the simulated
+/// pose, and allocates nothing. Finite readings afterwards resume the loop: force finite,
+/// fault cleared, the object following the device again.
+#[test]
+fn non_finite_device_poses_fault_and_the_loop_recovers() {
+    use nalgebra::{Quaternion, Translation3};
+    let mut sim = HapticSimulation::new(floor_scene(2000.0, 600.0));
+    // Pressing into the floor, so that the recovery has a contact force to render.
+    let press = |i: usize| Isometry3::translation(0.0, -0.035 * (i as f64 / 300.0).min(1.0), 0.0);
+    for i in 0..400 {
+        assert!(!sim.cycle(&press(i), false).fault);
+    }
+    let pressed = sim.cycle(&press(400), false);
+    assert!(pressed.force.y > 0.1, "{:?}", pressed.force);
+    let bad_translation = |v: f64| {
+        [
+            Isometry3::translation(v, -0.035, 0.0),
+            Isometry3::translation(0.0, v, 0.0),
+            Isometry3::translation(0.0, -0.035, -v),
+        ]
+    };
+    let mut bad = Vec::new();
+    for v in [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e308,
+        -1e308,
+        f64::MAX,
+    ] {
+        bad.extend(bad_translation(v));
+        bad.push(Isometry3::from_parts(
+            Translation3::new(0.0, -0.035, 0.0),
+            UnitQuaternion::new_unchecked(Quaternion::new(v, 0.0, 0.0, 0.0)),
+        ));
+    }
+    let before = allocations();
+    for (k, d) in bad.iter().enumerate() {
+        for clutch in [false, true, false] {
+            let held = sim.coupling.pose;
+            let start = std::time::Instant::now();
+            let r = sim.cycle(d, clutch);
+            let took = start.elapsed();
+            assert!(
+                took < std::time::Duration::from_secs(2),
+                "pose {k} ({d:?}): the cycle took {took:?}"
+            );
+            assert!(r.fault, "pose {k} ({d:?}), clutch {clutch}: no fault");
+            assert_eq!(r.force, Vector3::zeros(), "pose {k}");
+            assert_eq!(r.torque, Vector3::zeros(), "pose {k}");
+            assert_eq!(sim.coupling.pose, held, "pose {k}: the object moved");
+            assert_eq!(r.simulation, held);
+            assert!(r
+                .manipulandum
+                .translation
+                .vector
+                .iter()
+                .chain(r.manipulandum.rotation.coords.iter())
+                .all(|v| v.is_finite()));
+        }
+        assert!(
+            !sim.workspace.clutched(),
+            "a bad reading engaged the clutch"
+        );
+    }
+    assert_eq!(allocations() - before, 0, "the faulted cycles allocated");
+    // Finite readings again: the loop resumes where it was.
+    let mut r = sim.cycle(&press(400), false);
+    assert!(!r.fault);
+    for i in 0..200 {
+        r = sim.cycle(&press(400 + i), false);
+        assert!(!r.fault && r.force.iter().chain(r.torque.iter()).all(|f| f.is_finite()));
+    }
+    assert!(
+        (r.force - pressed.force).norm() < 0.05 * pressed.force.norm(),
+        "after recovery {:?}, before {:?}",
+        r.force,
+        pressed.force
+    );
+    // And the object follows the device when lifted out of contact.
+    for _ in 0..500 {
+        r = sim.cycle(&Isometry3::translation(0.0, 0.01, 0.0), false);
+        assert!(!r.fault);
+    }
+    assert!(
+        (r.simulation.translation.y - (0.07 + 0.01)).abs() < 1e-6,
+        "{r:?}"
+    );
+}

@@ -26,7 +26,7 @@ pub mod workspace;
 
 pub use workspace::Workspace;
 
-use nalgebra::{Isometry3, Matrix3, Matrix6, Translation3, UnitQuaternion, Vector3, Vector6};
+use nalgebra::{Isometry3, Matrix3, Matrix6, Translation3, UnitQuaternion, Vector3, Vector6, SVD};
 
 use crate::contact::model::PointContact;
 
@@ -127,6 +127,11 @@ pub fn coupling_torque(
     (t, grad)
 }
 
+/// Iteration cap of the 6x6 SVD: LAPACK's `dbdsqr` bound `MAXITR n^2` with `MAXITR = 6`
+/// (216 implicit-shift sweeps for n = 6). A well-scaled 6x6 system converges in a few
+/// dozen; the cap only bounds the cycle on pathological input.
+pub const SVD_MAX_ITERATIONS: usize = 6 * 6 * 6;
+
 /// The step of the 6x6 system `A x = b` by SVD (4.10): Newton on the well-determined
 /// singular directions, and on the degenerate ones (singular values below `ratio *
 /// sigma_1`) the projection of `toward` (the displacement to the manipulandum).
@@ -138,15 +143,24 @@ pub fn coupling_torque(
 /// makes the step jump, which otherwise can lock a pivoting contact into a limit cycle
 /// (a direction toggling between resisted and free every few cycles). Returns the step
 /// and the number of directions above the threshold.
+///
+/// Returns `None`, without starting the SVD, if any entry of `a`, `b` or `toward` is not
+/// finite (an unbounded SVD never converges on such input), and `None` if the SVD does
+/// not converge within [`SVD_MAX_ITERATIONS`] or yields a non-finite step. Bounded time,
+/// allocation-free.
 pub fn solve_degenerate(
     a: &Matrix6<f64>,
     b: &Vector6<f64>,
     toward: &Vector6<f64>,
     ratio: f64,
-) -> (Vector6<f64>, usize) {
-    let svd = a.svd(true, true);
+) -> Option<(Vector6<f64>, usize)> {
+    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    if !(finite(a.as_slice()) && finite(b.as_slice()) && finite(toward.as_slice())) {
+        return None;
+    }
+    let svd = SVD::try_new(*a, true, true, f64::EPSILON * 5.0, SVD_MAX_ITERATIONS)?;
     let (Some(u), Some(vt)) = (svd.u, svd.v_t) else {
-        return (*toward, 0);
+        return None;
     };
     let s = svd.singular_values;
     let floor = ratio * s.max();
@@ -169,7 +183,7 @@ pub fn solve_degenerate(
         };
         x += v * (phi * newton + (1.0 - phi) * v.dot(toward));
     }
-    (x, rank)
+    finite(x.as_slice()).then_some((x, rank))
 }
 
 /// Rotation vector of `q` (angle times axis, the angle in `[0, pi]`).
@@ -193,6 +207,24 @@ pub struct CouplingOutput {
     pub rank: usize,
     /// Whether the step was shortened by the velocity limits.
     pub limited: bool,
+    /// The input or the solve was not finite (or did not converge): the object did not
+    /// move and the wrenches are zero.
+    pub fault: bool,
+}
+
+impl CouplingOutput {
+    /// The output of a faulted cycle: zero wrenches, rank 0, `fault` set.
+    pub fn faulted() -> Self {
+        CouplingOutput {
+            device_force: Vector3::zeros(),
+            device_torque: Vector3::zeros(),
+            coupling_force: Vector3::zeros(),
+            coupling_torque: Vector3::zeros(),
+            rank: 0,
+            limited: false,
+            fault: true,
+        }
+    }
 }
 
 /// The simulation object's grasp frame, coupled to the manipulandum.
@@ -225,8 +257,15 @@ impl StaticCoupling {
     /// One cycle: solves the equilibrium with the contact wrench on the simulation object
     /// (`contact`, about the grasp point, gradients with respect to the object's motion),
     /// moves the object, and returns the device wrench.
+    ///
+    /// Bounded time on any input. If the manipulandum, the 6x6 system or the rendered
+    /// spring is not finite (or the solve fails to converge), the object does not move and
+    /// the output is [`CouplingOutput::faulted`]: zero wrench, `fault` set.
     pub fn step(&mut self, manip: &Isometry3<f64>, contact: &PointContact) -> CouplingOutput {
         let p = self.params;
+        if !pose_is_finite(manip) {
+            return CouplingOutput::faulted();
+        }
         let (f, df, t, dt) = self.wrench(manip);
         let mut a = Matrix6::zeros();
         a.fixed_view_mut::<3, 3>(0, 0)
@@ -246,14 +285,13 @@ impl StaticCoupling {
         toward.fixed_rows_mut::<3>(3).copy_from(&rotation_vector(
             &(manip.rotation * self.pose.rotation.inverse()),
         ));
-        let (x, rank) = solve_degenerate(&a, &b, &toward, p.degenerate_ratio);
+        // Non-finite entries never reach the SVD, and the SVD itself is capped.
+        let Some((x, rank)) = solve_degenerate(&a, &b, &toward, p.degenerate_ratio) else {
+            return CouplingOutput::faulted();
+        };
         let mut dx = x.fixed_rows::<3>(0).into_owned();
         let mut dw = x.fixed_rows::<3>(3).into_owned();
         let mut limited = false;
-        if !(dx.iter().chain(dw.iter()).all(|v| v.is_finite())) {
-            dx = Vector3::zeros();
-            dw = Vector3::zeros();
-        }
         let (max_dx, max_dw) = (p.max_velocity * p.dt, p.max_angular_velocity * p.dt);
         if dx.norm() > max_dx {
             dx *= max_dx / dx.norm();
@@ -264,24 +302,44 @@ impl StaticCoupling {
             limited = true;
         }
         let keep = 1.0 - p.static_damping;
-        self.pose = Isometry3::from_parts(
-            Translation3::from(self.pose.translation.vector + dx * keep),
-            UnitQuaternion::from_scaled_axis(dw * keep) * self.pose.rotation,
-        );
-        let (f, _, t, _) = self.wrench(manip);
+        let moved = StaticCoupling {
+            params: p,
+            pose: Isometry3::from_parts(
+                Translation3::from(self.pose.translation.vector + dx * keep),
+                UnitQuaternion::from_scaled_axis(dw * keep) * self.pose.rotation,
+            ),
+        };
+        let (f, _, t, _) = moved.wrench(manip);
         // Render the unsaturated spring -k r (4.9), clamped to the device.
-        let r_vec = manip.translation.vector - self.pose.translation.vector;
-        let device_force = clamp_norm(-r_vec * p.stiffness, p.device_max_force);
-        let device_torque = clamp_norm(-t, p.device_max_torque);
+        let spring = -(manip.translation.vector - moved.pose.translation.vector) * p.stiffness;
+        let all_finite = pose_is_finite(&moved.pose)
+            && spring.norm().is_finite()
+            && f.iter().chain(t.iter()).all(|v| v.is_finite());
+        if !all_finite {
+            // An overflowing spring (a manipulandum absurdly far away) is a fault too: the
+            // device must not get a silently zeroed force, nor the object a non-finite pose.
+            return CouplingOutput::faulted();
+        }
+        self.pose = moved.pose;
         CouplingOutput {
-            device_force,
-            device_torque,
+            device_force: clamp_norm(spring, p.device_max_force),
+            device_torque: clamp_norm(-t, p.device_max_torque),
             coupling_force: f,
             coupling_torque: t,
             rank,
             limited,
+            fault: false,
         }
     }
+}
+
+/// Whether every coordinate of `pose` (translation and quaternion) is finite.
+pub fn pose_is_finite(pose: &Isometry3<f64>) -> bool {
+    pose.translation
+        .vector
+        .iter()
+        .chain(pose.rotation.coords.iter())
+        .all(|v| v.is_finite())
 }
 
 /// `v` shortened to at most `max` (zero if `v` is not finite).
@@ -402,7 +460,7 @@ mod tests {
         a[(1, 1)] = -50.0;
         let b = Vector6::new(10.0, 5.0, 0.0, 0.0, 0.0, 0.0);
         let toward = Vector6::new(9.0, 9.0, 0.3, 0.1, 0.0, -0.2);
-        let (x, rank) = solve_degenerate(&a, &b, &toward, 1e-3);
+        let (x, rank) = solve_degenerate(&a, &b, &toward, 1e-3).unwrap();
         assert_eq!(rank, 2);
         let expected = Vector6::new(-0.1, -0.1, 0.3, 0.1, 0.0, -0.2);
         // Far from the threshold the smooth filter equals the hard switch up to
@@ -410,7 +468,7 @@ mod tests {
         assert!((x - expected).norm() < 1e-4, "{x:?}");
         // A direction at the threshold moves half Newton, half toward the target.
         a[(1, 1)] = -0.1;
-        let (x, rank) = solve_degenerate(&a, &b, &toward, 1e-3);
+        let (x, rank) = solve_degenerate(&a, &b, &toward, 1e-3).unwrap();
         assert_eq!(rank, 1);
         assert!((x[1] - 0.5 * (-50.0 + 9.0)).abs() < 1e-9, "{x:?}");
     }
@@ -477,5 +535,76 @@ mod tests {
                 "J {j}, k {kvc}: {stiffness} vs {bound}"
             );
         }
+    }
+
+    /// Non-finite entries anywhere in the system never reach the SVD: the solve refuses
+    /// them at once. Finite but extreme systems (entries near f64::MAX) return in bounded
+    /// time, either a finite step or `None`.
+    #[test]
+    fn non_finite_systems_are_refused_and_extreme_ones_are_bounded() {
+        let a = Matrix6::identity() * -100.0;
+        let b = Vector6::repeat(1.0);
+        let toward = Vector6::repeat(0.1);
+        assert!(solve_degenerate(&a, &b, &toward, 1e-3).is_some());
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            for k in [0, 7, 35] {
+                let mut a2 = a;
+                a2[k] = bad;
+                assert_eq!(
+                    solve_degenerate(&a2, &b, &toward, 1e-3),
+                    None,
+                    "A[{k}] = {bad}"
+                );
+            }
+            let mut b2 = b;
+            b2[3] = bad;
+            assert_eq!(solve_degenerate(&a, &b2, &toward, 1e-3), None);
+            let mut t2 = toward;
+            t2[5] = bad;
+            assert_eq!(solve_degenerate(&a, &b, &t2, 1e-3), None);
+        }
+        let mut a3 = a;
+        a3[(0, 1)] = 1e308;
+        a3[(4, 2)] = -1e308;
+        let b3 = Vector6::new(1e308, -1e308, 0.0, 1.0, 0.0, 1e-300);
+        let start = std::time::Instant::now();
+        if let Some((x, _)) = solve_degenerate(&a3, &b3, &toward, 1e-3) {
+            assert!(x.iter().all(|v| v.is_finite()));
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    /// A manipulandum with NaN, infinite or overflowing (1e308) coordinates: the step
+    /// reports a fault with zero wrench and leaves the object where it was; finite input
+    /// afterwards moves it again.
+    #[test]
+    fn non_finite_manipulandum_faults_without_moving() {
+        let start = Isometry3::from_parts(
+            Translation3::new(0.1, 0.2, 0.3),
+            UnitQuaternion::from_scaled_axis(Vector3::new(0.1, 0.0, 0.2)),
+        );
+        let mut c = StaticCoupling::new(CouplingParams::default(), start);
+        let none = PointContact::zero();
+        let bad = [
+            Isometry3::translation(f64::NAN, 0.0, 0.0),
+            Isometry3::translation(0.0, f64::INFINITY, 0.0),
+            Isometry3::translation(0.0, 0.0, 1e308),
+            Isometry3::translation(1e308, -1e308, 1e308),
+            Isometry3::from_parts(
+                Translation3::new(0.0, 0.0, 0.0),
+                UnitQuaternion::new_unchecked(nalgebra::Quaternion::new(f64::NAN, 0.0, 0.0, 0.0)),
+            ),
+        ];
+        for m in bad {
+            let out = c.step(&m, &none);
+            assert!(out.fault, "{m:?}");
+            assert_eq!(out.device_force, Vector3::zeros());
+            assert_eq!(out.device_torque, Vector3::zeros());
+            assert_eq!(c.pose, start);
+        }
+        let out = c.step(&Isometry3::translation(0.1, 0.25, 0.3), &none);
+        assert!(!out.fault);
+        assert!(out.device_force.norm() > 0.0);
+        assert!(c.pose != start);
     }
 }

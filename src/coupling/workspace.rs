@@ -5,6 +5,13 @@
 
 use nalgebra::{Isometry3, Translation3};
 
+/// Largest manipulandum coordinate (simulation units, i.e. metres) accepted from a device
+/// by [`Workspace::try_manipulandum`]: the bound scene positions obey
+/// (`crate::scene::format`). Beyond it a reading is garbage, not a hand position: a
+/// kilometre-scale spring saturates, its squared norm heads for overflow, and f64 keeps no
+/// contact-scale precision there.
+pub const MAX_COORDINATE: f64 = 1e6;
+
 /// Device-to-simulation mapping with clutch indexing.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Workspace {
@@ -52,6 +59,33 @@ impl Workspace {
         }
     }
 
+    /// [`Workspace::manipulandum`] for untrusted device input: `None`, with the mapping and
+    /// clutch state left exactly as they were, if the device pose, its scaled pose or the
+    /// resulting manipulandum is not finite (e.g. a coordinate of 1e308 divided by a scale
+    /// below 1) or lies beyond [`MAX_COORDINATE`], or the re-indexed mapping is not finite.
+    /// A bad reading thus never poisons later cycles (not even through the clutch, whose
+    /// re-indexing would lose all precision on an absurd but finite reading).
+    pub fn try_manipulandum(
+        &mut self,
+        device: &Isometry3<f64>,
+        clutch: bool,
+    ) -> Option<Isometry3<f64>> {
+        let in_range = |p: &Isometry3<f64>| {
+            super::pose_is_finite(p) && p.translation.vector.amax() <= MAX_COORDINATE
+        };
+        if !in_range(&self.scaled(device)) {
+            return None;
+        }
+        let saved = *self;
+        let m = self.manipulandum(device, clutch);
+        if in_range(&m) && super::pose_is_finite(&self.index) {
+            Some(m)
+        } else {
+            *self = saved;
+            None
+        }
+    }
+
     /// Whether the clutch is engaged.
     pub fn clutched(&self) -> bool {
         self.clutched.is_some()
@@ -83,5 +117,25 @@ mod tests {
         let d2 = d1 * Isometry3::translation(0.02, 0.0, 0.0);
         let m2 = w.manipulandum(&d2, false);
         assert!((m2.translation.vector - held.translation.vector).norm() - 0.01 < 1e-12);
+    }
+
+    #[test]
+    fn non_finite_device_poses_leave_the_mapping_untouched() {
+        let mut w = Workspace::new(0.1, Isometry3::translation(0.0, 1.0, 0.0));
+        let d0 = Isometry3::translation(0.01, 0.0, 0.0);
+        let m0 = w.try_manipulandum(&d0, false).unwrap();
+        for bad in [f64::NAN, f64::INFINITY, 1e308, f64::MAX, 1e7] {
+            let d = Isometry3::translation(bad, 0.0, 0.0);
+            // Free, grabbing the clutch, and releasing it on the bad reading.
+            assert_eq!(w.try_manipulandum(&d, false), None);
+            assert_eq!(w.try_manipulandum(&d, true), None);
+            assert!(!w.clutched());
+            let held = w.try_manipulandum(&d0, true).unwrap();
+            assert_eq!(w.try_manipulandum(&d, false), None);
+            assert!(w.clutched());
+            assert_eq!(w.try_manipulandum(&d0, false), Some(held));
+        }
+        let m = w.try_manipulandum(&d0, false).unwrap();
+        assert!((m.translation.vector - m0.translation.vector).norm() < 1e-12);
     }
 }

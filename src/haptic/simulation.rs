@@ -16,7 +16,7 @@
 use nalgebra::{Isometry3, Point3, Translation3, Vector3};
 
 use crate::contact::{ContactOutput, PointContact, Poses, Traversal};
-use crate::coupling::{StaticCoupling, Workspace};
+use crate::coupling::{pose_is_finite, CouplingOutput, StaticCoupling, Workspace};
 use crate::dynamics::StepEvent;
 use crate::scene::{Param, Scene, Settings};
 
@@ -165,10 +165,29 @@ impl HapticSimulation {
     }
 
     /// Runs one cycle for a device pose (device frame, metres) and clutch state.
+    ///
+    /// A device pose that is not finite, or whose manipulandum is not (a coordinate of
+    /// 1e308 divided by a workspace scale below 1), never reaches the coupling: the cycle
+    /// reports `fault`, renders zero force, keeps the simulation pose and leaves the
+    /// workspace mapping (clutch included) untouched, so the next finite reading resumes.
+    /// The reported manipulandum is then the last finite one (the simulation pose if there
+    /// was none). Bounded time on any input.
     pub fn cycle(&mut self, device: &Isometry3<f64>, clutch: bool) -> CycleReport {
         self.cycle += 1;
-        let manip = self.workspace.manipulandum(device, clutch);
-        self.last_manipulandum = Some(manip);
+        // A rotation whose squared norm overflows (a quaternion coordinate of 1e308) is no
+        // rotation at all, even if each coordinate is finite.
+        let usable = pose_is_finite(device) && device.rotation.coords.norm_squared().is_finite();
+        let mapped = if usable {
+            self.workspace.try_manipulandum(device, clutch)
+        } else {
+            None
+        };
+        if mapped.is_some() {
+            self.last_manipulandum = mapped;
+        }
+        let manip = mapped
+            .or(self.last_manipulandum)
+            .unwrap_or(self.coupling.pose);
         let body = self.haptic_pose();
         let grasp = self.coupling.pose * Point3::origin();
         self.scene.haptic.field.update_deformation();
@@ -196,19 +215,18 @@ impl HapticSimulation {
             contacts += out.contacts.len();
             lod = lod.max(out.deepest_level + 1);
         }
-        let c = self.coupling.step(&manip, &total);
-        let finite = c
-            .device_force
-            .iter()
-            .chain(c.device_torque.iter())
-            .all(|v| v.is_finite())
-            && self
-                .coupling
-                .pose
-                .translation
-                .vector
+        // The coupling refuses non-finite systems itself (no motion, `fault`); a bad device
+        // reading does not even reach it.
+        let c = match mapped {
+            Some(m) => self.coupling.step(&m, &total),
+            None => CouplingOutput::faulted(),
+        };
+        let finite = !c.fault
+            && c.device_force
                 .iter()
-                .all(|v| v.is_finite());
+                .chain(c.device_torque.iter())
+                .all(|v| v.is_finite())
+            && pose_is_finite(&self.coupling.pose);
         let mut reset = false;
         // Reduced contact forces into each deformable object, then one Newmark step.
         for (env, out) in self.scene.environment.iter_mut().zip(&self.outputs) {
@@ -225,10 +243,8 @@ impl HapticSimulation {
             }
             reset |= dynamics.step(&self.field_force) != StepEvent::Ok;
         }
-        if !finite {
-            // Never let a NaN reach the device; restart the object at the manipulandum.
-            self.coupling.pose = manip;
-        }
+        // On a fault the object stays where it was: the coupling never commits a
+        // non-finite pose, and the manipulandum may be the very value that was refused.
         CycleReport {
             manipulandum: manip,
             simulation: self.coupling.pose,
