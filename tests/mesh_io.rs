@@ -784,3 +784,74 @@ fn fuzzed_inputs_never_panic() {
     // Both outcomes occur: the mutations are neither all harmless nor all fatal.
     assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
 }
+
+/// Runs `f` on a thread and waits at most `secs` seconds for it, so a read that never
+/// ends fails the test instead of hanging it.
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("the read did not finish in time (unbounded read?)")
+}
+
+/// Reliability: a `.veg` whose `*INCLUDE` names `/dev/zero` used to read forever. The
+/// readers refuse anything that is not a regular file (naming it), and bound the size
+/// of what they read.
+#[test]
+fn include_of_a_device_is_refused_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = put(dir.path(), "zero.veg", "# main\n*INCLUDE /dev/zero\n");
+    let e = within(30, move || read_veg(&main).unwrap_err());
+    assert!(matches!(e, MeshError::NotRegularFile { .. }), "{e}");
+    assert!(e.to_string().contains("/dev/zero"), "{e}");
+    // Directly, and through the other readers (a directory is not a file either).
+    let e = within(30, || read_any(Path::new("/dev/zero")).unwrap_err());
+    assert!(
+        matches!(
+            e,
+            MeshError::NotRegularFile { .. } | MeshError::Unsupported { .. }
+        ),
+        "{e}"
+    );
+    let e = within(30, || read_obj(Path::new("/dev/zero")).unwrap_err());
+    assert!(matches!(e, MeshError::NotRegularFile { .. }), "{e}");
+    let d = dir.path().to_path_buf();
+    let e = within(30, move || read_veg(&d).unwrap_err());
+    assert!(matches!(e, MeshError::NotRegularFile { .. }), "{e}");
+    assert_eq!(haptics::mesh::MAX_MESH_FILE_BYTES, 1 << 30);
+}
+
+/// Reliability: an `.interp` weight of 1e308 used to give an infinite basis; weights
+/// beyond [-1e3, 1e3] are refused with the file, line and column.
+#[test]
+fn absurd_interp_weights_are_refused_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = put(dir.path(), "w.interp", "0 0 0.25 1 0.75\n1 0 0.5 1 1e308\n");
+    let e = read_interp(&p, Some(2), Some(2)).unwrap_err();
+    match &e {
+        MeshError::WeightOutOfRange {
+            path,
+            location,
+            column,
+            value,
+            limit,
+        } => {
+            assert_eq!(path, &p);
+            assert_eq!(location, &Location::Line(2));
+            assert_eq!(*column, 11);
+            assert_eq!(value, "1e308");
+            assert_eq!(*limit, haptics::mesh::MAX_INTERP_WEIGHT);
+        }
+        other => panic!("expected WeightOutOfRange, got {other}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("w.interp"), "{msg}");
+    assert!(msg.contains("line 2, column 11"), "{msg}");
+    let p = put(dir.path(), "ok.interp", "0 0 -0.5 1 1.5\n");
+    assert_eq!(
+        read_interp(&p, Some(1), Some(2)).unwrap().weights,
+        [-0.5, 1.5]
+    );
+}

@@ -403,3 +403,46 @@ fn each_level_is_a_progress_stage_with_its_statistics() {
         .iter()
         .all(|st| st.iterations == 0 && st.mean_move == 0.0 && !st.converged));
 }
+
+/// Reliability: an environment pointshell with an extreme offset (1e308) used to panic
+/// in the closest-triangle search ("a mesh with triangles has a closest triangle"): the
+/// sampler refuses offsets that are not finite or above a thousand bounding-box
+/// diagonals with an error naming the offset, and the projection itself no longer
+/// panics on points whose distance overflows.
+#[test]
+fn extreme_offsets_are_typed_errors_not_panics() {
+    use haptics::geometry::pointshell::{check_offset, LevelSet, MAX_OFFSET_DIAGONALS};
+    let m = model("beam3/beam3.obj");
+    let d = MeshDistance::new(&m).unwrap();
+    let limit = MAX_OFFSET_DIAGONALS * diagonal(&m);
+    for offset in [1e308, f64::MAX, 1.01 * limit] {
+        let e = sample_pointshell(&d, &m, &params(16, 1, offset), &NoProgress).unwrap_err();
+        assert!(
+            matches!(e, PointshellError::OffsetTooLarge { offset: o, .. } if o == offset),
+            "{e}"
+        );
+        assert!(e.to_string().contains("offset"), "{e}");
+        assert!(e.to_string().contains(&format!("{offset:e}")), "{e}");
+        let e = sample_pointshell_of_mesh(&m, &params(16, 1, offset), &NoProgress).unwrap_err();
+        assert!(matches!(e, PointshellError::OffsetTooLarge { .. }), "{e}");
+    }
+    for offset in [f64::INFINITY, f64::NAN] {
+        let e = sample_pointshell(&d, &m, &params(16, 1, offset), &NoProgress).unwrap_err();
+        assert!(
+            matches!(e, PointshellError::InvalidParameter { name: "offset", .. }),
+            "{e}"
+        );
+    }
+    assert!(check_offset(0.5 * limit, &m).is_ok());
+    // A shell read from a file with such an offset: its quality is an error too.
+    let mut s = shell(&m, &d, &params(16, 1, 0.0));
+    s.offset = 1e308;
+    assert!(matches!(
+        s.quality(&m, &d, 0, 64, 1),
+        Err(PointshellError::OffsetTooLarge { .. })
+    ));
+    // The projection onto an absurd level set gives NaN instead of panicking.
+    let set = LevelSet::new(&d, &m, 1e308);
+    let (p, _) = set.project(&m.vertices[0]);
+    assert!(!p.iter().all(|c| c.is_finite()), "{p}");
+}

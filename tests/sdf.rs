@@ -451,3 +451,191 @@ fn every_stage_is_reported_with_its_total_and_completed() {
         ]
     );
 }
+
+/// A closed cube of side `side` (12 triangles, outward) with its minimum corner at `at`.
+fn closed_cube(side: f64, at: [f64; 3]) -> SurfaceMesh {
+    let vertices: Vec<Point3<f64>> = (0..8)
+        .map(|c| {
+            Point3::new(
+                at[0] + side * (c & 1) as f64,
+                at[1] + side * ((c >> 1) & 1) as f64,
+                at[2] + side * (c >> 2) as f64,
+            )
+        })
+        .collect();
+    let faces: [[usize; 4]; 6] = [
+        [0, 2, 3, 1],
+        [4, 5, 7, 6],
+        [0, 1, 5, 4],
+        [2, 6, 7, 3],
+        [0, 4, 6, 2],
+        [1, 3, 7, 5],
+    ];
+    SurfaceMesh {
+        vertices,
+        triangles: faces
+            .iter()
+            .flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]])
+            .collect(),
+    }
+}
+
+/// Reliability: a cube with coordinates around 1e300 (finite box, but distances that
+/// overflow the f32 values and their squares the f64 arithmetic), one whose box is not
+/// finite, and a unit cube far from the origin (spacing below the coordinates' rounding)
+/// are refused with typed errors, on both the closed and the soup path; nothing
+/// non-finite is ever produced. A large but representable cube still works.
+#[test]
+fn huge_or_far_meshes_are_refused_not_filled_with_non_finite_values() {
+    let opts = SdfOptions {
+        resolution: 8,
+        ..SdfOptions::default()
+    };
+    let soup = SoupOptions {
+        resolution: 16,
+        ..SoupOptions::default()
+    };
+    let huge = closed_cube(2e300, [-1e300; 3]);
+    let md = MeshDistance::new(&huge).unwrap();
+    let e = SignedDistanceField::compute_with(&md, &opts, &NoProgress).unwrap_err();
+    assert!(matches!(e, SdfError::GridOutOfRange { .. }), "{e}");
+    assert!(e.to_string().contains("overflow"), "{e}");
+    let e = SignedDistanceField::compute_with(
+        &md,
+        &SdfOptions {
+            method: SdfMethod::Exact,
+            ..opts
+        },
+        &NoProgress,
+    )
+    .unwrap_err();
+    assert!(matches!(e, SdfError::GridOutOfRange { .. }), "{e}");
+    let e = soup_signed_field(&huge, &soup, &NoProgress).unwrap_err();
+    assert!(matches!(e, SdfError::GridOutOfRange { .. }), "{e}");
+
+    // Corners at -1e308 and 0.5e308: the enlarged box is infinite.
+    let infinite = closed_cube(1.5e308, [-1e308; 3]);
+    let md = MeshDistance::new(&infinite).unwrap();
+    let e = SignedDistanceField::compute_with(&md, &opts, &NoProgress).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SdfError::DegenerateBox { .. } | SdfError::GridOutOfRange { .. }
+        ),
+        "{e}"
+    );
+    let e = soup_signed_field(&infinite, &soup, &NoProgress).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SdfError::DegenerateBox { .. } | SdfError::GridOutOfRange { .. }
+        ),
+        "{e}"
+    );
+
+    // A cube of side 1e5 at 1e20 (ulp 16384): the nodes would barely be distinct.
+    let far = closed_cube(1e5, [1e20; 3]);
+    let md = MeshDistance::new(&far).unwrap();
+    let e = SignedDistanceField::compute_with(&md, &opts, &NoProgress).unwrap_err();
+    assert!(matches!(e, SdfError::GridOutOfRange { .. }), "{e}");
+    assert!(e.to_string().contains("spacing"), "{e}");
+
+    // Squared distances of a 1e30 cube overflow the f32 working values.
+    let md = MeshDistance::new(&closed_cube(2e30, [-1e30; 3])).unwrap();
+    let e = SignedDistanceField::compute_with(&md, &opts, &NoProgress).unwrap_err();
+    assert!(matches!(e, SdfError::GridOutOfRange { .. }), "{e}");
+
+    // Large but representable: every value finite, the centre at minus half the side.
+    let big = closed_cube(2e12, [-1e12; 3]);
+    let md = MeshDistance::new(&big).unwrap();
+    for method in [SdfMethod::BandAndPropagate, SdfMethod::Exact] {
+        let f = SignedDistanceField::compute_with(&md, &SdfOptions { method, ..opts }, &NoProgress)
+            .unwrap();
+        assert!(f.values.iter().all(|v| v.is_finite()));
+        let c = f.lookup(&Point3::origin());
+        assert!((c + 1e12).abs() < 1e-3 * 1e12, "{c}");
+    }
+}
+
+/// Reliability: exact queries at non-finite points, or so far away that the squared
+/// distance overflows, are typed errors (`try_*`) or NaN, never a panic.
+#[test]
+fn non_finite_and_overflowing_queries_do_not_panic() {
+    let md = MeshDistance::new(&closed_cube(1.0, [0.0; 3])).unwrap();
+    for p in [
+        Point3::new(f64::NAN, 0.0, 0.0),
+        Point3::new(0.0, f64::INFINITY, 0.0),
+        Point3::new(0.0, 0.0, 1e308),
+        Point3::new(-1e200, 1e200, 0.0),
+    ] {
+        let e = md.try_closest_point(&p).unwrap_err();
+        assert!(matches!(e, SdfError::BadQuery { .. }), "{e}");
+        assert!(md.try_signed_distance(&p).is_err());
+        assert!(md.signed_distance(&p).is_nan());
+        assert!(md.closest_point(&p).distance.is_nan());
+        assert!(md.signed_distance_bounded(&p, 1.0).is_none());
+    }
+    let inside = md.try_signed_distance(&Point3::new(0.5, 0.5, 0.5)).unwrap();
+    assert!((inside + 0.5).abs() < 1e-12, "{inside}");
+}
+
+/// Reliability: the default memory budget is 2 GiB, so `haptics sdf -r 1024` (about
+/// 12 GiB) is refused before anything is allocated, with a message that says what is
+/// needed, the budget and how to raise it; the budget is an option.
+#[test]
+fn memory_budget_defaults_to_2_gib_and_is_overridable() {
+    use haptics::geometry::sdf::{estimate_bytes, MAX_SDF_BYTES};
+    assert_eq!(MAX_SDF_BYTES, 2 << 30);
+    assert_eq!(SdfOptions::default().memory_budget_bytes, MAX_SDF_BYTES);
+    assert_eq!(SoupOptions::default().memory_budget_bytes, MAX_SDF_BYTES);
+    let md = MeshDistance::new(&closed_cube(1.0, [0.0; 3])).unwrap();
+    let need = estimate_bytes(1024, SdfMethod::BandAndPropagate, 12);
+    assert!(need > MAX_SDF_BYTES);
+    let e = SignedDistanceField::compute_with(
+        &md,
+        &SdfOptions {
+            resolution: 1024,
+            ..SdfOptions::default()
+        },
+        &NoProgress,
+    )
+    .unwrap_err();
+    match &e {
+        SdfError::TooLarge {
+            resolution,
+            bytes,
+            limit,
+        } => {
+            assert_eq!((*resolution, *bytes, *limit), (1024, need, MAX_SDF_BYTES));
+        }
+        other => panic!("expected TooLarge, got {other}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains(&need.to_string()), "{msg}");
+    assert!(msg.contains(&MAX_SDF_BYTES.to_string()), "{msg}");
+    assert!(msg.contains("--max-memory"), "{msg}");
+    // A tiny budget refuses a small grid; a larger one lets it through.
+    let small = SdfOptions {
+        resolution: 8,
+        memory_budget_bytes: 1000,
+        ..SdfOptions::default()
+    };
+    let e = SignedDistanceField::compute_with(&md, &small, &NoProgress).unwrap_err();
+    assert!(matches!(e, SdfError::TooLarge { limit: 1000, .. }), "{e}");
+    let e = soup_signed_field(
+        &closed_cube(1.0, [0.0; 3]),
+        &SoupOptions {
+            resolution: 16,
+            memory_budget_bytes: 1000,
+            ..SoupOptions::default()
+        },
+        &NoProgress,
+    )
+    .unwrap_err();
+    assert!(matches!(e, SdfError::TooLarge { limit: 1000, .. }), "{e}");
+    let enough = SdfOptions {
+        memory_budget_bytes: 1 << 20,
+        ..small
+    };
+    SignedDistanceField::compute_with(&md, &enough, &NoProgress).unwrap();
+}

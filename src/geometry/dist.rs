@@ -132,6 +132,18 @@ pub enum DistError {
         /// Bytes past the last value.
         extra: u64,
     },
+    /// A field with a non-finite box corner or node value, which the writer refuses.
+    #[error("{path}: cannot write a non-finite {what} {found} (index {index})")]
+    NonFiniteField {
+        /// The file.
+        path: PathBuf,
+        /// "node value" or "box coordinate".
+        what: &'static str,
+        /// The node index (x fastest) or the coordinate index (bmin x, y, z, bmax x, y, z).
+        index: usize,
+        /// The value found.
+        found: f64,
+    },
     /// A field the format cannot hold, or a path with no file name.
     #[error("{path}: cannot write this field: {reason}")]
     Unwritable {
@@ -280,8 +292,32 @@ pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, Dist
     })
 }
 
-/// The bytes of `field` as a `.dist` file with f32 values.
+/// The first non-finite box coordinate (bmin x, y, z, bmax x, y, z) or node value of
+/// `field`: what, index and value.
+fn first_non_finite(field: &SignedDistanceField) -> Option<(&'static str, usize, f64)> {
+    let bmax = field.node_point(field.cells[0], field.cells[1], field.cells[2]);
+    if let Some((i, c)) = field
+        .origin
+        .iter()
+        .chain(bmax.iter())
+        .enumerate()
+        .find(|(_, c)| !c.is_finite())
+    {
+        return Some(("box coordinate", i, *c));
+    }
+    field
+        .values
+        .iter()
+        .position(|v| !v.is_finite())
+        .map(|i| ("node value", i, field.values[i] as f64))
+}
+
+/// The bytes of `field` as a `.dist` file with f32 values; refuses non-finite box
+/// corners and node values (naming the index).
 pub fn encode_dist(field: &SignedDistanceField) -> Result<Vec<u8>, String> {
+    if let Some((what, index, found)) = first_non_finite(field) {
+        return Err(format!("non-finite {what} {found} (index {index})"));
+    }
     let mut out = Vec::with_capacity(HEADER_BYTES + 4 * field.values.len());
     for &c in &field.cells {
         let c = i32::try_from(c)
@@ -308,8 +344,18 @@ pub fn encode_dist(field: &SignedDistanceField) -> Result<Vec<u8>, String> {
 }
 
 /// Writes `field` to `path` (f32 values), atomically: to a temporary file in the same
-/// directory, then renamed over `path`.
+/// directory, then renamed over `path`. A field with a non-finite box corner or node
+/// value is refused ([`DistError::NonFiniteField`], naming the index) and nothing is
+/// written.
 pub fn write_dist(path: &Path, field: &SignedDistanceField) -> Result<(), DistError> {
+    if let Some((what, index, found)) = first_non_finite(field) {
+        return Err(DistError::NonFiniteField {
+            path: path.to_path_buf(),
+            what,
+            index,
+            found,
+        });
+    }
     let bytes = encode_dist(field).map_err(|reason| DistError::Unwritable {
         path: path.to_path_buf(),
         reason,
@@ -428,6 +474,47 @@ mod tests {
         // And truncated f64 data is reported as such.
         let e = parse_dist(&bytes[..bytes.len() - 3], Path::new("d.dist")).unwrap_err();
         assert!(e.to_string().contains("f64 values"), "{e}");
+    }
+
+    #[test]
+    fn non_finite_values_are_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.dist");
+        let mut f = small_field();
+        // The public fields can be set after construction.
+        f.values[17] = f32::INFINITY;
+        let e = write_dist(&path, &f).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DistError::NonFiniteField {
+                    what: "node value",
+                    index: 17,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("index 17"), "{e}");
+        assert!(!path.exists());
+        assert!(encode_dist(&f).unwrap_err().contains("index 17"));
+        let mut f = small_field();
+        f.values[0] = f32::NAN;
+        assert!(matches!(
+            write_dist(&path, &f).unwrap_err(),
+            DistError::NonFiniteField { index: 0, .. }
+        ));
+        let mut f = small_field();
+        f.origin.y = f64::NAN;
+        assert!(matches!(
+            write_dist(&path, &f).unwrap_err(),
+            DistError::NonFiniteField {
+                what: "box coordinate",
+                index: 1,
+                ..
+            }
+        ));
+        assert!(!path.exists());
     }
 
     #[test]

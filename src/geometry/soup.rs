@@ -33,7 +33,7 @@ use rayon::prelude::*;
 
 use super::sdf::{
     check_memory, cubic_grid, estimate_bytes, stage, unsigned_values, Grid, MeshDistance, SdfError,
-    SdfMethod, SdfOptions, SignedDistanceField, DEFAULT_BAND, DEFAULT_ENLARGE,
+    SdfMethod, SdfOptions, SignedDistanceField, DEFAULT_BAND, DEFAULT_ENLARGE, MAX_SDF_BYTES,
 };
 use crate::mesh::SurfaceMesh;
 use crate::progress::Progress;
@@ -57,6 +57,9 @@ pub struct SoupOptions {
     pub band: f64,
     /// How the signed field of the offset surface is filled.
     pub method: SdfMethod,
+    /// Working memory allowed ([`soup_estimate_bytes`]), in bytes; larger grids are
+    /// refused before anything is allocated. Default [`MAX_SDF_BYTES`].
+    pub memory_budget_bytes: u64,
 }
 
 impl Default for SoupOptions {
@@ -67,6 +70,7 @@ impl Default for SoupOptions {
             offset: DEFAULT_OFFSET,
             band: DEFAULT_BAND,
             method: SdfMethod::BandAndPropagate,
+            memory_budget_bytes: MAX_SDF_BYTES,
         }
     }
 }
@@ -78,6 +82,7 @@ impl SoupOptions {
             enlarge: self.enlarge,
             method: self.method,
             band: self.band,
+            memory_budget_bytes: self.memory_budget_bytes,
         }
     }
 
@@ -164,8 +169,13 @@ fn offset_surface_on_grid(
         return Err(SdfError::Empty);
     }
     opts.validate()?;
-    check_memory(opts.resolution, soup_estimate_bytes(mesh, opts))?;
+    // The grid first: a box that is not finite would make the estimate meaningless.
     let grid = cubic_grid(&mesh.bounding_box(), opts.resolution, opts.enlarge)?;
+    check_memory(
+        opts.resolution,
+        soup_estimate_bytes(mesh, opts),
+        opts.memory_budget_bytes,
+    )?;
     let values = unsigned_values(&mesh.vertices, &mesh.triangles, &grid, opts.band, progress);
     let surface = marching_tetrahedra(&grid, &values, opts.offset * grid.h, progress);
     drop(values);

@@ -144,6 +144,36 @@ pub enum MeshError {
         /// The same element, 1-based (as in the file).
         first_one_based: usize,
     },
+    /// A path that is not a regular file (a device, FIFO or directory), which a reader
+    /// refuses: it may never end.
+    #[error("{path}: not a regular file (devices, pipes and directories are not read)")]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A file larger than the readers accept.
+    #[error("{path}: file is larger than the limit of {limit} bytes for mesh files")]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit in bytes ([`MAX_MESH_FILE_BYTES`](super::MAX_MESH_FILE_BYTES)).
+        limit: u64,
+    },
+    /// An interpolation weight whose magnitude is beyond any barycentric or trilinear
+    /// weight of a render vertex near its element.
+    #[error("{path}:{location}, column {column}: interpolation weight {value} is outside [-{limit}, {limit}]")]
+    WeightOutOfRange {
+        /// The file being read.
+        path: PathBuf,
+        /// The line of the weight.
+        location: Location,
+        /// 1-based column (in characters) where the weight starts.
+        column: usize,
+        /// The weight as written.
+        value: String,
+        /// The largest magnitude accepted.
+        limit: f64,
+    },
     /// A format or feature the reader does not support.
     #[error("{path}: unsupported: {what}")]
     Unsupported {
@@ -216,7 +246,8 @@ impl MeshError {
             | MeshError::IndexOutOfRange { location, .. }
             | MeshError::NonFinite { location, .. }
             | MeshError::Undefined { location, .. }
-            | MeshError::InvalidMaterial { location, .. } => Some(location),
+            | MeshError::InvalidMaterial { location, .. }
+            | MeshError::WeightOutOfRange { location, .. } => Some(location),
             _ => None,
         }
     }

@@ -15,7 +15,7 @@
 //!
 //! `renderIndex` is 0-based and must count 0, 1, 2, ... in order; `simIndex` is 0-based;
 //! every line has the same number `n` of pairs (8 for hexes, 4 for tets); weights must be
-//! finite. The format has no count: pass `num_render_vertices` to detect truncation.
+//! finite and at most [`MAX_INTERP_WEIGHT`] in magnitude. The format has no count: pass `num_render_vertices` to detect truncation.
 
 use nalgebra::{Point3, Vector3};
 
@@ -67,6 +67,16 @@ use super::error::{excerpt, Location, MeshError};
 use super::text::{
     as_utf8, numbered_lines, parse_f64, parse_usize, read_bytes, strip_comment, write_bytes,
 };
+
+/// The largest |weight| accepted in an `.interp` file. The weights are the barycentric
+/// (tet) or trilinear (hex) coordinates of a render vertex in its element: within
+/// [0, 1] inside the element, and for a vertex outside the simulation mesh (extrapolated
+/// from the nearest element) they grow like 1 + (distance to the element) / (element
+/// size). A render vertex a thousand element sizes away from its element is not an
+/// embedding but a broken file, and weights this large already amplify the element's
+/// displacements a thousandfold; anything beyond (up to 1e308, whose products overflow)
+/// is refused.
+pub const MAX_INTERP_WEIGHT: f64 = 1e3;
 
 /// Reads a Vega `.interp` file. With `num_render_vertices`, the file must have exactly
 /// that many lines (so a truncated file is an error); with `num_sim_vertices`, every
@@ -149,7 +159,20 @@ pub fn parse_interp(
                 }
             }
             indices.push(si);
-            weights.push(parse_f64(w, path, ln, "an interpolation weight")?);
+            let weight = parse_f64(w, path, ln, "an interpolation weight")?;
+            if weight.abs() > MAX_INTERP_WEIGHT {
+                // `w` is a slice of `line`: its byte offset gives the column.
+                let at = (w.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+                let column = line.get(..at).map_or(at, |p| p.chars().count()) + 1;
+                return Err(MeshError::WeightOutOfRange {
+                    path: path.to_path_buf(),
+                    location: Location::Line(ln),
+                    column,
+                    value: w.to_string(),
+                    limit: MAX_INTERP_WEIGHT,
+                });
+            }
+            weights.push(weight);
         }
         count += 1;
     }
@@ -251,6 +274,28 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn absurd_weights_are_errors_naming_line_and_column() {
+        let p = Path::new("w.interp");
+        let e = parse_interp("0 0 0.5 1 0.5\n1 0 1e308 1 0.5\n", p, None, None).unwrap_err();
+        match &e {
+            MeshError::WeightOutOfRange {
+                location, column, ..
+            } => {
+                assert_eq!(location, &Location::Line(2));
+                assert_eq!(*column, 5);
+            }
+            other => panic!("{other}"),
+        }
+        let msg = e.to_string();
+        assert!(msg.contains("w.interp:line 2, column 5"), "{msg}");
+        assert!(msg.contains("1e308"), "{msg}");
+        // Extrapolated weights of moderate size are kept.
+        let it = parse_interp("0 0 -2.5 1 3.5\n", p, None, None).unwrap();
+        assert_eq!(it.weights, [-2.5, 3.5]);
+        assert!(parse_interp("0 0 -1001 1 1\n", p, None, None).is_err());
     }
 
     #[test]

@@ -7,9 +7,53 @@ use std::path::Path;
 
 use super::error::{excerpt, Location, MeshError};
 
+/// The largest mesh file the readers accept (1 GiB): a bound on what a reader
+/// allocates, so a runaway file (or a device such as `/dev/zero` named in a
+/// `*INCLUDE`) is an error instead of an unbounded read.
+pub const MAX_MESH_FILE_BYTES: u64 = 1 << 30;
+
 /// Reads the whole file at once (the readers then iterate over lines in memory).
+/// Refuses anything that is not a regular file (devices, FIFOs, directories: they may
+/// never end) and files above [`MAX_MESH_FILE_BYTES`].
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, MeshError> {
-    std::fs::read(path).map_err(|e| MeshError::io(path, e))
+    read_bytes_limited(path, MAX_MESH_FILE_BYTES)
+}
+
+/// [`read_bytes`] with an explicit size limit in bytes.
+pub(crate) fn read_bytes_limited(path: &Path, limit: u64) -> Result<Vec<u8>, MeshError> {
+    use std::io::Read;
+    // Checked before opening too: opening a FIFO blocks until a writer appears.
+    let before = std::fs::metadata(path).map_err(|e| MeshError::io(path, e))?;
+    if !before.is_file() {
+        return Err(MeshError::NotRegularFile {
+            path: path.to_path_buf(),
+        });
+    }
+    let file = std::fs::File::open(path).map_err(|e| MeshError::io(path, e))?;
+    let meta = file.metadata().map_err(|e| MeshError::io(path, e))?;
+    if !meta.is_file() {
+        return Err(MeshError::NotRegularFile {
+            path: path.to_path_buf(),
+        });
+    }
+    if meta.len() > limit {
+        return Err(MeshError::FileTooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    // The length may change while reading: read at most one byte past the limit.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| MeshError::io(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(MeshError::FileTooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    Ok(bytes)
 }
 
 /// Writes the whole file atomically (a temporary sibling renamed into place), so a
@@ -103,4 +147,22 @@ pub(crate) fn parse_index(
         });
     }
     Ok(zero_based as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_within_the_limit_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("m.obj");
+        std::fs::write(&f, "0123456789").unwrap();
+        assert_eq!(read_bytes_limited(&f, 10).unwrap().len(), 10);
+        let e = read_bytes_limited(&f, 9).unwrap_err();
+        assert!(matches!(e, MeshError::FileTooLarge { limit: 9, .. }), "{e}");
+        assert!(e.to_string().contains("m.obj"), "{e}");
+        let e = read_bytes(dir.path()).unwrap_err();
+        assert!(matches!(e, MeshError::NotRegularFile { .. }), "{e}");
+    }
 }

@@ -12,7 +12,7 @@ use super::progress::Bars;
 use haptics::geometry::dist::write_dist;
 use haptics::geometry::sdf::{
     estimate_bytes, MeshDistance, SdfMethod, SdfOptions, SignedDistanceField, DEFAULT_BAND,
-    DEFAULT_ENLARGE,
+    DEFAULT_ENLARGE, MAX_SDF_BYTES,
 };
 use haptics::geometry::soup::{
     soup_estimate_bytes, soup_signed_field, SoupOptions, DEFAULT_OFFSET,
@@ -50,9 +50,25 @@ pub struct SdfArgs {
     /// Side of the cubic box over the largest side of the mesh's bounding box.
     #[arg(long, default_value_t = DEFAULT_ENLARGE)]
     pub box_enlarge: f64,
+    /// Memory budget in GiB: a grid whose estimated working memory exceeds it is refused
+    /// before anything is allocated (default 2; resolution 512 needs about 1.5).
+    #[arg(long = "max-memory", value_name = "GB", default_value_t = MAX_SDF_BYTES as f64 / GIB)]
+    pub max_memory: f64,
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// The `--max-memory` budget in bytes; refuses values that are not positive and finite.
+fn budget_bytes(gb: f64) -> anyhow::Result<u64> {
+    if !(gb.is_finite() && gb > 0.0) {
+        anyhow::bail!("--max-memory {gb}: the memory budget must be a positive number of GiB");
+    }
+    // Saturates at u64::MAX for absurdly large budgets.
+    Ok((gb * GIB).min(u64::MAX as f64) as u64)
 }
 
 pub fn run(args: &SdfArgs) -> anyhow::Result<()> {
+    let memory_budget_bytes = budget_bytes(args.max_memory)?;
     let surface = read_surface(&args.mesh)?;
     let method = if args.exact {
         SdfMethod::Exact
@@ -70,6 +86,7 @@ pub fn run(args: &SdfArgs) -> anyhow::Result<()> {
             offset: args.offset,
             band: args.band,
             method,
+            memory_budget_bytes,
         };
         let estimate = soup_estimate_bytes(&surface, &opts);
         let soup = soup_signed_field(&surface, &opts, &bars)
@@ -81,6 +98,7 @@ pub fn run(args: &SdfArgs) -> anyhow::Result<()> {
             enlarge: args.box_enlarge,
             method,
             band: args.band,
+            memory_budget_bytes,
         };
         let estimate = estimate_bytes(args.resolution, method, surface.triangles.len());
         let distance = MeshDistance::new(&surface)
@@ -127,4 +145,19 @@ pub fn run(args: &SdfArgs) -> anyhow::Result<()> {
         size as f64 / (1u64 << 20) as f64
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_memory_is_positive_gib() {
+        assert_eq!(budget_bytes(2.0).unwrap(), MAX_SDF_BYTES);
+        assert_eq!(budget_bytes(0.5).unwrap(), 1 << 29);
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = budget_bytes(bad).unwrap_err().to_string();
+            assert!(e.contains("--max-memory"), "{e}");
+        }
+    }
 }

@@ -68,6 +68,11 @@ pub const MAX_POINTS: usize = 1 << 28;
 /// mesh's bounding-box diagonal.
 pub const PROJECTION_TOLERANCE: f64 = 1e-10;
 
+/// The largest level-set offset accepted, in bounding-box diagonals of the mesh: an
+/// offset surface a thousand times the object's size is not a contact shell, and
+/// offsets far beyond it (1e308) overflow the projection onto the level set.
+pub const MAX_OFFSET_DIAGONALS: f64 = 1e3;
+
 /// Errors building a pointshell or computing its quality.
 #[derive(Debug, thiserror::Error)]
 pub enum PointshellError {
@@ -101,6 +106,16 @@ pub enum PointshellError {
         value: f64,
         /// What a valid value is.
         reason: &'static str,
+    },
+    /// An offset that is absurd relative to the mesh's size.
+    #[error("invalid parameter offset = {offset:e}: must be at most {limit:e} ({MAX_OFFSET_DIAGONALS} times the mesh's bounding-box diagonal {diagonal:e})")]
+    OffsetTooLarge {
+        /// The offset requested.
+        offset: f64,
+        /// The mesh's bounding-box diagonal.
+        diagonal: f64,
+        /// The largest offset accepted for this mesh.
+        limit: f64,
     },
     /// The mesh has no area to sample.
     #[error("the mesh has no triangles with positive area to sample")]
@@ -398,6 +413,7 @@ pub fn sample_pointshell_with_stats(
     progress: &dyn Progress,
 ) -> Result<(Pointshell, Vec<LevelStats>), PointshellError> {
     let counts = params.validate()?;
+    check_offset(params.offset, mesh)?;
     let sampler = SurfaceSampler::new(mesh)?;
     let area = sampler.area();
     let offset = params.offset;
@@ -468,7 +484,43 @@ pub fn sample_pointshell_with_stats(
         radii,
         offset,
     };
+    // A projection that failed (a query whose distance overflows) leaves NaN: an error,
+    // never a shell with non-finite points.
+    if let Some(index) = shell
+        .points
+        .iter()
+        .position(|p| !p.iter().all(|c| c.is_finite()))
+    {
+        return Err(PointshellError::NonFinite {
+            what: "point",
+            index,
+        });
+    }
     Ok((shell, stats))
+}
+
+/// Refuses an offset that is not finite and non-negative, or that exceeds
+/// [`MAX_OFFSET_DIAGONALS`] times the bounding-box diagonal of `mesh`.
+pub fn check_offset(offset: f64, mesh: &SurfaceMesh) -> Result<(), PointshellError> {
+    if !(offset.is_finite() && offset >= 0.0) {
+        return Err(PointshellError::InvalidParameter {
+            name: "offset",
+            value: offset,
+            reason: "must be zero or positive (an outward offset) and finite",
+        });
+    }
+    let b = mesh.bounding_box();
+    let diagonal = if b.is_empty() { 0.0 } else { b.extent().norm() };
+    let limit = MAX_OFFSET_DIAGONALS * diagonal;
+    // NaN limits (a mesh whose box is not finite) refuse every positive offset.
+    if offset > 0.0 && (limit.is_nan() || offset > limit) {
+        return Err(PointshellError::OffsetTooLarge {
+            offset,
+            diagonal,
+            limit,
+        });
+    }
+    Ok(())
 }
 
 /// Builds the [`MeshDistance`] of `mesh` and samples its pointshell; a mesh that is not

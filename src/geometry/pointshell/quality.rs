@@ -122,6 +122,7 @@ impl Pointshell {
                 levels: self.num_levels(),
             });
         }
+        super::check_offset(self.offset, mesh)?;
         let sampler = SurfaceSampler::new(mesh)?;
         let set = LevelSet::new(distance, mesh, self.offset);
         let raw = sampler.sample(samples, &mut SplitMix64::new(seed));

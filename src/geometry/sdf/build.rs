@@ -48,7 +48,8 @@ impl SignedDistanceField {
 
     /// Samples the signed distance of `distance` on the cubic grid of `opts`. Refuses
     /// grids whose working memory ([`estimate_bytes`]) exceeds
-    /// [`MAX_SDF_BYTES`](super::MAX_SDF_BYTES) before allocating anything, and meshes
+    /// [`SdfOptions::memory_budget_bytes`] before allocating anything, grids that cannot
+    /// represent the mesh ([`SdfError::GridOutOfRange`]), and meshes
     /// whose components cross or nest ([`MeshDistance::check_solid`]). Each stage (see
     /// [`stage`]) is reported to `progress` with its total, then advanced as it goes.
     pub fn compute_with(
@@ -60,9 +61,10 @@ impl SignedDistanceField {
         check_memory(
             opts.resolution,
             estimate_bytes(opts.resolution, opts.method, distance.triangles.len()),
+            opts.memory_budget_bytes,
         )?;
-        distance.check_solid()?;
         let grid = cubic_grid(&distance.bounding_box(), opts.resolution, opts.enlarge)?;
+        distance.check_solid()?;
         Self::compute_on_grid(distance, &grid, opts, progress)
     }
 
@@ -78,24 +80,81 @@ impl SignedDistanceField {
             SdfMethod::Exact => exact_values(distance, grid, progress),
             SdfMethod::BandAndPropagate => band_signed_values(distance, grid, opts.band, progress),
         };
+        // The grid checks keep every distance finite; a value that is not is refused
+        // here rather than written into a field.
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Err(SdfError::GridOutOfRange {
+                problem: format!("node {i} has the non-finite distance {}", values[i]),
+                side: grid.h * (grid.nodes[0] - 1) as f64,
+                spacing: grid.h,
+            });
+        }
         let cells = grid.nodes.map(|n| n - 1);
         Self::from_values(grid.origin, grid.h, cells, values)
     }
 }
 
 /// The cubic grid of `resolution` cells per side over `bounds` enlarged by `enlarge`
-/// about its centre.
+/// about its centre. Refuses boxes that are empty or not finite
+/// ([`SdfError::DegenerateBox`]) and grids that cannot represent the mesh
+/// ([`SdfError::GridOutOfRange`]): a corner that is not finite, a spacing below the
+/// floating-point resolution of the box's coordinates (the nodes would coincide), or a
+/// box whose diagonal (the largest distance a node can take, the mesh lying inside the
+/// box) overflows the f32 node values or, squared, the f64 distance computations.
 pub(crate) fn cubic_grid(bounds: &Aabb, resolution: usize, enlarge: f64) -> Result<Grid, SdfError> {
-    let side = bounds.extent().max() * enlarge;
-    if !(side.is_finite() && side > 0.0) {
+    let ext = bounds.extent();
+    let side = ext.max() * enlarge;
+    if !(side.is_finite() && side > 0.0 && ext.iter().all(|e| e.is_finite())) {
         return Err(SdfError::DegenerateBox { side });
     }
+    let h = side / resolution.max(1) as f64;
+    let out_of_range = |problem: String| SdfError::GridOutOfRange {
+        problem,
+        side,
+        spacing: h,
+    };
+    // The diagonal bounds every node value; its square bounds the squared distances.
+    let diagonal = side * 3f64.sqrt();
+    // `side` is finite here, so the comparison is not with NaN.
+    if diagonal >= MAX_GRID_DISTANCE {
+        return Err(out_of_range(format!(
+            "the box diagonal {diagonal:e} exceeds {MAX_GRID_DISTANCE:e}, so squared distances would overflow the f32 working values"
+        )));
+    }
+    let center = bounds.center();
+    let origin = center - Vector3::repeat(side / 2.0);
+    let far = center + Vector3::repeat(side / 2.0);
+    if !(origin.iter().chain(far.iter()).all(|c| c.is_finite())) {
+        return Err(out_of_range(
+            "a corner of the box is not finite".to_string(),
+        ));
+    }
+    let largest = origin
+        .iter()
+        .chain(far.iter())
+        .fold(0.0f64, |m, c| m.max(c.abs()));
+    if !(h.is_finite() && h > largest * MIN_RELATIVE_SPACING) {
+        return Err(out_of_range(format!(
+            "the spacing is below {MIN_RELATIVE_SPACING:e} times the largest box coordinate {largest:e}, so neighbouring nodes would not be distinct"
+        )));
+    }
     Ok(Grid {
-        origin: bounds.center() - Vector3::repeat(side / 2.0),
-        h: side / resolution as f64,
+        origin,
+        h,
         nodes: [resolution + 1; 3],
     })
 }
+
+/// Largest box diagonal a grid accepts (1e16). The band stage keeps *squared*
+/// distances in f32 (`band::Slot`), so diagonal^2 must stay below f32::MAX = 3.4e38,
+/// i.e. the diagonal below 1.8e19; 1e16 leaves a margin of a million on the squares,
+/// and the node values, the outside bound and the f64 arithmetic are then far from
+/// overflowing too.
+const MAX_GRID_DISTANCE: f64 = 1e16;
+
+/// Smallest grid spacing relative to the largest box coordinate: a few thousand ulps
+/// (2^-52 = 2.2e-16), so the nodes origin + h i are distinct and evenly spaced.
+const MIN_RELATIVE_SPACING: f64 = 1e-12;
 
 /// The unsigned distance to the triangles on `grid` by band and propagation
 /// (`band_cells` >= 1).

@@ -228,8 +228,12 @@ impl MeshDistance {
         }
     }
 
-    /// Signed distance (negative inside), searching only below |d| < `bound`.
+    /// Signed distance (negative inside), searching only below |d| < `bound`; none when
+    /// no triangle is that close, or when p is not finite or its distance overflows.
     pub fn signed_distance_bounded(&self, p: &Point3<f64>, bound: f64) -> Option<f64> {
+        if !p.iter().all(|c| c.is_finite()) {
+            return None;
+        }
         let (d2, t, q, f) = self.closest(p, bound * bound)?;
         let d = d2.sqrt();
         let n = self.pseudonormal(t, f);
@@ -237,25 +241,52 @@ impl MeshDistance {
     }
 
     /// The closest point of the mesh to p, with the signed distance (negative inside)
-    /// and the unit outward angle-weighted pseudonormal of the closest feature.
-    pub fn closest_point(&self, p: &Point3<f64>) -> ClosestPoint {
-        let (d2, t, q, f) = self
-            .closest(p, f64::INFINITY)
-            .expect("a mesh with triangles has a closest triangle");
+    /// and the unit outward angle-weighted pseudonormal of the closest feature; an error
+    /// ([`SdfError::BadQuery`]) when p is not finite or so far away that its squared
+    /// distance overflows.
+    pub fn try_closest_point(&self, p: &Point3<f64>) -> Result<ClosestPoint, SdfError> {
+        let bad = |reason| SdfError::BadQuery {
+            point: [p.x, p.y, p.z],
+            reason,
+        };
+        if !p.iter().all(|c| c.is_finite()) {
+            return Err(bad("the query point is not finite"));
+        }
+        let (d2, t, q, f) = self.closest(p, f64::INFINITY).ok_or_else(|| {
+            bad("the query point is so far from the mesh that its distance overflows")
+        })?;
         let n = self.pseudonormal(t, f);
         let d = d2.sqrt();
-        ClosestPoint {
+        Ok(ClosestPoint {
             point: q,
             distance: if (p - q).dot(&n) < 0.0 { -d } else { d },
             normal: n.normalize(),
             triangle: t,
-        }
+        })
     }
 
-    /// Exact signed distance (negative inside).
+    /// [`MeshDistance::try_closest_point`] for queries known to be finite and within
+    /// range; otherwise (no panic) a point, distance and normal of NaN and triangle 0.
+    pub fn closest_point(&self, p: &Point3<f64>) -> ClosestPoint {
+        self.try_closest_point(p).unwrap_or(ClosestPoint {
+            point: Point3::new(f64::NAN, f64::NAN, f64::NAN),
+            distance: f64::NAN,
+            normal: Vector3::new(f64::NAN, f64::NAN, f64::NAN),
+            triangle: 0,
+        })
+    }
+
+    /// Exact signed distance (negative inside); an error ([`SdfError::BadQuery`]) when p
+    /// is not finite or its distance overflows.
+    pub fn try_signed_distance(&self, p: &Point3<f64>) -> Result<f64, SdfError> {
+        self.try_closest_point(p).map(|c| c.distance)
+    }
+
+    /// Exact signed distance (negative inside); NaN (no panic) where
+    /// [`MeshDistance::try_signed_distance`] is an error.
     pub fn signed_distance(&self, p: &Point3<f64>) -> f64 {
         self.signed_distance_bounded(p, f64::INFINITY)
-            .expect("a mesh with triangles has a closest triangle")
+            .unwrap_or(f64::NAN)
     }
 
     /// The bounding box of the mesh (the root of the tree).

@@ -13,7 +13,8 @@
 //!     bytes = (r + 1)^3 8                   (exact queries: rows plus the result)
 //! ```
 //!
-//! for r cells per side and T triangles, refused above [`MAX_SDF_BYTES`].
+//! for r cells per side and T triangles, refused above [`SdfOptions::memory_budget_bytes`]
+//! (default [`MAX_SDF_BYTES`], 2 GiB; the command line's `--max-memory GB` raises it).
 
 use super::band;
 
@@ -49,14 +50,36 @@ pub enum SdfError {
         /// The largest side of the box.
         side: f64,
     },
-    /// The grid's working memory would exceed [`MAX_SDF_BYTES`].
-    #[error("resolution {resolution} needs about {:.1} GiB ({bytes} bytes), above the limit of {:.1} GiB ({limit} bytes); choose a smaller resolution", *bytes as f64 / GIB, *limit as f64 / GIB)]
+    /// The grid over the (enlarged) bounding box cannot be represented: a corner is not
+    /// finite, the spacing vanishes at the box's coordinates, or the distances would
+    /// overflow the f32 node values.
+    #[error("the distance grid cannot represent this mesh: {problem} (box side {side:e}, spacing {spacing:e}); rescale or recentre the mesh")]
+    GridOutOfRange {
+        /// What overflows, in words.
+        problem: String,
+        /// Side of the enlarged cubic box.
+        side: f64,
+        /// Grid spacing.
+        spacing: f64,
+    },
+    /// A query point that is not finite, or so far from the mesh that its distance
+    /// overflows.
+    #[error("distance query at ({}, {}, {}): {reason}", point[0], point[1], point[2])]
+    BadQuery {
+        /// The query point.
+        point: [f64; 3],
+        /// Why it has no distance.
+        reason: &'static str,
+    },
+    /// The grid's working memory would exceed the budget
+    /// ([`SdfOptions::memory_budget_bytes`], default [`MAX_SDF_BYTES`]).
+    #[error("resolution {resolution} needs about {} ({bytes} bytes), above the memory limit of {} ({limit} bytes); choose a smaller resolution, or raise the limit with `--max-memory GB` (haptics sdf) or SdfOptions::memory_budget_bytes", human_bytes(*bytes), human_bytes(*limit))]
     TooLarge {
         /// The requested resolution.
         resolution: usize,
         /// Its estimated working memory.
         bytes: u64,
-        /// [`MAX_SDF_BYTES`].
+        /// The budget it exceeds.
         limit: u64,
     },
     /// A grid with zero cells along an axis.
@@ -71,6 +94,16 @@ pub enum SdfError {
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
+
+/// Bytes in GiB (two decimals), or in MiB below 1 GiB.
+fn human_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= GIB {
+        format!("{:.2} GiB", b / GIB)
+    } else {
+        format!("{:.2} MiB", b / (1u64 << 20) as f64)
+    }
+}
 
 /// How [`SignedDistanceField::compute_with`](super::SignedDistanceField::compute_with)
 /// fills the grid.
@@ -103,6 +136,9 @@ pub struct SdfOptions {
     pub method: SdfMethod,
     /// Half-width of the exact band in cells (>= 1: the sign flood fill needs it).
     pub band: f64,
+    /// Working memory allowed for the grid ([`estimate_bytes`]), in bytes; larger grids
+    /// are refused before anything is allocated. Default [`MAX_SDF_BYTES`].
+    pub memory_budget_bytes: u64,
 }
 
 impl Default for SdfOptions {
@@ -112,6 +148,7 @@ impl Default for SdfOptions {
             enlarge: DEFAULT_ENLARGE,
             method: SdfMethod::BandAndPropagate,
             band: DEFAULT_BAND,
+            memory_budget_bytes: MAX_SDF_BYTES,
         }
     }
 }
@@ -159,8 +196,10 @@ pub mod stage {
     pub const COMPONENTS: &str = "enclosed components";
 }
 
-/// Memory above which a field is refused before allocation (16 GiB; the machines have 24).
-pub const MAX_SDF_BYTES: u64 = 16 << 30;
+/// The default memory budget of a field ([`SdfOptions::memory_budget_bytes`]): 2 GiB
+/// (resolution 512 with the band method), so a mistyped resolution is refused before it
+/// allocates; raise it explicitly (`haptics sdf --max-memory GB`) for larger grids.
+pub const MAX_SDF_BYTES: u64 = 2 << 30;
 
 /// Nodes of a cubic grid with `resolution` cells per side (saturating).
 fn node_count(resolution: usize) -> u64 {
@@ -182,13 +221,13 @@ pub fn estimate_bytes(resolution: usize, method: SdfMethod, triangles: usize) ->
     }
 }
 
-/// Refuses `bytes` above [`MAX_SDF_BYTES`].
-pub(crate) fn check_memory(resolution: usize, bytes: u64) -> Result<(), SdfError> {
-    if bytes > MAX_SDF_BYTES {
+/// Refuses `bytes` above the budget `limit`.
+pub(crate) fn check_memory(resolution: usize, bytes: u64, limit: u64) -> Result<(), SdfError> {
+    if bytes > limit {
         return Err(SdfError::TooLarge {
             resolution,
             bytes,
-            limit: MAX_SDF_BYTES,
+            limit,
         });
     }
     Ok(())
