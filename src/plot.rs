@@ -38,6 +38,29 @@ fn register_font() {
     });
 }
 
+/// Refuses a destination the image encoder would fail on with an unreadable message: a
+/// directory, or a file in a directory that does not exist.
+fn check_destination(path: &Path) -> Result<(), String> {
+    if path.as_os_str().is_empty() {
+        return Err("the path is empty".into());
+    }
+    if path.is_dir() {
+        return Err("it is a directory; give the path of a PNG file to write".into());
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        // A bare file name: the current directory.
+        _ => return Ok(()),
+    };
+    if !parent.exists() {
+        return Err(format!("the directory {} does not exist", parent.display()));
+    }
+    if !parent.is_dir() {
+        return Err(format!("{} is not a directory", parent.display()));
+    }
+    Ok(())
+}
+
 const COLORS: [RGBColor; 6] = [
     RGBColor(0, 0, 0),
     RGBColor(214, 39, 40),
@@ -60,6 +83,7 @@ pub fn line_plot(
         path: path.display().to_string(),
         message: e,
     };
+    check_destination(path).map_err(err)?;
     let (mut x0, mut x1, mut y0, mut y1) = (
         f64::INFINITY,
         f64::NEG_INFINITY,
@@ -125,4 +149,46 @@ pub fn line_plot(
         .map_err(|e| err(e.to_string()))?;
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_series() -> Vec<Series> {
+        vec![Series {
+            name: "y".into(),
+            points: vec![(0.0, 0.0), (1.0, 1.0)],
+        }]
+    }
+
+    #[test]
+    fn refuses_a_directory_or_a_missing_parent_in_plain_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = line_plot(dir.path(), "t", "x", "y", &one_series()).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains(&dir.path().display().to_string()), "{msg}");
+        assert!(msg.contains("is a directory"), "{msg}");
+        assert!(!msg.contains("ImageError"), "{msg}");
+
+        let missing = dir.path().join("no-such-dir").join("plot.png");
+        let e = line_plot(&missing, "t", "x", "y", &one_series()).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains(&missing.display().to_string()), "{msg}");
+        assert!(msg.contains("does not exist"), "{msg}");
+        assert!(!msg.contains("ImageError"), "{msg}");
+        assert!(!missing.parent().unwrap().exists());
+
+        // A parent that is a regular file.
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let under_file = file.join("plot.png");
+        let e = line_plot(&under_file, "t", "x", "y", &one_series()).unwrap_err();
+        assert!(e.to_string().contains("is not a directory"), "{e}");
+
+        // A good path still plots.
+        let ok = dir.path().join("plot.png");
+        line_plot(&ok, "t", "x", "y", &one_series()).unwrap();
+        assert!(std::fs::metadata(&ok).unwrap().len() > 0);
+    }
 }

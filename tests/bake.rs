@@ -233,3 +233,107 @@ fn unconstrained_objects_bake_with_their_rigid_modes_skipped() {
         mass_orthonormality_error(&model.mass_matrix(MassKind::Consistent), &baked.basis) < 1e-10
     );
 }
+
+/// The names in `dir` that start with a dot (staging `.NAME.partial-N`, moved-aside
+/// `.NAME.old-N`).
+fn hidden_entries(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+#[test]
+fn an_existing_file_or_foreign_directory_is_refused_and_never_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = beam_input(BasisKind::File, 0, 10);
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "my notes").unwrap();
+    let e = bake(&input, &file, &NoProgress).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("notes.txt"), "{msg}");
+    assert!(msg.contains("not a baked directory"), "{msg}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "my notes");
+    // A directory of other files is refused too.
+    let foreign = dir.path().join("photos");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("a.jpg"), "x").unwrap();
+    let e = bake(&input, &foreign, &NoProgress).unwrap_err();
+    assert!(e.to_string().contains("not a baked directory"), "{e}");
+    assert!(foreign.join("a.jpg").exists());
+    assert!(
+        hidden_entries(dir.path()).is_empty(),
+        "{:?}",
+        hidden_entries(dir.path())
+    );
+    // An empty directory and an older bake are replaced.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    bake(&input, &empty, &NoProgress).unwrap();
+    load_baked(&empty).unwrap();
+    let other = beam_input(BasisKind::ModalDerivatives, 4, 6);
+    assert!(matches!(
+        bake(&other, &empty, &NoProgress).unwrap(),
+        BakeOutcome::Baked(_)
+    ));
+    assert_eq!(load_baked(&empty).unwrap().polynomial.r, 6);
+    assert!(
+        hidden_entries(dir.path()).is_empty(),
+        "{:?}",
+        hidden_entries(dir.path())
+    );
+}
+
+#[test]
+fn concurrent_bakes_to_one_output_leave_a_valid_bake_and_no_leftovers() {
+    // Several rounds of racing threads, each round on a fresh output (an existing,
+    // older bake there, so the moves aside race too).
+    let older = beam_input(BasisKind::File, 0, 10);
+    let input = beam_input(BasisKind::ModalDerivatives, 4, 6);
+    for round in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("beam");
+        if round > 0 {
+            bake(&older, &out, &NoProgress).unwrap();
+        }
+        let threads = 4;
+        let barrier = std::sync::Barrier::new(threads);
+        let results: Vec<Result<BakeOutcome, BakeError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        bake(&input, &out, &NoProgress)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            results.iter().any(|r| r.is_ok()),
+            "no bake succeeded: {results:?}"
+        );
+        let lost = results.iter().filter(|r| r.is_err()).count();
+        eprintln!("round {round}: {lost} of {threads} bakes lost the race");
+        for r in &results {
+            if let Err(e) = r {
+                // A loser says so, naming the output.
+                let msg = e.to_string();
+                assert!(msg.contains("beam"), "{msg}");
+            }
+        }
+        assert!(
+            hidden_entries(dir.path()).is_empty(),
+            "round {round}: leftovers {:?}",
+            hidden_entries(dir.path())
+        );
+        let baked = load_baked(&out).unwrap();
+        assert_eq!(baked.polynomial.r, 6);
+        // The result is the current bake of these inputs.
+        assert!(matches!(
+            bake(&input, &out, &NoProgress).unwrap(),
+            BakeOutcome::UpToDate(_)
+        ));
+    }
+}

@@ -480,3 +480,101 @@ fn readme_example_parses() {
         Some(20)
     );
 }
+
+/// Positions, grasp points and rotations are refused, naming the key, when they are not
+/// finite or so large that their use overflows (a grasp of 1e308 made the coupling's SVD
+/// spin forever): positions and grasp points within 1e6 scene units, rotation vectors
+/// within 1e3 rad. Values at the bounds are accepted.
+#[test]
+fn huge_positions_grasps_and_rotations_are_refused_with_the_key() {
+    let env = |line: &str| {
+        format!(
+            "{HAPTIC_BOX}\n[[environment]]\nname = \"e\"\nboxes = [{{ size = [1, 1, 1] }}]\npoints = 8\n{line}"
+        )
+    };
+    let env_box = |pos: &str| {
+        format!(
+            "{HAPTIC_BOX}\n[[environment]]\nname = \"e\"\nboxes = [{{ size = [1, 1, 1], position = {pos} }}]\npoints = 8\n"
+        )
+    };
+    let cases = [
+        (
+            format!("{HAPTIC_BOX}grasp = [0, 1e308, 0]\n"),
+            "haptic.grasp",
+            "1e6",
+        ),
+        (
+            format!("{HAPTIC_BOX}grasp = [0, 0, -1.5e6]\n"),
+            "haptic.grasp",
+            "1e6",
+        ),
+        (
+            format!("{HAPTIC_BOX}grasp = [nan, 0, 0]\n"),
+            "haptic.grasp",
+            "1e6",
+        ),
+        (
+            format!("{HAPTIC_BOX}position = [1e308, 0, 0]\n"),
+            "haptic.position",
+            "1e6",
+        ),
+        (
+            format!("{HAPTIC_BOX}position = [0, -inf, 0]\n"),
+            "haptic.position",
+            "1e6",
+        ),
+        (
+            format!("{HAPTIC_BOX}rotation = [0, 0, 1e308]\n"),
+            "haptic.rotation",
+            "1e3",
+        ),
+        (
+            format!("{HAPTIC_BOX}rotation = [1001, 0, 0]\n"),
+            "haptic.rotation",
+            "1e3",
+        ),
+        (
+            format!("{HAPTIC_BOX}rotation = [0, inf, 0]\n"),
+            "haptic.rotation",
+            "1e3",
+        ),
+        (
+            env("position = [0, 2e6, 0]\n"),
+            "environment[0].position",
+            "1e6",
+        ),
+        (
+            env("rotation = [-1e308, 0, 0]\n"),
+            "environment[0].rotation",
+            "1e3",
+        ),
+        (
+            env_box("[1e308, 0, 0]"),
+            "environment[0].boxes[0].position",
+            "1e6",
+        ),
+    ];
+    for (text, key, bound) in &cases {
+        let (err, path, _dir) = parse_err(text);
+        assert!(
+            matches!(&err, SceneError::Invalid { key: k, path: p, .. } if k == key && p == &path),
+            "{key}: {err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains(key) && msg.contains(bound) && msg.contains("finite"),
+            "{key}: {msg}"
+        );
+    }
+    // The bounds themselves are fine.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    for text in [
+        format!("{HAPTIC_BOX}grasp = [1e6, -1e6, 0]\nposition = [0, 0, 1e6]\nrotation = [1e3, 0, -1e3]\n"),
+        env("position = [-1e6, 0, 0]\nrotation = [0, 1e3, 0]\n"),
+        env_box("[0, 0, -1e6]"),
+    ] {
+        haptics::scene::format::parse_scene_str(&text, &path)
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+}

@@ -6,11 +6,9 @@ fn main() {
     // saves (the beam demo steps 30% faster sequentially).
     faer::set_global_parallelism(faer::Par::Seq);
     if let Err(err) = haptics_app::cli::run() {
-        eprintln!("error: {err}");
-        let mut source = err.source();
-        while let Some(s) = source {
-            eprintln!("  caused by: {s}");
-            source = s.source();
+        // Each distinct message once: a cause already in the line before is skipped.
+        for line in haptics_app::cli::error_lines(&err) {
+            eprintln!("{line}");
         }
         std::process::exit(1);
     }

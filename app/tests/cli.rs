@@ -239,3 +239,180 @@ fn fullsim_writes_a_csv_of_the_reported_vertex() {
         stderr(&o)
     );
 }
+
+#[test]
+fn replay_refuses_a_tolerance_that_is_not_a_finite_non_negative_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("log.csv");
+    for tol in ["nan", "inf", "-1e-6"] {
+        let o = haptics(&[
+            "replay",
+            "assets/scenes/bridge-probe.toml",
+            "assets/trajectories/bridge-probe-poke.csv",
+            "--out",
+            out.to_str().unwrap(),
+            "--compare",
+            "assets/golden/bridge-probe-poke.log.csv",
+            &format!("--tol={tol}"),
+        ]);
+        assert!(!o.status.success(), "--tol {tol} was accepted");
+        let e = stderr(&o);
+        assert!(e.contains("--tol"), "{e}");
+        assert!(e.contains(">= 0"), "{e}");
+        assert!(!out.exists(), "--tol {tol}: the replay ran");
+    }
+}
+
+#[test]
+fn simulate_validates_its_numeric_flags_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.csv");
+    let cases: [(&[&str], &str, &str); 9] = [
+        (&["--dt", "1e308"], "--dt", "longer than 1 s"),
+        (&["--dt", "0"], "--dt", "> 0"),
+        (&["--dt", "nan"], "--dt", "not finite"),
+        (&["--dt", "-1e-3"], "--dt", "> 0"),
+        (&["--steps", "0"], "--steps", "outside 1..="),
+        (&["--damping-mass", "-1"], "--damping-mass", ">= 0"),
+        (
+            &["--damping-stiffness", "inf"],
+            "--damping-stiffness",
+            "not finite",
+        ),
+        (
+            &["--newton-iterations", "0"],
+            "--newton-iterations",
+            "outside 1..=100",
+        ),
+        (&["--modes", "0"], "--modes", "outside 1..="),
+    ];
+    for (flags, name, fragment) in cases {
+        let mut args = vec![
+            "simulate",
+            "assets/models/vega-beam3-fixture/beam3_lin10.cub",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        // `--flag=value` so that negative numbers are not taken for flags.
+        let joined = format!("{}={}", flags[0], flags[1]);
+        args.push(&joined);
+        let o = haptics(&args);
+        assert!(!o.status.success(), "{flags:?} was accepted");
+        let e = stderr(&o);
+        assert!(e.contains(name), "{flags:?}: {e}");
+        assert!(e.contains(fragment), "{flags:?}: lacks '{fragment}': {e}");
+        assert!(!e.contains("panicked"), "{flags:?}: {e}");
+        assert!(!out.exists(), "{flags:?}: the simulation ran");
+    }
+    // --modes beyond the model's r is refused once the model is loaded.
+    let o = haptics(&[
+        "simulate",
+        "assets/models/vega-beam3-fixture/beam3_lin10.cub",
+        "--out",
+        out.to_str().unwrap(),
+        "--modes",
+        "11",
+        "--steps",
+        "2",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--modes: 11 is outside 1..=10"),
+        "{}",
+        stderr(&o)
+    );
+    // Valid values still run.
+    let o = haptics(&[
+        "simulate",
+        "assets/models/vega-beam3-fixture/beam3_lin10.cub",
+        "--out",
+        out.to_str().unwrap(),
+        "--dt",
+        "1",
+        "--steps",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn devices_check_refuses_an_axis_mapped_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string("../devices/profiles/generic-ffb.toml").unwrap();
+    let bad = text.replacen(
+        "{ axis = \"y\", offset = 5,",
+        "{ axis = \"x\", offset = 5,",
+        1,
+    );
+    assert_ne!(bad, text);
+    let path = dir.path().join("twice.toml");
+    std::fs::write(&path, &bad).unwrap();
+    let o = haptics(&["devices", "--check", path.to_str().unwrap()]);
+    assert!(!o.status.success(), "accepted: {}", stdout(&o));
+    let e = stderr(&o);
+    assert!(e.contains("twice.toml:"), "{e}");
+    assert!(
+        e.contains("axis `x` is mapped by the fields at offsets 1 and 5"),
+        "{e}"
+    );
+}
+
+#[test]
+fn invalid_utf8_in_a_scene_or_trajectory_gives_line_and_byte_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("log.csv");
+    // A scene with an invalid byte on line 3.
+    let scene = dir.path().join("bad-scene.toml");
+    let mut bytes = b"# a scene\n# line 2\nname = \"ab".to_vec();
+    let at = bytes.len();
+    bytes.extend_from_slice(b"\xff\"\n");
+    std::fs::write(&scene, &bytes).unwrap();
+    let o = haptics(&[
+        "replay",
+        scene.to_str().unwrap(),
+        "assets/trajectories/bridge-probe-poke.csv",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("bad-scene.toml:3:"), "{e}");
+    assert!(e.contains(&format!("byte offset {at}")), "{e}");
+    // A trajectory with an invalid byte on line 2.
+    let text = std::fs::read("../assets/trajectories/bridge-probe-poke.csv").unwrap();
+    let first_nl = text.iter().position(|&b| b == b'\n').unwrap();
+    let mut bad = text.clone();
+    bad[first_nl + 1] = 0xfe;
+    let traj = dir.path().join("bad-traj.csv");
+    std::fs::write(&traj, &bad).unwrap();
+    let o = haptics(&[
+        "replay",
+        "assets/scenes/bridge-probe.toml",
+        traj.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("bad-traj.csv:2:"), "{e}");
+    assert!(e.contains(&format!("byte offset {}", first_nl + 1)), "{e}");
+}
+
+#[test]
+fn an_os_error_is_printed_once() {
+    let o = haptics(&[
+        "replay",
+        "assets/scenes/bridge-probe.toml",
+        "no/such/trajectory.csv",
+        "--out",
+        "target/never-written.csv",
+    ]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert_eq!(
+        e.matches("No such file or directory").count(),
+        1,
+        "the OS error is repeated:\n{e}"
+    );
+    assert!(e.contains("no/such/trajectory.csv"), "{e}");
+}

@@ -97,8 +97,16 @@ pub enum TrajectoryError {
         source: std::io::Error,
     },
     /// The bytes are not UTF-8.
-    #[error("{path}:{line}: expected UTF-8 text, found invalid bytes")]
-    Encoding { path: PathBuf, line: usize },
+    #[error("{path}:{line}: expected UTF-8 text, found the invalid byte 0x{byte:02x} at byte offset {offset}")]
+    Encoding {
+        path: PathBuf,
+        /// 1-based line of the first invalid byte.
+        line: usize,
+        /// Byte offset of the first invalid byte from the start of the file.
+        offset: usize,
+        /// The first invalid byte.
+        byte: u8,
+    },
     /// No header line.
     #[error("{path}: empty file: expected the header line '{}'", COLUMNS.join(","))]
     MissingHeader { path: PathBuf },
@@ -201,6 +209,8 @@ pub fn parse_trajectory(bytes: &[u8], path: &Path) -> Result<Trajectory, Traject
             .iter()
             .filter(|&&b| b == b'\n')
             .count(),
+        offset: e.valid_up_to(),
+        byte: bytes[e.valid_up_to()],
     })?;
     let mut lines = text
         .lines()
@@ -731,7 +741,21 @@ time_s,px,py,pz,qw,qx,qy,qz,buttons\n\
         b[at] = 0xff;
         let e = parse_trajectory(&b, Path::new("x.csv")).unwrap_err();
         assert!(
-            matches!(e, TrajectoryError::Encoding { line: 6, .. }),
+            matches!(e, TrajectoryError::Encoding { line: 6, offset, byte: 0xff, .. } if offset == at),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(msg.starts_with("x.csv:6:"), "{msg}");
+        assert!(msg.contains(&format!("byte offset {at}")), "{msg}");
+        // Read from a file the same way.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.csv");
+        std::fs::write(&p, &b).unwrap();
+        let e = read_trajectory(&p).unwrap_err();
+        assert!(
+            e.to_string().contains(&format!(
+                ":6: expected UTF-8 text, found the invalid byte 0xff at byte offset {at}"
+            )),
             "{e}"
         );
     }

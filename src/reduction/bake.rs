@@ -306,6 +306,8 @@ pub fn bake(
 ) -> Result<BakeOutcome, BakeError> {
     let p = &input.params;
     check_params(p)?;
+    // Before hours of work: a file (or foreign directory) at `out` is never replaced.
+    check_replaceable(out)?;
     let inputs = input_hashes(input)?;
     if let Some(m) = current_bake(out, &inputs, p) {
         return Ok(BakeOutcome::UpToDate(m));
@@ -662,11 +664,13 @@ fn modes_and_derivatives(
 
 /// Runs `work` on a fresh temporary directory beside `out`, then
 /// swaps it into place as `out` (replacing an older bake). On an error the temporary
-/// directory is removed and `out` is left as it was.
+/// directory is removed and `out` is left as it was. An `out` that exists and is not a
+/// baked directory (see [`check_replaceable`]) is refused before `work` runs.
 fn in_staging_dir<T>(
     out: &Path,
     work: impl FnOnce(&Path) -> Result<T, BakeError>,
 ) -> Result<T, BakeError> {
+    check_replaceable(out)?;
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -688,15 +692,76 @@ fn in_staging_dir<T>(
     result
 }
 
-/// Renames the finished directory `staging` to `out`, moving an older `out` aside first
-/// and deleting it after.
-fn swap_into_place(staging: &Path, out: &Path) -> Result<(), BakeError> {
-    let old = temp_sibling(out, "old");
-    if out.exists() {
-        std::fs::rename(out, &old).map_err(io_err(out))?;
+/// Whether a bake may replace `out`: it does not exist, or it is a baked directory (one
+/// holding a `manifest.toml`, even a stale or damaged bake) or an empty directory. A
+/// regular file, a symbolic link or a directory of other files is refused: a bake never
+/// moves or deletes a user's files.
+fn check_replaceable(out: &Path) -> Result<(), BakeError> {
+    let refuse = |what: &str| BakeError::Mismatch {
+        path: out.to_path_buf(),
+        message: format!(
+            "the output path exists and is {what}, not a baked directory; refusing to \
+             replace it (choose another output path, or remove it first)"
+        ),
+    };
+    let meta = match std::fs::symlink_metadata(out) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(out)(e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse("a symbolic link"));
     }
-    std::fs::rename(staging, out).map_err(io_err(out))?;
-    if old.exists() {
+    if !meta.is_dir() {
+        return Err(refuse("a file"));
+    }
+    if out.join("manifest.toml").is_file() {
+        return Ok(());
+    }
+    let mut entries = std::fs::read_dir(out).map_err(io_err(out))?;
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    Err(refuse("a directory without a manifest.toml"))
+}
+
+/// Renames the finished directory `staging` to `out`, moving an older bake at `out`
+/// aside first and deleting it after. When another bake to the same `out` wins the race
+/// (its rename lands first), this one fails with a message and leaves nothing behind:
+/// the older bake it moved aside is put back or, when the winner's bake already took its
+/// place, deleted (the caller removes `staging`).
+fn swap_into_place(staging: &Path, out: &Path) -> Result<(), BakeError> {
+    check_replaceable(out)?;
+    let old = temp_sibling(out, "old");
+    let moved_aside = match std::fs::rename(out, &old) {
+        Ok(()) => true,
+        // Nothing there (or a concurrent bake just moved it aside itself).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(io_err(out)(e)),
+    };
+    #[cfg(test)]
+    if let Some(hook) = tests::BETWEEN_RENAMES.with(|h| h.borrow_mut().take()) {
+        hook(out);
+    }
+    if let Err(e) = std::fs::rename(staging, out) {
+        let replaced = out.exists();
+        if moved_aside && std::fs::rename(&old, out).is_err() {
+            // `out` is taken by another bake: the older one we moved aside is obsolete.
+            let _ = std::fs::remove_dir_all(&old);
+        }
+        return Err(if replaced {
+            BakeError::Mismatch {
+                path: out.to_path_buf(),
+                message: format!(
+                    "another bake wrote this output at the same time and its result was \
+                     kept; this bake's result was discarded ({e})"
+                ),
+            }
+        } else {
+            io_err(out)(e)
+        });
+    }
+    if moved_aside {
         std::fs::remove_dir_all(&old).map_err(io_err(&old))?;
     }
     Ok(())
@@ -865,6 +930,47 @@ pub fn load_baked(dir: &Path) -> Result<BakedModel, BakeError> {
 mod tests {
     use super::*;
 
+    type Hook = Box<dyn FnOnce(&Path)>;
+
+    thread_local! {
+        /// Runs inside [`swap_into_place`] between moving the older bake aside and
+        /// renaming the new one into place: where a concurrent bake can win the race.
+        pub(super) static BETWEEN_RENAMES: std::cell::RefCell<Option<Hook>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    #[test]
+    fn the_loser_of_a_rename_race_fails_and_removes_its_leftovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("baked");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("manifest.toml"), "older").unwrap();
+        // Another bake's rename lands after ours moved the older bake aside.
+        BETWEEN_RENAMES.with(|h| {
+            *h.borrow_mut() = Some(Box::new(|out: &Path| {
+                std::fs::create_dir(out).unwrap();
+                std::fs::write(out.join("manifest.toml"), "winner").unwrap();
+            }))
+        });
+        let e = in_staging_dir(&out, |d| {
+            std::fs::write(d.join("manifest.toml"), "loser").map_err(io_err(d))
+        })
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("another bake wrote this output"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("manifest.toml")).unwrap(),
+            "winner"
+        );
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["baked".to_string()], "leftovers: {names:?}");
+    }
+
     fn params(mass_matrix: MassKind) -> BakeParams {
         BakeParams {
             linear_modes: 4,
@@ -902,6 +1008,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("baked");
         in_staging_dir(&out, |d| {
+            std::fs::write(d.join("manifest.toml"), "").map_err(io_err(d))?;
             std::fs::write(d.join("a"), "old").map_err(io_err(d))
         })
         .unwrap();
@@ -915,10 +1022,52 @@ mod tests {
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "{names:?}");
         in_staging_dir(&out, |d| {
+            std::fs::write(d.join("manifest.toml"), "").map_err(io_err(d))?;
             std::fs::write(d.join("b"), "new").map_err(io_err(d))
         })
         .unwrap();
         assert!(!out.join("a").exists() && out.join("b").exists());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_failed_swap_puts_the_older_bake_back_and_leaves_no_old_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("baked");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("manifest.toml"), "older").unwrap();
+        // The staging directory is gone (as when the swap fails midway): the older bake
+        // is moved aside, the rename fails, and the older bake is put back.
+        let gone = dir.path().join(".baked.partial-gone");
+        let e = swap_into_place(&gone, &out).unwrap_err();
+        assert!(matches!(e, BakeError::Io { .. }), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("manifest.toml")).unwrap(),
+            "older"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_file_or_foreign_directory_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.txt");
+        std::fs::write(&file, "mine").unwrap();
+        let e = in_staging_dir(&file, |d| {
+            std::fs::write(d.join("manifest.toml"), "").map_err(io_err(d))
+        })
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("is a file, not a baked directory"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+        let foreign = dir.path().join("photos");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(foreign.join("a.jpg"), "x").unwrap();
+        let e = in_staging_dir(&foreign, |_| Ok(())).unwrap_err();
+        assert!(e.to_string().contains("without a manifest.toml"), "{e}");
+        assert!(foreign.join("a.jpg").exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }

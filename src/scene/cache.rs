@@ -98,7 +98,18 @@ pub fn verify(artifact: &Path) -> Result<bool, String> {
 }
 
 /// Moves `temp` (fully written) to `artifact` and records its checksum, both atomically.
+/// When the move fails (`artifact` is a directory, the disk is full...), `temp` is
+/// removed: a failed commit leaves no temporary file behind.
 pub fn commit(temp: &Path, artifact: &Path) -> Result<(), SceneError> {
+    let result = commit_inner(temp, artifact);
+    if result.is_err() {
+        // Best effort: after a successful rename `temp` no longer exists (NotFound).
+        let _ = std::fs::remove_file(temp);
+    }
+    result
+}
+
+fn commit_inner(temp: &Path, artifact: &Path) -> Result<(), SceneError> {
     let err = |path: &Path, e: std::io::Error| SceneError::Cache {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -113,4 +124,35 @@ pub fn commit(temp: &Path, artifact: &Path) -> Result<(), SceneError> {
     }
     std::fs::rename(temp, artifact).map_err(|e| err(artifact, e))?;
     write_bytes_atomic(&sum_path, format!("{sum}\n").as_bytes()).map_err(|e| err(&sum_path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_commit_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        // The artifact's path is a (non-empty) directory: the rename must fail.
+        let artifact = dir.path().join("sdf-0123.dist");
+        std::fs::create_dir(&artifact).unwrap();
+        std::fs::write(artifact.join("inside"), b"x").unwrap();
+        let temp = temp_path(dir.path(), "sdf-0123.dist");
+        std::fs::write(&temp, vec![7u8; 1 << 20]).unwrap();
+        let e = commit(&temp, &artifact).unwrap_err();
+        assert!(e.to_string().contains("sdf-0123.dist"), "{e}");
+        assert!(!temp.exists(), "the temporary file was left behind");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["sdf-0123.dist".to_string()], "{names:?}");
+        // A good commit still works and leaves no temporary either.
+        let good = dir.path().join("sdf-4567.dist");
+        let temp = temp_path(dir.path(), "sdf-4567.dist");
+        std::fs::write(&temp, b"data").unwrap();
+        commit(&temp, &good).unwrap();
+        assert!(!temp.exists());
+        assert_eq!(verify(&good), Ok(true));
+    }
 }

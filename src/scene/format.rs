@@ -386,11 +386,27 @@ impl CouplingSpec {
 
 /// Reads, parses and validates a scene file (nothing is built or baked).
 pub fn parse_scene(path: &Path) -> Result<SceneFile, SceneError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SceneError::Read {
+    let bytes = std::fs::read(path).map_err(|source| SceneError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_scene_str(&text, path)
+    // Not `read_to_string`: its error says neither where nor which byte.
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        // The prefix before the first invalid byte is valid UTF-8.
+        let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+        let (line, column) = line_column(valid, at);
+        SceneError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: format!(
+                "expected UTF-8 text, found the invalid byte 0x{:02x} at byte offset {at}",
+                bytes[at]
+            ),
+        }
+    })?;
+    parse_scene_str(text, path)
 }
 
 /// Parses and validates scene text; `path` names the file in errors and is the base of
@@ -473,9 +489,9 @@ impl SceneFile {
         if let Some(o) = h.soup_offset {
             self.positive("haptic.soup_offset", o)?;
         }
-        self.finite3("haptic.grasp", &h.grasp)?;
-        self.finite3("haptic.position", &h.position)?;
-        self.finite3("haptic.rotation", &h.rotation)?;
+        self.position3("haptic.grasp", &h.grasp)?;
+        self.position3("haptic.position", &h.position)?;
+        self.rotation3("haptic.rotation", &h.rotation)?;
         if let Some(d) = &h.deformable {
             self.deformable("haptic.deformable", d, true)?;
         }
@@ -499,7 +515,7 @@ impl SceneFile {
                     }
                     for (j, b) in boxes.iter().enumerate() {
                         self.sides(&key(&format!("boxes[{j}].size")), &b.size)?;
-                        self.finite3(&key(&format!("boxes[{j}].position")), &b.position)?;
+                        self.position3(&key(&format!("boxes[{j}].position")), &b.position)?;
                     }
                 }
             }
@@ -528,8 +544,8 @@ impl SceneFile {
                     format!("{}; expected a finite offset >= 0", e.offset),
                 ));
             }
-            self.finite3(&key("position"), &e.position)?;
-            self.finite3(&key("rotation"), &e.rotation)?;
+            self.position3(&key("position"), &e.position)?;
+            self.rotation3(&key("rotation"), &e.rotation)?;
             if let Some(d) = &e.deformable {
                 self.deformable(&key("deformable"), d, false)?;
             }
@@ -568,11 +584,24 @@ impl SceneFile {
         }
     }
 
-    fn finite3(&self, key: &str, v: &[f64; 3]) -> Result<(), SceneError> {
-        if v.iter().all(|x| x.is_finite()) {
+    /// A position or grasp point: finite, each coordinate within [`MAX_POSITION`].
+    fn position3(&self, key: &str, v: &[f64; 3]) -> Result<(), SceneError> {
+        self.bounded3(key, v, MAX_POSITION, "scene units")
+    }
+
+    /// A rotation vector: finite, each coordinate within [`MAX_ROTATION`].
+    fn rotation3(&self, key: &str, v: &[f64; 3]) -> Result<(), SceneError> {
+        self.bounded3(key, v, MAX_ROTATION, "rad")
+    }
+
+    fn bounded3(&self, key: &str, v: &[f64; 3], max: f64, unit: &str) -> Result<(), SceneError> {
+        if v.iter().all(|x| x.is_finite() && x.abs() <= max) {
             Ok(())
         } else {
-            Err(self.invalid(key, format!("{v:?}; expected finite numbers")))
+            Err(self.invalid(
+                key,
+                format!("{v:?}; expected finite numbers of magnitude at most {max:e} {unit}"),
+            ))
         }
     }
 
@@ -718,6 +747,21 @@ impl SceneFile {
         self.settings().coupling
     }
 }
+
+/// Largest magnitude of a position or grasp coordinate (scene units, i.e. metres): a
+/// thousand kilometres, far beyond any haptic scene. Larger finite values are refused
+/// because their use overflows or loses all precision: the coupling spring `k r`, squared
+/// distances (`r^2` overflows from about 1e154) and poses composed of several such
+/// offsets head for infinity, and at 1e6 f64 still resolves 1e-10, enough for contact.
+/// The workspace refuses device readings beyond the same bound
+/// ([`crate::coupling::workspace::MAX_COORDINATE`]).
+pub const MAX_POSITION: f64 = 1e6;
+
+/// Largest magnitude of a rotation-vector coordinate (rad). A rotation vector is taken
+/// modulo 2 pi, so large values are merely wasteful, but 1e308 makes
+/// `UnitQuaternion::from_scaled_axis` non-finite (its norm overflows) and a huge angle
+/// keeps no precision modulo 2 pi; 1e3 rad (about 160 turns) is ample.
+pub const MAX_ROTATION: f64 = 1e3;
 
 /// The pose of a position and a rotation vector.
 pub fn pose(position: &[f64; 3], rotation: &[f64; 3]) -> Isometry3<f64> {

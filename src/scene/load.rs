@@ -156,10 +156,15 @@ impl Loader<'_> {
         }
         let value = compute()?;
         let temp = temp_path(&self.cache, &name);
-        write(&temp, &value).map_err(|e| SceneError::Cache {
-            path: temp.clone(),
-            message: e.to_string(),
-        })?;
+        if let Err(e) = write(&temp, &value) {
+            // A partly written temporary is of no use: do not leave it in the cache.
+            let _ = std::fs::remove_file(&temp);
+            return Err(SceneError::Cache {
+                path: temp.clone(),
+                message: e.to_string(),
+            });
+        }
+        // `commit` removes the temporary itself when it fails.
         commit(&temp, &artifact)?;
         self.report.borrow_mut().computed.push(label);
         Ok(value)

@@ -99,6 +99,29 @@ pub fn run() -> anyhow::Result<()> {
 
 pub use haptics::assets::assets_dir;
 
+/// The lines `main` prints for a failed command: `error: MESSAGE`, then one
+/// `  caused by: CAUSE` per source in the chain, except a cause whose text the line
+/// before already contains (errors declared as `#[error("...: {source}")]` show their
+/// source in their own message, which would otherwise be printed twice).
+pub fn error_lines(err: &anyhow::Error) -> Vec<String> {
+    chain_lines(err.chain().map(|e| e.to_string()))
+}
+
+/// [`error_lines`] for the messages of an error chain, outermost first.
+pub fn chain_lines(messages: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut last: Option<String> = None;
+    for m in messages {
+        match &last {
+            None => lines.push(format!("error: {m}")),
+            Some(prev) if prev.contains(m.trim()) => continue,
+            Some(_) => lines.push(format!("  caused by: {m}")),
+        }
+        last = Some(m);
+    }
+    lines
+}
+
 /// `--set KEY=VALUE` overrides of a scene's tunable parameters (`run`, `replay`,
 /// `record`), validated against each parameter's one definition
 /// ([`haptics::scene::Param`]).
@@ -146,4 +169,51 @@ pub fn parse_vec3(s: &str) -> Result<nalgebra::Vector3<f64>, String> {
         }
     }
     Ok(nalgebra::Vector3::new(v[0], v[1], v[2]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading {path}: {source}")]
+    struct ReadError {
+        path: String,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn each_message_is_printed_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let e = anyhow::Error::new(ReadError {
+            path: "scene.toml".into(),
+            source: io,
+        })
+        .context("loading the scene");
+        assert_eq!(
+            error_lines(&e),
+            vec![
+                "error: loading the scene".to_string(),
+                "  caused by: reading scene.toml: No such file or directory".to_string(),
+            ]
+        );
+        // A cause not contained in the line before is kept.
+        let e = anyhow::anyhow!("inner problem").context("outer");
+        assert_eq!(
+            error_lines(&e),
+            vec![
+                "error: outer".to_string(),
+                "  caused by: inner problem".to_string()
+            ]
+        );
+        // A cause contained in the top message is skipped too.
+        let lines = chain_lines(["a: b: c".to_string(), "b: c".to_string(), "c".to_string()]);
+        assert_eq!(lines, vec!["error: a: b: c".to_string()]);
+        // Skipped causes do not hide a later, different one.
+        let lines = chain_lines(["a: b".to_string(), "b".to_string(), "d".to_string()]);
+        assert_eq!(
+            lines,
+            vec!["error: a: b".to_string(), "  caused by: d".to_string()]
+        );
+    }
 }

@@ -39,8 +39,8 @@ pub struct ReplayArgs {
     /// columns when any differs by more than --tol (cycle_us is not compared).
     #[arg(long)]
     pub compare: Option<PathBuf>,
-    /// Largest absolute difference accepted per value by --compare.
-    #[arg(long, default_value_t = 1e-6)]
+    /// Largest absolute difference accepted per value by --compare (finite, >= 0).
+    #[arg(long, default_value_t = 1e-6, value_parser = parse_tolerance)]
     pub tol: f64,
     /// Also plot force magnitude, contacts and traversed nodes over time to this PNG.
     #[arg(long)]
@@ -50,6 +50,22 @@ pub struct ReplayArgs {
     pub cache: PathBuf,
     #[command(flatten)]
     pub params: super::ParamOverrides,
+}
+
+/// Parses `--tol`: a finite number >= 0 (NaN would accept every difference, since no
+/// comparison with NaN is true).
+pub fn parse_tolerance(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if !v.is_finite() {
+        return Err(format!("'{s}' is not finite: give a tolerance >= 0"));
+    }
+    if v < 0.0 {
+        return Err(format!("'{s}' is negative: give a tolerance >= 0"));
+    }
+    Ok(v)
 }
 
 /// Arguments of `haptics record`.
@@ -138,6 +154,10 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
         println!("plot -> {}", png.display());
     }
     if let Some(golden) = &a.compare {
+        // Checked again here for callers that build the arguments without clap.
+        if !(a.tol.is_finite() && a.tol >= 0.0) {
+            bail!("--tol must be a finite number >= 0, got {}", a.tol);
+        }
         let expected = read_log(golden)?;
         let diffs = compare_logs(&log, &expected, a.tol);
         if !diffs.is_empty() {
@@ -274,4 +294,34 @@ fn record_loop(
         out.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use haptics::haptic::log::COLUMNS;
+
+    #[test]
+    fn tolerance_must_be_finite_and_not_negative() {
+        assert_eq!(parse_tolerance("1e-6"), Ok(1e-6));
+        assert_eq!(parse_tolerance("0"), Ok(0.0));
+        for bad in ["nan", "NaN", "inf", "-inf", "-1e-6", "abc", ""] {
+            assert!(parse_tolerance(bad).is_err(), "{bad} accepted");
+        }
+        assert!(parse_tolerance("nan").unwrap_err().contains("not finite"));
+        assert!(parse_tolerance("-1").unwrap_err().contains("negative"));
+    }
+
+    #[test]
+    fn nan_differences_are_differences() {
+        let zero: Row = [0.0; COLUMNS.len()];
+        let mut nan = zero;
+        nan[col("contacts")] = f64::NAN;
+        let a = Log { rows: vec![nan] };
+        let e = Log { rows: vec![zero] };
+        let diffs = compare_logs(&a, &e, 1e-6);
+        assert!(!diffs.is_empty(), "a NaN value matched 0");
+        let diffs = compare_logs(&e, &a, 1e-6);
+        assert!(!diffs.is_empty(), "0 matched a NaN value");
+    }
 }

@@ -22,11 +22,11 @@ use haptics::reduction::CubicPolynomial;
 pub struct SimulateArgs {
     /// A baked directory, or a Vega .cub file.
     pub model: PathBuf,
-    /// Time step (s).
-    #[arg(long, default_value_t = 1e-3)]
+    /// Time step (s): finite, > 0 and at most 1 s.
+    #[arg(long, default_value_t = 1e-3, value_parser = parse_dt)]
     pub dt: f64,
-    /// Number of steps.
-    #[arg(long, default_value_t = 1000)]
+    /// Number of steps (1 to 100000000).
+    #[arg(long, default_value_t = 1000, value_parser = parse_steps)]
     pub steps: usize,
     /// Output CSV of q over time.
     #[arg(long, short = 'o')]
@@ -34,17 +34,17 @@ pub struct SimulateArgs {
     /// Reduced external forces (CSV `step,f0,...`).
     #[arg(long)]
     pub force: Option<PathBuf>,
-    /// Mass-proportional damping alpha (1/s).
-    #[arg(long, default_value_t = 0.0)]
+    /// Mass-proportional damping alpha (1/s, finite, >= 0).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_damping)]
     pub damping_mass: f64,
-    /// Stiffness-proportional damping beta (s).
-    #[arg(long, default_value_t = 0.0)]
+    /// Stiffness-proportional damping beta (s, finite, >= 0).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_damping)]
     pub damping_stiffness: f64,
-    /// Newton iterations per step.
-    #[arg(long, default_value_t = 1)]
+    /// Newton iterations per step (1 to 100).
+    #[arg(long, default_value_t = 1, value_parser = parse_newton_iterations)]
     pub newton_iterations: usize,
-    /// Use only the first r' modes.
-    #[arg(long)]
+    /// Use only the first r' modes (at least 1, at most the model's r).
+    #[arg(long, value_parser = parse_modes)]
     pub modes: Option<usize>,
     /// Vertices (0-based, comma-separated) whose displacement u_v = U_v q is written to
     /// --vertex-out (baked models only: a .cub has no basis).
@@ -53,6 +53,84 @@ pub struct SimulateArgs {
     /// CSV of the chosen vertices' displacements: `step,t,v{i}_x,v{i}_y,v{i}_z,...`.
     #[arg(long, requires = "vertices")]
     pub vertex_out: Option<PathBuf>,
+}
+
+/// The longest accepted `--dt`. The reduced models are elastic bodies whose lowest modes
+/// vibrate at several Hz and more: a step of a second or longer cannot resolve any of
+/// their motion (implicit Newmark then only damps it away), so such a value is almost
+/// certainly a unit mistake (milliseconds given as seconds).
+pub const MAX_DT_S: f64 = 1.0;
+
+/// The most `--steps` accepted (the step times are kept in memory, 8 bytes each).
+pub const MAX_STEPS: usize = 100_000_000;
+
+/// The most `--newton-iterations` accepted.
+pub const MAX_NEWTON_ITERATIONS: usize = 100;
+
+fn parse_f64(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if !v.is_finite() {
+        return Err(format!("'{s}' is not finite"));
+    }
+    Ok(v)
+}
+
+fn parse_count(s: &str, what: &str, min: usize, max: usize) -> Result<usize, String> {
+    let v: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number of {what}"))?;
+    if v < min || v > max {
+        return Err(format!("{v} {what} is outside {min}..={max}"));
+    }
+    Ok(v)
+}
+
+/// Parses `--dt`: seconds, finite, > 0 and at most [`MAX_DT_S`].
+pub fn parse_dt(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s)?;
+    if v <= 0.0 {
+        return Err(format!("the time step must be > 0 s, got {}", s.trim()));
+    }
+    if v > MAX_DT_S {
+        return Err(format!(
+            "the time step {} s is longer than {MAX_DT_S} s: it cannot resolve the \
+             model's vibration (was it given in milliseconds? --dt is in seconds)",
+            s.trim()
+        ));
+    }
+    Ok(v)
+}
+
+/// Parses `--steps`: 1 to [`MAX_STEPS`].
+pub fn parse_steps(s: &str) -> Result<usize, String> {
+    parse_count(s, "steps", 1, MAX_STEPS)
+}
+
+/// Parses `--damping-mass` and `--damping-stiffness`: finite, >= 0 (negative damping
+/// adds energy and makes the simulation blow up).
+pub fn parse_damping(s: &str) -> Result<f64, String> {
+    let v = parse_f64(s)?;
+    if v < 0.0 {
+        return Err(format!(
+            "damping must be >= 0 (negative damping adds energy), got {}",
+            s.trim()
+        ));
+    }
+    Ok(v)
+}
+
+/// Parses `--newton-iterations`: 1 to [`MAX_NEWTON_ITERATIONS`].
+pub fn parse_newton_iterations(s: &str) -> Result<usize, String> {
+    parse_count(s, "iterations", 1, MAX_NEWTON_ITERATIONS)
+}
+
+/// Parses `--modes`: at least 1 (the upper bound, the model's r, is checked on loading).
+pub fn parse_modes(s: &str) -> Result<usize, String> {
+    parse_count(s, "modes", 1, usize::MAX)
 }
 
 /// Reads a reduced force file: for each listed step, the force vector.
@@ -149,10 +227,26 @@ fn load_model(model: &Path) -> anyhow::Result<(CubicPolynomial, Option<nalgebra:
 }
 
 pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
-    if !(args.dt > 0.0 && args.dt.is_finite()) {
-        bail!("--dt must be positive, got {}", args.dt);
-    }
+    // The same checks as the parsers, for callers that build the arguments without clap.
+    parse_dt(&args.dt.to_string()).map_err(|e| anyhow::anyhow!("--dt: {e}"))?;
+    parse_steps(&args.steps.to_string()).map_err(|e| anyhow::anyhow!("--steps: {e}"))?;
+    parse_damping(&args.damping_mass.to_string())
+        .map_err(|e| anyhow::anyhow!("--damping-mass: {e}"))?;
+    parse_damping(&args.damping_stiffness.to_string())
+        .map_err(|e| anyhow::anyhow!("--damping-stiffness: {e}"))?;
+    parse_newton_iterations(&args.newton_iterations.to_string())
+        .map_err(|e| anyhow::anyhow!("--newton-iterations: {e}"))?;
     let (poly, basis) = load_model(&args.model)?;
+    if let Some(m) = args.modes {
+        if m == 0 || m > poly.r {
+            bail!(
+                "--modes: {m} is outside 1..={} (the model {} has r = {})",
+                poly.r,
+                args.model.display(),
+                poly.r
+            );
+        }
+    }
     let r = args.modes.unwrap_or(poly.r);
     // Rows of the basis for the chosen vertices (3 per vertex, first r columns).
     let vertex_rows = match (&args.vertex_out, &basis) {

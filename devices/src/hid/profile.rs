@@ -147,6 +147,11 @@ struct RawInputField {
     button_base: u32,
 }
 
+/// The profile's spelling of an input axis (`x`, `qw`, `buttons`...).
+fn input_axis_name(a: InputAxis) -> String {
+    format!("{a:?}").to_lowercase()
+}
+
 fn one() -> f64 {
     1.0
 }
@@ -272,8 +277,19 @@ impl TryFrom<RawInputReport> for InputReport {
         if r.fields.is_empty() {
             return Err("expected at least one field".to_string());
         }
-        for f in &r.fields {
+        for (i, f) in r.fields.iter().enumerate() {
             check_extent(r.report_id, r.length, f.offset, f.ty.size())?;
+            // Buttons may be split over several fields (bit ranges, button_base).
+            if f.axis != InputAxis::Buttons {
+                if let Some(first) = r.fields[..i].iter().find(|g| g.axis == f.axis) {
+                    return Err(format!(
+                        "expected each axis mapped once, axis `{}` is mapped by the fields at offsets {} and {}",
+                        input_axis_name(f.axis),
+                        first.offset,
+                        f.offset
+                    ));
+                }
+            }
         }
         Ok(Self {
             report_id: r.report_id,
@@ -354,7 +370,15 @@ impl TryFrom<RawOutputReport> for OutputReport {
             }
             Ok(())
         };
-        for f in &r.fields {
+        for (i, f) in r.fields.iter().enumerate() {
+            if let Some(first) = r.fields[..i].iter().find(|g| g.axis == f.axis) {
+                let name = format!("{:?}", f.axis).to_lowercase();
+                return Err(format!(
+                    "expected each axis mapped once, axis `{name}` is mapped by the fields at offsets {} and {}",
+                    first.offset,
+                    f.offset
+                ));
+            }
             if !f.scale.is_finite() || f.scale == 0.0 {
                 return Err(format!(
                     "expected `scale` to be a finite non-zero number, found {}",
@@ -444,7 +468,7 @@ struct RawProfile {
     matching: MatchRule,
     device: Spanned<DeviceSection>,
     control: Spanned<ControlSection>,
-    input: Vec<InputReport>,
+    input: Vec<Spanned<InputReport>>,
     output: Option<Spanned<OutputReport>>,
     #[serde(default)]
     safety: Option<Spanned<SafetySettings>>,
@@ -526,7 +550,32 @@ impl Profile {
         if raw.input.is_empty() {
             return Err(err(None, "expected at least one [[input]] report".into()));
         }
-        let mut ids: Vec<u8> = raw.input.iter().map(|r| r.report_id).collect();
+        let input_spans: Vec<std::ops::Range<usize>> = raw.input.iter().map(|r| r.span()).collect();
+        let inputs: Vec<InputReport> = raw.input.into_iter().map(|r| r.into_inner()).collect();
+        // One axis mapped in two reports (within one report, the report itself says so).
+        for (j, report) in inputs.iter().enumerate() {
+            for f in report
+                .fields
+                .iter()
+                .filter(|f| f.axis != InputAxis::Buttons)
+            {
+                if let Some(first) = inputs[..j]
+                    .iter()
+                    .find(|r| r.fields.iter().any(|g| g.axis == f.axis))
+                {
+                    return Err(err(
+                        Some(input_spans[j].clone()),
+                        format!(
+                            "expected each axis mapped once, axis `{}` is mapped by the [[input]] reports with ids {} and {}",
+                            input_axis_name(f.axis),
+                            first.report_id,
+                            report.report_id
+                        ),
+                    ));
+                }
+            }
+        }
+        let mut ids: Vec<u8> = inputs.iter().map(|r| r.report_id).collect();
         ids.sort_unstable();
         if ids.windows(2).any(|w| w[0] == w[1]) || (ids.len() > 1 && ids[0] == 0) {
             return Err(err(
@@ -535,8 +584,7 @@ impl Profile {
                     .into(),
             ));
         }
-        let axes: Vec<InputAxis> = raw
-            .input
+        let axes: Vec<InputAxis> = inputs
             .iter()
             .flat_map(|r| r.fields.iter().map(|f| f.axis))
             .collect();
@@ -600,7 +648,7 @@ impl Profile {
                 workspace,
             },
             mode,
-            inputs: raw.input,
+            inputs,
             output,
             safety,
         })
@@ -817,6 +865,63 @@ mod tests {
         );
         let e = parse(&text).unwrap_err();
         assert_eq!(e.line, Some(line_of(&text, "[device]")), "{e}");
+    }
+
+    #[test]
+    fn an_axis_mapped_twice_is_an_error_at_its_report() {
+        // Twice in one input report.
+        let text = generic().replacen(
+            "{ axis = \"y\", offset = 5,",
+            "{ axis = \"x\", offset = 5,",
+            1,
+        );
+        assert_ne!(text, generic());
+        let e = parse(&text).unwrap_err();
+        assert!(
+            e.message
+                .contains("axis `x` is mapped by the fields at offsets 1 and 5"),
+            "{e}"
+        );
+        let l = e.line.unwrap();
+        assert!(
+            l >= line_of(&text, "[[input]]") && l < line_of(&text, "[output]"),
+            "{e}"
+        );
+        // Twice in the output report.
+        let text = generic().replacen(
+            "{ axis = \"fy\", offset = 3,",
+            "{ axis = \"fx\", offset = 3,",
+            1,
+        );
+        assert_ne!(text, generic());
+        let e = parse(&text).unwrap_err();
+        assert!(
+            e.message
+                .contains("axis `fx` is mapped by the fields at offsets 1 and 3"),
+            "{e}"
+        );
+        assert!(e.line.unwrap() >= line_of(&text, "[output]"), "{e}");
+        // In two input reports of a split device.
+        let split = include_str!("../../profiles/spacemouse-split.toml");
+        let text = split.replacen(
+            "{ axis = \"rx\", offset = 1,",
+            "{ axis = \"x\", offset = 1,",
+            1,
+        );
+        assert_ne!(text, split);
+        let e = parse(&text).unwrap_err();
+        assert!(
+            e.message
+                .contains("axis `x` is mapped by the [[input]] reports"),
+            "{e}"
+        );
+        let l = e.line.unwrap();
+        let second_report = text[..text.find("axis = \"rz\"").unwrap()]
+            .rfind("[[input]]")
+            .unwrap();
+        assert!(l >= line_column(&text, second_report).0, "{e}");
+        // Several buttons fields stay allowed (split bit ranges).
+        parse(split).unwrap();
     }
 
     #[test]
