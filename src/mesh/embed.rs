@@ -430,7 +430,10 @@ impl ElementGrid {
                 }
             }
         }
-        best.expect("a mesh with elements has an element in some cell")
+        // `embed` refuses empty meshes and non-finite points, so some element was seen;
+        // should that ever fail, the point is reported infinitely far from element 0
+        // (an "outside" error downstream) rather than a panic.
+        best.unwrap_or_else(|| far(0))
     }
 }
 
