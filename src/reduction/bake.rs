@@ -263,7 +263,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, BakeError> {
     let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
     let m: Manifest = toml::from_str(&text).map_err(|e| BakeError::Manifest {
         path: path.clone(),
-        message: e.to_string(),
+        message: manifest_syntax_message(&text, &e),
     })?;
     if m.format_version != FORMAT_VERSION {
         return Err(BakeError::Manifest {
@@ -275,6 +275,21 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, BakeError> {
         });
     }
     Ok(m)
+}
+
+/// A manifest parse error as "line L, column C: what", without the offending line
+/// itself (toml's own message quotes it, and a damaged manifest may hold a line of
+/// hundreds of kilobytes).
+fn manifest_syntax_message(text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(span) => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            format!("line {line}, column {column}: {}", e.message().trim())
+        }
+        None => e.message().trim().to_string(),
+    }
 }
 
 /// Max |U^T M U - I|.
@@ -929,6 +944,28 @@ pub fn load_baked(dir: &Path) -> Result<BakedModel, BakeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broken_manifest_line_is_named_not_echoed() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(400_000);
+        std::fs::write(
+            dir.path().join("manifest.toml"),
+            format!("format_version = 1\nr = {long}\n"),
+        )
+        .unwrap();
+        let e = read_manifest(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.len() < 1000,
+            "{} bytes: {}",
+            e.len(),
+            &e[..200.min(e.len())]
+        );
+        assert!(
+            e.contains("manifest.toml") && e.contains("line 2, column 5"),
+            "{e}"
+        );
+    }
 
     type Hook = Box<dyn FnOnce(&Path)>;
 
