@@ -70,8 +70,12 @@ impl Workspace {
         device: &Isometry3<f64>,
         clutch: bool,
     ) -> Option<Isometry3<f64>> {
+        // A rotation whose squared norm overflows (a quaternion coordinate of 1e308) is no
+        // rotation at all, even if each coordinate is finite.
         let in_range = |p: &Isometry3<f64>| {
-            super::pose_is_finite(p) && p.translation.vector.amax() <= MAX_COORDINATE
+            super::pose_is_finite(p)
+                && p.rotation.coords.norm_squared().is_finite()
+                && p.translation.vector.amax() <= MAX_COORDINATE
         };
         if !in_range(&self.scaled(device)) {
             return None;

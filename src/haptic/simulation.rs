@@ -174,14 +174,7 @@ impl HapticSimulation {
     /// was none). Bounded time on any input.
     pub fn cycle(&mut self, device: &Isometry3<f64>, clutch: bool) -> CycleReport {
         self.cycle += 1;
-        // A rotation whose squared norm overflows (a quaternion coordinate of 1e308) is no
-        // rotation at all, even if each coordinate is finite.
-        let usable = pose_is_finite(device) && device.rotation.coords.norm_squared().is_finite();
-        let mapped = if usable {
-            self.workspace.try_manipulandum(device, clutch)
-        } else {
-            None
-        };
+        let mapped = self.workspace.try_manipulandum(device, clutch);
         if mapped.is_some() {
             self.last_manipulandum = mapped;
         }

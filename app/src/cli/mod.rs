@@ -151,6 +151,18 @@ fn parse_param(s: &str) -> Result<(haptics::scene::Param, f64), String> {
     haptics::scene::Param::parse_assignment(s).map_err(|e| e.to_string())
 }
 
+/// Parses a finite number (for flags whose value must be one); the error quotes it.
+pub fn parse_finite(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if !v.is_finite() {
+        return Err(format!("'{s}' is not finite"));
+    }
+    Ok(v)
+}
+
 /// Parses "x,y,z" into a vector.
 pub fn parse_vec3(s: &str) -> Result<nalgebra::Vector3<f64>, String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
@@ -161,12 +173,7 @@ pub fn parse_vec3(s: &str) -> Result<nalgebra::Vector3<f64>, String> {
     }
     let mut v = [0.0; 3];
     for (i, p) in parts.iter().enumerate() {
-        v[i] = p
-            .parse::<f64>()
-            .map_err(|_| format!("'{p}' is not a number"))?;
-        if !v[i].is_finite() {
-            return Err(format!("'{p}' is not finite"));
-        }
+        v[i] = parse_finite(p)?;
     }
     Ok(nalgebra::Vector3::new(v[0], v[1], v[2]))
 }

@@ -55,13 +55,7 @@ pub struct ReplayArgs {
 /// Parses `--tol`: a finite number >= 0 (NaN would accept every difference, since no
 /// comparison with NaN is true).
 pub fn parse_tolerance(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number"))?;
-    if !v.is_finite() {
-        return Err(format!("'{s}' is not finite: give a tolerance >= 0"));
-    }
+    let v = super::parse_finite(s).map_err(|e| format!("{e}: give a tolerance >= 0"))?;
     if v < 0.0 {
         return Err(format!("'{s}' is negative: give a tolerance >= 0"));
     }

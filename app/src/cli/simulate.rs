@@ -67,17 +67,6 @@ pub const MAX_STEPS: usize = 100_000_000;
 /// The most `--newton-iterations` accepted.
 pub const MAX_NEWTON_ITERATIONS: usize = 100;
 
-fn parse_f64(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number"))?;
-    if !v.is_finite() {
-        return Err(format!("'{s}' is not finite"));
-    }
-    Ok(v)
-}
-
 fn parse_count(s: &str, what: &str, min: usize, max: usize) -> Result<usize, String> {
     let v: usize = s
         .trim()
@@ -91,7 +80,7 @@ fn parse_count(s: &str, what: &str, min: usize, max: usize) -> Result<usize, Str
 
 /// Parses `--dt`: seconds, finite, > 0 and at most [`MAX_DT_S`].
 pub fn parse_dt(s: &str) -> Result<f64, String> {
-    let v = parse_f64(s)?;
+    let v = super::parse_finite(s)?;
     if v <= 0.0 {
         return Err(format!("the time step must be > 0 s, got {}", s.trim()));
     }
@@ -113,7 +102,7 @@ pub fn parse_steps(s: &str) -> Result<usize, String> {
 /// Parses `--damping-mass` and `--damping-stiffness`: finite, >= 0 (negative damping
 /// adds energy and makes the simulation blow up).
 pub fn parse_damping(s: &str) -> Result<f64, String> {
-    let v = parse_f64(s)?;
+    let v = super::parse_finite(s)?;
     if v < 0.0 {
         return Err(format!(
             "damping must be >= 0 (negative damping adds energy), got {}",
