@@ -208,6 +208,10 @@ pub enum DeviceError {
     /// The device sent bytes that do not fit its profile.
     #[error("protocol error in report {report_id}: {detail}")]
     Protocol { report_id: u8, detail: String },
+    /// The device reported a pose or time that is not a finite number (refused by the
+    /// safety layer; no allocation, so the haptic cycle can return it).
+    #[error("the device reported a non-finite pose or time")]
+    NonFiniteSample,
     /// No connected device matches the request.
     #[error("no device found: {0}")]
     NotFound(String),

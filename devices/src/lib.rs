@@ -13,6 +13,9 @@
 //!   pulled toward a scripted, recorded or live target, with encoder quantization, one
 //!   sample of output latency and servo jitter from a seeded RNG);
 //! - [`hid`]: a hidapi backend driven by profile files (`devices/profiles/*.toml`);
+//! - [`chaos`]: [`ChaosDevice`], an adversarial wrapper that injects the faults of failing
+//!   hardware (non-finite and absurd readings, teleports, clock glitches, stalls,
+//!   disconnects, write errors, button chatter) for soak tests;
 //! - [`trajectory`]: the CSV trajectory format (writer, reader with typed errors) and
 //!   [`ReplayDevice`], which plays a recording back sample by sample.
 //!
@@ -20,6 +23,7 @@
 //! simulation, and the simulation must not grow hidden dependencies on one device. The
 //! dependency points one way: the renderer depends on this crate, never the reverse.
 
+pub mod chaos;
 pub mod device;
 pub mod hid;
 pub mod rng;
@@ -28,8 +32,11 @@ pub mod simulated;
 pub mod tap;
 pub mod trajectory;
 
+pub use chaos::{ChaosConfig, ChaosDevice, ChaosStats, Fault};
 pub use device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
-pub use safety::{EventLog, EventRecord, SafeDevice, SafetyEvent, SafetySettings, StallWatchdog};
+pub use safety::{
+    EventLog, EventRecord, OutputState, SafeDevice, SafetyEvent, SafetySettings, StallWatchdog,
+};
 pub use simulated::{HandParams, HandTarget, SimConfig, SimulatedDevice, TargetSource};
 pub use tap::{TapControl, TapDevice};
 pub use trajectory::{ReplayDevice, TrajectoryError, TrajectorySample};

@@ -447,8 +447,9 @@ pub struct SafeDevice<D: Device> {
     max_force: f64,
     max_torque: f64,
     state: OutputState,
-    /// Timestamp of the latest good sample (the layer's clock).
+    /// The layer's clock at the latest good sample (see [`LayerClock`]).
     now_s: f64,
+    clock: LayerClock,
     prev_sample: Option<DeviceSample>,
     /// Sample time current at the latest write (None: nothing written since (re)arming).
     last_write_s: Option<f64>,
@@ -488,6 +489,7 @@ impl<D: Device> SafeDevice<D> {
             max_torque,
             state,
             now_s: f64::NAN,
+            clock: LayerClock::default(),
             prev_sample: None,
             last_write_s: None,
             brake: false,
@@ -641,9 +643,9 @@ impl<D: Device> SafeDevice<D> {
         }
     }
 
-    /// Speed check between two samples; true when over a limit.
-    fn over_speed(&self, prev: &DeviceSample, s: &DeviceSample) -> bool {
-        let dt = s.time_s - prev.time_s;
+    /// Speed check between two samples `dt` apart on the layer's clock; true when over a
+    /// limit.
+    fn over_speed(&self, prev: &DeviceSample, s: &DeviceSample, dt: f64) -> bool {
         if dt <= 0.0 || !dt.is_finite() {
             return false;
         }
@@ -734,6 +736,52 @@ impl<D: Device> SafeDevice<D> {
     }
 }
 
+/// The longest step the layer's clock takes between two samples, s: a device clock that
+/// jumps further ahead counts as this long a gap (a stall, so output re-arms through the
+/// gate and the ramp), never as years that a ramp or a watchdog would wait out.
+pub const MAX_CLOCK_STEP_S: f64 = 1.0;
+
+/// The safety layer's clock, driven by the device's sample times but robust to a faulty
+/// device clock. While the device time only moves forward by at most
+/// [`MAX_CLOCK_STEP_S`] per sample, the layer's time *is* the device time (bit for bit,
+/// so well-behaved runs are unaffected). A step backwards counts as zero and a step
+/// further ahead counts as [`MAX_CLOCK_STEP_S`]; from then on the clock runs on from that
+/// point by the device's later steps. So a device clock that jumps to 1e300 s and back can
+/// neither freeze a ramp forever nor make the stall watchdog wait for it to come back.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LayerClock {
+    /// The latest device time, if any.
+    last_device_s: Option<f64>,
+    /// After a glitch: (layer time, device time) at the latest glitch.
+    base: Option<(f64, f64)>,
+    /// The latest layer time.
+    now_s: f64,
+}
+
+impl LayerClock {
+    /// Advances to a (finite) device time; returns the layer time.
+    pub fn advance(&mut self, device_s: f64) -> f64 {
+        let Some(last) = self.last_device_s else {
+            self.last_device_s = Some(device_s);
+            self.now_s = device_s;
+            return device_s;
+        };
+        let step = device_s - last;
+        if !(0.0..=MAX_CLOCK_STEP_S).contains(&step) {
+            let clamped = step.clamp(0.0, MAX_CLOCK_STEP_S);
+            self.base = Some((self.now_s + clamped, device_s));
+        }
+        self.last_device_s = Some(device_s);
+        // Never backwards, even by rounding after a re-base.
+        let now = match self.base {
+            None => device_s,
+            Some((layer, device)) => layer + (device_s - device),
+        };
+        self.now_s = now.max(self.now_s);
+        self.now_s
+    }
+}
+
 /// Scales `v` down to magnitude `max` (keeping its direction); returns whether it did.
 /// A non-positive `max` gives zero.
 pub fn clamp_magnitude(v: Vector3<f64>, max: f64) -> (Vector3<f64>, bool) {
@@ -783,18 +831,19 @@ impl<D: Device> Device for SafeDevice<D> {
         if !finite {
             self.zero_now();
             self.disarm();
-            return Err(DeviceError::Protocol {
-                report_id: 0,
-                detail: "the device reported a non-finite pose or time".to_string(),
-            });
+            return Err(DeviceError::NonFiniteSample);
         }
-        self.now_s = s.time_s;
-        self.check_stall(s.time_s);
+        let prev_now = self.now_s;
+        self.now_s = self.clock.advance(s.time_s);
+        self.check_stall(self.now_s);
 
         // Velocity limit: cut at once, release when slow again (then gate and ramp).
-        let fast = self.prev_sample.is_some_and(|p| self.over_speed(&p, &s));
+        let dt = self.now_s - prev_now;
+        let fast = self
+            .prev_sample
+            .is_some_and(|p| self.over_speed(&p, &s, dt));
         self.events
-            .condition(s.time_s, SafetyEvent::VelocityLimit, fast);
+            .condition(self.now_s, SafetyEvent::VelocityLimit, fast);
         if fast && !self.brake {
             self.zero_now();
             self.disarm();
@@ -807,13 +856,13 @@ impl<D: Device> Device for SafeDevice<D> {
             match (pressed, self.state) {
                 (false, OutputState::Disabled) => {}
                 (false, _) => {
-                    self.events.record(s.time_s, SafetyEvent::DeadmanReleased);
+                    self.events.record(self.now_s, SafetyEvent::DeadmanReleased);
                     self.zero_now();
                     self.disarm();
                     self.state = OutputState::Disabled;
                 }
                 (true, OutputState::Disabled) => {
-                    self.events.record(s.time_s, SafetyEvent::Enabled);
+                    self.events.record(self.now_s, SafetyEvent::Enabled);
                     self.state = OutputState::WaitSmall;
                 }
                 (true, _) => {}
@@ -1229,9 +1278,48 @@ mod tests {
         let mut d = SafeDevice::new(Mock::new(), no_ramp()).unwrap();
         cycle(&mut d, fx(0.1));
         d.inner_mut().pose.position.y = f64::NAN;
-        assert!(matches!(d.read(), Err(DeviceError::Protocol { .. })));
+        assert!(matches!(d.read(), Err(DeviceError::NonFiniteSample)));
         assert_eq!(d.inner().writes.last(), Some(&Wrench::zero()));
         assert_eq!(d.events().count(SafetyEvent::NonFinitePose), 1);
+    }
+
+    #[test]
+    fn the_layer_clock_follows_a_good_device_clock_exactly_and_survives_a_bad_one() {
+        let mut c = LayerClock::default();
+        for t in [5.0, 5.001, 5.0015, 5.9] {
+            assert_eq!(c.advance(t), t);
+        }
+        // Backwards counts as zero, then the clock runs on by the device's steps.
+        assert_eq!(c.advance(1.0), 5.9);
+        assert!((c.advance(1.25) - 6.15).abs() < 1e-12);
+        // A jump far ahead counts as MAX_CLOCK_STEP_S; the way back as zero.
+        let before = c.advance(1.25);
+        assert!((c.advance(1e300) - (before + MAX_CLOCK_STEP_S)).abs() < 1e-12);
+        let after = c.advance(1.5);
+        assert!((after - (before + MAX_CLOCK_STEP_S)).abs() < 1e-12);
+        assert!((c.advance(1.6) - (after + 0.1)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_device_clock_that_jumps_ahead_and_back_stalls_then_recovers() {
+        let mut d = SafeDevice::new(Mock::new(), SafetySettings::default()).unwrap();
+        for _ in 0..600 {
+            cycle(&mut d, fx(0.2));
+        }
+        assert_eq!(d.state(), OutputState::Active);
+        // The device clock leaps to 1e300 s: a stall (zero at once), then back to normal
+        // times: the ramp restarts from the layer's clock, not from 1e300 s.
+        let t = d.inner().t;
+        d.inner_mut().t = 1e300;
+        assert_eq!(cycle(&mut d, fx(0.2)).force.x, 0.0);
+        d.inner_mut().t = t;
+        let mut out = 0.0;
+        for _ in 0..700 {
+            out = cycle(&mut d, fx(0.2)).force.x;
+        }
+        assert_eq!(out, 0.2, "output must recover after the ramp");
+        assert_eq!(d.state(), OutputState::Active);
+        assert!(d.events().count(SafetyEvent::Stall) >= 1);
     }
 
     #[test]

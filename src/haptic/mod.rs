@@ -10,5 +10,7 @@ pub mod timing;
 
 pub use scheduler::PeriodicScheduler;
 pub use simulation::{CycleReport, HapticSimulation};
-pub use thread::{Command, ContactSample, HapticThread, Snapshot, SNAPSHOT_CONTACTS};
+pub use thread::{
+    haptic_cycle, Command, ContactSample, CycleOutcome, HapticThread, Snapshot, SNAPSHOT_CONTACTS,
+};
 pub use timing::{CycleStats, TimingSummary};

@@ -178,25 +178,10 @@ impl HapticThread {
                 let start = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {
                     scheduler.wait();
-                    let t0 = Instant::now();
-                    apply_commands(&mut sim, &rx);
-                    let report = match device.read() {
-                        Ok(s) => Some(sim.device_cycle(&s.pose, s.buttons)),
-                        Err(_) => None,
-                    };
-                    let on_time = t0.elapsed() <= period;
-                    let wrench = match &report {
-                        Some(r) if on_time && !r.fault => Wrench {
-                            force: r.force,
-                            torque: r.torque,
-                        },
-                        _ => {
-                            zero_force += 1;
-                            Wrench::zero()
-                        }
-                    };
-                    let _ = device.write(&wrench);
-                    let ns = t0.elapsed().as_nanos() as u64;
+                    let outcome = haptic_cycle(&mut sim, &mut *device, &rx, period);
+                    zero_force += u64::from(outcome.zero_forced);
+                    let report = outcome.report;
+                    let ns = outcome.elapsed.as_nanos() as u64;
                     stats.record(ns);
                     let snap = input.input_buffer_mut();
                     snap.cycle = sim.cycle;
@@ -277,6 +262,60 @@ fn request_realtime_priority() -> bool {
     #[cfg(not(unix))]
     {
         thread_priority::set_current_thread_priority(ThreadPriority::Crossplatform(value)).is_ok()
+    }
+}
+
+/// What one haptic cycle did.
+#[derive(Debug, Clone, Copy)]
+pub struct CycleOutcome {
+    /// The simulation's report (none when the device read failed).
+    pub report: Option<CycleReport>,
+    /// The wrench written to the device.
+    pub wrench: Wrench,
+    /// Whether zero force was written instead of the report's (failed read, faulted or
+    /// late cycle).
+    pub zero_forced: bool,
+    /// Whether the device refused the write.
+    pub write_failed: bool,
+    /// The cycle's duration, commands to write.
+    pub elapsed: Duration,
+}
+
+/// One cycle of the haptic thread: drain the commands (non-blocking), read the device,
+/// run the simulation's cycle, write the wrench. Zero force is written when the read
+/// failed, the cycle faulted (a non-finite or absurd pose), or the cycle took longer than
+/// `period` (a late force is a wrong force). The thread's loop runs exactly this; soak
+/// tests drive it directly, without the scheduler's sleeps.
+pub fn haptic_cycle(
+    sim: &mut HapticSimulation,
+    device: &mut dyn Device,
+    commands: &Receiver<Command>,
+    period: Duration,
+) -> CycleOutcome {
+    let t0 = Instant::now();
+    apply_commands(sim, commands);
+    let report = match device.read() {
+        Ok(s) => Some(sim.device_cycle(&s.pose, s.buttons)),
+        Err(_) => None,
+    };
+    let on_time = t0.elapsed() <= period;
+    let (wrench, zero_forced) = match &report {
+        Some(r) if on_time && !r.fault => (
+            Wrench {
+                force: r.force,
+                torque: r.torque,
+            },
+            false,
+        ),
+        _ => (Wrench::zero(), true),
+    };
+    let write_failed = device.write(&wrench).is_err();
+    CycleOutcome {
+        report,
+        wrench,
+        zero_forced,
+        write_failed,
+        elapsed: t0.elapsed(),
     }
 }
 
