@@ -124,3 +124,183 @@ fn replay_with_a_1e308_coordinate_finishes_and_flags_the_row() {
         log.rows[rows - 1][sy]
     );
 }
+
+/// `haptics ARGS` started in the repository root, quiet.
+fn spawn_haptics(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_haptics"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run haptics")
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Kills `args` (a command writing an output) at many moments of its run, from early
+/// in the computation to the last milliseconds of the write, and checks after each kill
+/// that the output is either absent or whole (`valid`), never half-written. A final run
+/// to completion must succeed and leave only the output in its directory: the
+/// temporaries of the killed runs are swept. Returns the number of kills.
+fn kill_at_every_moment(
+    args: &[&str],
+    dir: &std::path::Path,
+    output: &str,
+    valid: &dyn Fn(&std::path::Path) -> bool,
+) -> usize {
+    let full = {
+        let start = Instant::now();
+        let status = spawn_haptics(args).wait().unwrap();
+        assert!(status.success(), "haptics {}", args.join(" "));
+        start.elapsed()
+    };
+    std::fs::remove_dir_all(dir.join(output))
+        .or_else(|_| std::fs::remove_file(dir.join(output)))
+        .unwrap();
+    let mut kills = 0;
+    for fraction in [
+        0.05, 0.2, 0.4, 0.6, 0.75, 0.85, 0.9, 0.93, 0.96, 0.98, 0.99, 1.0,
+    ] {
+        let mut child = spawn_haptics(args);
+        std::thread::sleep(full.mul_f64(fraction));
+        let _ = child.kill();
+        let _ = child.wait();
+        kills += 1;
+        let out = dir.join(output);
+        if out.exists() {
+            assert!(
+                valid(&out),
+                "killed at {fraction} of the run: a corrupt {output}"
+            );
+        }
+    }
+    let status = spawn_haptics(args).wait().unwrap();
+    assert!(status.success());
+    assert!(valid(&dir.join(output)));
+    assert_eq!(
+        listing(dir),
+        vec![output.to_string()],
+        "leftovers after the kills"
+    );
+    kills
+}
+
+#[test]
+fn an_sdf_killed_mid_run_never_leaves_a_corrupt_or_stale_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam.dist");
+    let args = [
+        "sdf",
+        "assets/models/beam3/beam3.obj",
+        "-r",
+        "160",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let valid = |p: &std::path::Path| haptics::geometry::dist::read_dist(p).is_ok();
+    let kills = kill_at_every_moment(&args, dir.path(), "beam.dist", &valid);
+    eprintln!("{kills} kills of haptics sdf");
+}
+
+#[test]
+fn a_bake_killed_mid_run_never_leaves_a_corrupt_or_stale_bake() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam");
+    let args = [
+        "bake",
+        "assets/models/beam3/beam3.veg",
+        "--fixed",
+        "assets/models/beam3/beam3.bou",
+        "--linear-modes",
+        "12",
+        "--basis",
+        "20",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let valid = |p: &std::path::Path| haptics::reduction::bake::load_baked(p).is_ok();
+    let kills = kill_at_every_moment(&args, dir.path(), "beam", &valid);
+    eprintln!("{kills} kills of haptics bake");
+}
+
+#[test]
+fn concurrent_sdf_writers_leave_one_whole_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam.dist");
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            spawn_haptics(&[
+                "sdf",
+                "assets/models/beam3/beam3.obj",
+                "-r",
+                ["48", "64", "80", "96"][i],
+                "--out",
+                out.to_str().unwrap(),
+            ])
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    // One of the four fields, whole.
+    let field = haptics::geometry::dist::read_dist(&out).unwrap();
+    assert!(
+        [48, 64, 80, 96].contains(&field.cells[0]),
+        "{:?}",
+        field.cells
+    );
+    assert_eq!(listing(dir.path()), vec!["beam.dist".to_string()]);
+}
+
+#[test]
+fn a_full_disk_or_read_only_directory_is_reported_with_the_file_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam.dist");
+    for (fault, reason) in [
+        ("nospace:4096", "No space left on device"),
+        ("readonly", "Read-only file system"),
+        ("rename", "Input/output error"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_haptics"))
+            .args([
+                "sdf",
+                "assets/models/beam3/beam3.obj",
+                "-r",
+                "32",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .current_dir(root())
+            .env("HAPTICS_INJECT_FAULT", fault)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{fault}");
+        assert!(
+            err.contains(reason) && err.contains("beam.dist"),
+            "{fault}: {err}"
+        );
+        assert!(
+            listing(dir.path()).is_empty(),
+            "{fault}: {:?}",
+            listing(dir.path())
+        );
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_haptics"))
+        .args(["sdf", "assets/models/beam3/beam3.obj", "--out", "x.dist"])
+        .env("HAPTICS_INJECT_FAULT", "full")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("HAPTICS_INJECT_FAULT"));
+}

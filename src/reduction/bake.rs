@@ -29,6 +29,7 @@ use super::polynomial::CubicPolynomial;
 use super::precompute::{reduced_polynomial, MaterialGroupPolynomials, PrecomputeError};
 use super::vega::{read_cub, read_matrix, write_cub, write_matrix, Precision, VegaError};
 use crate::fem::{BlockSparseMatrix, FemError, FemModel, MassKind, MaterialLaw};
+use crate::io::fault;
 use crate::io::{file_sha256, temp_sibling};
 use crate::mesh::voxelize::{voxelize, VoxelizeError, VoxelizeOptions};
 use crate::mesh::{read_bou, read_interp, read_surface, read_volume, MeshError, VolumeMesh};
@@ -261,9 +262,15 @@ fn input_hashes(input: &BakeInput) -> Result<Vec<HashedFile>, BakeError> {
 pub fn read_manifest(dir: &Path) -> Result<Manifest, BakeError> {
     let path = dir.join("manifest.toml");
     let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
-    let m: Manifest = toml::from_str(&text).map_err(|e| BakeError::Manifest {
+    parse_manifest(&text, &path)
+}
+
+/// Parses and checks the text of a manifest (`path` names it in errors).
+pub fn parse_manifest(text: &str, path: &Path) -> Result<Manifest, BakeError> {
+    let path = path.to_path_buf();
+    let m: Manifest = toml::from_str(text).map_err(|e| BakeError::Manifest {
         path: path.clone(),
-        message: manifest_syntax_message(&text, &e),
+        message: manifest_syntax_message(text, &e),
     })?;
     if m.format_version != FORMAT_VERSION {
         return Err(BakeError::Manifest {
@@ -686,16 +693,15 @@ fn in_staging_dir<T>(
     work: impl FnOnce(&Path) -> Result<T, BakeError>,
 ) -> Result<T, BakeError> {
     check_replaceable(out)?;
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+    let parent = crate::io::parent_dir(out);
+    fault::create_dir_all(parent).map_err(io_err(parent))?;
+    // Bakes killed mid-way left their staging directories here: remove them.
+    crate::io::sweep_stale(parent);
     let staging = temp_sibling(out, "partial");
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(io_err(&staging))?;
     }
-    std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
+    fault::create_dir_all(&staging).map_err(io_err(&staging))?;
     let result = work(&staging).and_then(|value| {
         swap_into_place(&staging, out)?;
         Ok(value)
@@ -748,7 +754,7 @@ fn check_replaceable(out: &Path) -> Result<(), BakeError> {
 fn swap_into_place(staging: &Path, out: &Path) -> Result<(), BakeError> {
     check_replaceable(out)?;
     let old = temp_sibling(out, "old");
-    let moved_aside = match std::fs::rename(out, &old) {
+    let moved_aside = match fault::rename(out, &old) {
         Ok(()) => true,
         // Nothing there (or a concurrent bake just moved it aside itself).
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
@@ -758,7 +764,7 @@ fn swap_into_place(staging: &Path, out: &Path) -> Result<(), BakeError> {
     if let Some(hook) = tests::BETWEEN_RENAMES.with(|h| h.borrow_mut().take()) {
         hook(out);
     }
-    if let Err(e) = std::fs::rename(staging, out) {
+    if let Err(e) = fault::rename(staging, out) {
         let replaced = out.exists();
         if moved_aside && std::fs::rename(&old, out).is_err() {
             // `out` is taken by another bake: the older one we moved aside is obsolete.
@@ -887,7 +893,7 @@ fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), BakeError> {
         path: path.clone(),
         message: e.to_string(),
     })?;
-    std::fs::write(&path, text).map_err(io_err(dir))
+    crate::io::write_bytes_atomic(&path, text.as_bytes()).map_err(io_err(&path))
 }
 
 /// A baked reduced model.

@@ -122,7 +122,7 @@ fn commit_inner(temp: &Path, artifact: &Path) -> Result<(), SceneError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(err(&sum_path, e)),
     }
-    std::fs::rename(temp, artifact).map_err(|e| err(artifact, e))?;
+    crate::io::fault::rename(temp, artifact).map_err(|e| err(artifact, e))?;
     write_bytes_atomic(&sum_path, format!("{sum}\n").as_bytes()).map_err(|e| err(&sum_path, e))
 }
 

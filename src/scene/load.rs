@@ -62,10 +62,12 @@ pub fn load_scene_with_report(
     progress: &dyn Progress,
 ) -> Result<(Scene, LoadReport), SceneError> {
     let file = parse_scene(path)?;
-    std::fs::create_dir_all(cache).map_err(|e| SceneError::Cache {
+    crate::io::fault::create_dir_all(cache).map_err(|e| SceneError::Cache {
         path: cache.to_path_buf(),
         message: format!("cannot create the cache directory: {e}"),
     })?;
+    // Loads killed while writing an artifact left temporaries here: remove them.
+    crate::io::sweep_stale(cache);
     let loader = Loader {
         file: &file,
         cache: cache.to_path_buf(),

@@ -2,7 +2,6 @@
 //! the device trajectory, and replay a trajectory headless and deterministically into a
 //! haptic log, optionally compared against a golden log (regression tests) and plotted.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -274,12 +273,16 @@ fn record_loop(
     }
     device.write(&Wrench::zero())?;
     bar.finish_and_clear();
-    let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
-    let mut w = TrajectoryWriter::new(std::io::BufWriter::new(file), true)?;
-    for (s, f) in &samples {
-        w.write(s, Some(f))?;
-    }
-    w.finish()?.flush()?;
+    // Whole or not at all: a full disk or a kill never leaves half a recording.
+    haptics::io::write_atomic(out, |file| {
+        let mut w = TrajectoryWriter::new(file, true)?;
+        for (s, f) in &samples {
+            w.write(s, Some(f))?;
+        }
+        w.finish()?;
+        Ok(())
+    })
+    .with_context(|| format!("writing {}", out.display()))?;
     println!(
         "recorded {} samples ({:.2} s) in {:.2} s -> {}",
         samples.len(),
