@@ -71,6 +71,7 @@ pub mod contact;
 pub mod coupling;
 pub mod dynamics;
 pub mod fem;
+pub mod formats;
 pub mod geometry;
 pub mod haptic;
 pub mod io;

@@ -173,8 +173,16 @@ fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), VegaError> {
 
 /// Reads a Vega matrixIO file (`.U` as f64; `.float` files as f32).
 pub fn read_matrix(path: &Path, precision: Precision) -> Result<DMatrix<f64>, VegaError> {
-    let bytes = read_bytes(path)?;
-    let mut r = Reader::new(path, &bytes);
+    parse_matrix(&read_bytes(path)?, path, precision)
+}
+
+/// Parses the bytes of a Vega matrixIO file (`path` names it in errors).
+pub fn parse_matrix(
+    bytes: &[u8],
+    path: &Path,
+    precision: Precision,
+) -> Result<DMatrix<f64>, VegaError> {
+    let mut r = Reader::new(path, bytes);
     let rows = r.dim("row count")?;
     let cols = r.dim("column count")?;
     let data = r.values(rows.saturating_mul(cols), precision, "matrix entries")?;
@@ -198,9 +206,24 @@ pub fn write_matrix(path: &Path, m: &DMatrix<f64>, precision: Precision) -> Resu
 
 /// Reads a Vega `.cub` file.
 pub fn read_cub(path: &Path) -> Result<CubicPolynomial, VegaError> {
-    let bytes = read_bytes(path)?;
-    let mut rd = Reader::new(path, &bytes);
+    parse_cub(&read_bytes(path)?, path)
+}
+
+/// Parses the bytes of a Vega `.cub` file (`path` names it in errors).
+pub fn parse_cub(bytes: &[u8], path: &Path) -> Result<CubicPolynomial, VegaError> {
+    let mut rd = Reader::new(path, bytes);
     let r = rd.dim("r")?;
+    // Before any size arithmetic (r(r+1)(r+2) overflows for large r): the coefficients
+    // of r take 8 r (r + r(r+1)/2 + r(r+1)(r+2)/6) bytes, which the file must hold.
+    let needed = cub_coefficient_bytes(r);
+    let available = rd.bytes.remaining().saturating_sub(12) as u128;
+    if needed > available {
+        return Err(rd.format(
+            0,
+            format!("{needed} bytes of coefficients for r = {r}"),
+            format!("{available} bytes"),
+        ));
+    }
     for (what, expected) in [
         ("r (repeated)", r),
         ("r(r+1)/2", num_quadratic(r)),
@@ -228,6 +251,13 @@ pub fn read_cub(path: &Path) -> Result<CubicPolynomial, VegaError> {
     })
 }
 
+/// The size of the coefficients of a `.cub` file of basis size `r`, in bytes (exact,
+/// without overflow for any `r` up to `i32::MAX`).
+fn cub_coefficient_bytes(r: usize) -> u128 {
+    let r = r as u128;
+    8 * r * (r + r * (r + 1) / 2 + r * (r + 1) * (r + 2) / 6)
+}
+
 /// Writes a Vega `.cub` file.
 pub fn write_cub(path: &Path, cub: &CubicPolynomial) -> Result<(), VegaError> {
     let r = cub.r;
@@ -244,6 +274,22 @@ pub fn write_cub(path: &Path, cub: &CubicPolynomial) -> Result<(), VegaError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_r_is_an_error_not_an_overflow() {
+        for r in [i32::MAX, 1 << 20, 3] {
+            let mut bytes = Vec::new();
+            for v in [r, r, 0, 0] {
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+            let e = parse_cub(&bytes, Path::new("big.cub")).unwrap_err();
+            let (offset, expected, found) = format_error(e);
+            assert_eq!(offset, 0);
+            assert!(expected.contains(&format!("for r = {r}")), "{expected}");
+            assert_eq!(found, "0 bytes");
+        }
+        assert_eq!(cub_coefficient_bytes(2), 8 * 2 * (2 + 3 + 4));
+    }
 
     fn format_error(e: VegaError) -> (u64, String, String) {
         match e {

@@ -390,8 +390,14 @@ pub fn parse_scene(path: &Path) -> Result<SceneFile, SceneError> {
         path: path.to_path_buf(),
         source,
     })?;
+    parse_scene_bytes(&bytes, path)
+}
+
+/// Parses and validates the bytes of a scene file: UTF-8 text (an invalid byte is named
+/// with its line, column and offset), then as [`parse_scene_str`].
+pub fn parse_scene_bytes(bytes: &[u8], path: &Path) -> Result<SceneFile, SceneError> {
     // Not `read_to_string`: its error says neither where nor which byte.
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
         let at = e.valid_up_to();
         // The prefix before the first invalid byte is valid UTF-8.
         let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();

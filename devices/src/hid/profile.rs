@@ -656,13 +656,35 @@ impl Profile {
 
     /// Reads and parses a profile file.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ProfileError {
+        let bytes = std::fs::read(path).map_err(|e| ProfileError {
             path: path.to_path_buf(),
             line: None,
             column: None,
             message: format!("cannot read: {e}"),
         })?;
-        Self::from_toml_str(&text, path)
+        Self::from_bytes(&bytes, path)
+    }
+
+    /// Parses the bytes of a profile file: UTF-8 text (an invalid byte is named with its
+    /// line, column and offset), then as [`Profile::from_toml_str`].
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let at = e.valid_up_to();
+            // The prefix before the first invalid byte is valid UTF-8.
+            let before = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            ProfileError {
+                path: path.to_path_buf(),
+                line: Some(line),
+                column: Some(column),
+                message: format!(
+                    "expected UTF-8 text, found the invalid byte 0x{:02x} at byte offset {at}",
+                    bytes[at]
+                ),
+            }
+        })?;
+        Self::from_toml_str(text, path)
     }
 
     /// The input report layout for a report id (the single layout for unnumbered reports).

@@ -114,7 +114,13 @@ impl Pointshell {
             path: path.to_path_buf(),
             source,
         })?;
-        parse_pointshell(&bytes, path)
+        Self::parse(&bytes, path)
+    }
+
+    /// Parses the bytes of a pointshell file (`path` names it in errors), with the
+    /// checks of [`Pointshell::read`].
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<Pointshell, PointshellFileError> {
+        parse_pointshell(bytes, path)
     }
 }
 
