@@ -578,3 +578,76 @@ fn huge_positions_grasps_and_rotations_are_refused_with_the_key() {
             .unwrap_or_else(|e| panic!("{text}: {e}"));
     }
 }
+
+/// Every numeric scene key outside its range (or NaN/inf) is refused with the key, the
+/// file and the allowed range; the range's ends are accepted.
+#[test]
+fn numeric_keys_out_of_range_are_refused_with_the_key_and_range() {
+    // An environment box with 8 first-level points unless `line` sets them.
+    let env = |line: &str| {
+        let points = if line.contains("points") {
+            ""
+        } else {
+            "points = 8\n"
+        };
+        format!(
+            "{HAPTIC_BOX}\n[[environment]]\nname = \"e\"\nboxes = [{{ size = [1, 1, 1] }}]\n{points}{line}"
+        )
+    };
+    let top = |line: &str| format!("{line}\n{HAPTIC_BOX}");
+    let cases: Vec<(String, &str, &str)> = vec![
+        (top("rate_hz = 50"), "rate_hz", "1e4"),
+        (top("rate_hz = 20000"), "rate_hz", "1e4"),
+        (top("rate_hz = nan"), "rate_hz", "1e4"),
+        (top("workspace_scale = 1e-9"), "workspace_scale", "1e6"),
+        (top("workspace_scale = inf"), "workspace_scale", "1e6"),
+        (
+            format!("{HAPTIC_BOX}sdf_resolution = 2048\n"),
+            "haptic.sdf_resolution",
+            "512",
+        ),
+        (
+            format!("{HAPTIC_BOX}sdf_resolution = 2\n"),
+            "haptic.sdf_resolution",
+            "512",
+        ),
+        (
+            "[haptic]\nname = \"p\"\nbox = [0.1, 1e300, 0.1]\n".to_string(),
+            "haptic.box",
+            "1e6",
+        ),
+        (
+            env("points = 100000000"),
+            "environment[0].points",
+            "10000000",
+        ),
+        (
+            env("iterations = 1000000"),
+            "environment[0].iterations",
+            "10000",
+        ),
+        (env("levels = 13"), "environment[0].levels", "12"),
+        (env("offset = -1"), "environment[0].offset", ">= 0"),
+        (env("offset = nan"), "environment[0].offset", ">= 0"),
+    ];
+    for (text, key, bound) in &cases {
+        let (err, path, _dir) = parse_err(text);
+        assert!(
+            matches!(&err, SceneError::Invalid { key: k, path: p, .. } if k == key && p == &path),
+            "{key}: {err}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains(key) && msg.contains(bound), "{key}: {msg}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    for text in [
+        top("rate_hz = 100\nworkspace_scale = 1e-6"),
+        top("rate_hz = 10000\nworkspace_scale = 1e6"),
+        format!("{HAPTIC_BOX}sdf_resolution = 512\n"),
+        env("points = 10000000\niterations = 10000\nlevels = 12"),
+    ] {
+        haptics::scene::format::parse_scene_str(&text, &path)
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+}

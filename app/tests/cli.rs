@@ -416,3 +416,103 @@ fn an_os_error_is_printed_once() {
     );
     assert!(e.contains("no/such/trajectory.csv"), "{e}");
 }
+
+/// Every numeric flag refuses NaN, infinity and values outside its range before any work
+/// starts: exit code 2 (a usage error), and the message names the flag and the range.
+#[test]
+fn numeric_flags_out_of_range_are_refused_with_the_flag_and_range() {
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["bake", "m.veg", "--out", "o"], "--basis", "0"),
+        (&["bake", "m.veg", "--out", "o"], "--basis", "201"),
+        (&["bake", "m.veg", "--out", "o"], "--linear-modes", "501"),
+        (&["bake", "m.obj", "--out", "o"], "--resolution", "513"),
+        (&["pointshell", "m.obj", "--out", "o"], "--points", "0"),
+        (&["pointshell", "m.obj", "--out", "o"], "--levels", "13"),
+        (&["pointshell", "m.obj", "--out", "o"], "--offset", "nan"),
+        (&["pointshell", "m.obj", "--out", "o"], "--offset", "-1"),
+        (
+            &["pointshell", "m.obj", "--out", "o"],
+            "--iterations",
+            "10001",
+        ),
+        (&["pointshell", "m.obj", "--out", "o"], "--step", "0"),
+        (
+            &["pointshell", "m.obj", "--out", "o"],
+            "--radius-factor",
+            "inf",
+        ),
+        (&["sdf", "m.obj", "--out", "o"], "--resolution", "1"),
+        (&["sdf", "m.obj", "--out", "o"], "--resolution", "100000"),
+        (&["sdf", "m.obj", "--out", "o"], "--band", "0.5"),
+        (&["sdf", "m.obj", "--out", "o"], "--box-enlarge", "0.9"),
+        (&["sdf", "m.obj", "--out", "o", "--soup"], "--offset", "65"),
+        (&["voxelize", "m.obj", "--out", "o"], "--resolution", "2000"),
+        (
+            &["voxelize", "m.obj", "--out", "o"],
+            "--poisson-ratio",
+            "0.5",
+        ),
+        (&["voxelize", "m.obj", "--out", "o"], "--density", "-1"),
+        (
+            &["voxelize", "m.obj", "--out", "o"],
+            "--youngs-modulus",
+            "nan",
+        ),
+        (&["voxelize", "m.obj", "--out", "o"], "--box-enlarge", "inf"),
+        (&["beam"], "--dt", "1e308"),
+        (&["beam"], "--steps", "0"),
+        (&["fullsim", "m.veg", "--out", "o.csv"], "--dt", "-1"),
+        (&["fullsim", "m.veg", "--out", "o.csv"], "--tolerance", "0"),
+        (
+            &["fullsim", "m.veg", "--out", "o.csv"],
+            "--damping-mass",
+            "-1",
+        ),
+        (&["inspect", "m.veg"], "--max-listed", "-1"),
+        (&["screenshot", "s.toml", "--out", "o.png"], "--width", "0"),
+        (
+            &["screenshot", "s.toml", "--out", "o.png"],
+            "--height",
+            "100000",
+        ),
+        (
+            &["screenshot", "s.toml", "--out", "o.png"],
+            "--pointshell-levels",
+            "17",
+        ),
+        (&["record", "s.toml", "--out", "t.csv"], "--duration", "0"),
+        (&["record", "s.toml", "--out", "t.csv"], "--duration", "nan"),
+    ];
+    for (base, flag, value) in cases {
+        // FLAG=VALUE, so that negative values are not taken for flags.
+        let assignment = format!("{flag}={value}");
+        let mut args: Vec<&str> = base.to_vec();
+        args.push(&assignment);
+        let o = haptics(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(flag),
+            "{args:?}: the message does not name {flag}: {err}"
+        );
+        // Refused by the flag's own parser, whose message states what is allowed.
+        assert!(
+            err.contains(&format!("invalid value '{value}'")),
+            "{args:?}: not refused as a value: {err}"
+        );
+        assert!(
+            [
+                "range",
+                "outside",
+                "is not in",
+                "finite",
+                "must be",
+                "longer than",
+                "not a"
+            ]
+            .iter()
+            .any(|w| err.contains(w)),
+            "{args:?}: the message does not say what is allowed: {err}"
+        );
+    }
+}

@@ -475,8 +475,11 @@ impl SceneFile {
 
     /// Checks value ranges, exclusive keys and referenced files.
     pub fn validate(&self) -> Result<(), SceneError> {
-        self.positive("rate_hz", self.rate_hz)?;
-        self.positive("workspace_scale", self.workspace_scale)?;
+        // The haptic thread runs from 100 Hz (below, contact is no longer felt as stiff)
+        // to 10 kHz (its scheduler's limit).
+        self.within("rate_hz", self.rate_hz, 100.0, 10_000.0)?;
+        // Beyond these, a device's millimetres map to absurd scene distances (or none).
+        self.within("workspace_scale", self.workspace_scale, 1e-6, 1e6)?;
         let h = &self.haptic;
         let soup_key = |m: &str| {
             if m.contains("soup") {
@@ -493,7 +496,7 @@ impl SceneFile {
         }
         self.resolution("haptic.sdf_resolution", h.sdf_resolution)?;
         if let Some(o) = h.soup_offset {
-            self.positive("haptic.soup_offset", o)?;
+            self.within("haptic.soup_offset", o, f64::MIN_POSITIVE, MAX_SOUP_OFFSET)?;
         }
         self.position3("haptic.grasp", &h.grasp)?;
         self.position3("haptic.position", &h.position)?;
@@ -527,7 +530,22 @@ impl SceneFile {
             }
             self.resolution(&key("soup_resolution"), e.soup_resolution)?;
             if let Some(o) = e.soup_offset {
-                self.positive(&key("soup_offset"), o)?;
+                self.within(&key("soup_offset"), o, f64::MIN_POSITIVE, MAX_SOUP_OFFSET)?;
+            }
+            if e.points > MAX_POINTS {
+                return Err(self.invalid(
+                    &key("points"),
+                    format!(
+                        "{}; expected at most {MAX_POINTS} first-level points",
+                        e.points
+                    ),
+                ));
+            }
+            if e.iterations > MAX_ITERATIONS {
+                return Err(self.invalid(
+                    &key("iterations"),
+                    format!("{}; expected at most {MAX_ITERATIONS}", e.iterations),
+                ));
             }
             if e.points < 4 {
                 return Err(self.invalid(
@@ -574,19 +592,24 @@ impl SceneFile {
         Ok(())
     }
 
-    fn positive(&self, key: &str, v: f64) -> Result<(), SceneError> {
-        if v.is_finite() && v > 0.0 {
+    /// A finite number in `lo..=hi`.
+    fn within(&self, key: &str, v: f64, lo: f64, hi: f64) -> Result<(), SceneError> {
+        if v.is_finite() && (lo..=hi).contains(&v) {
             Ok(())
         } else {
-            Err(self.invalid(key, format!("{v}; expected a positive, finite number")))
+            Err(self.invalid(
+                key,
+                format!("{v}; expected a finite number from {lo:e} to {hi:e}"),
+            ))
         }
     }
 
     fn resolution(&self, key: &str, n: usize) -> Result<(), SceneError> {
-        if (4..=1024).contains(&n) {
+        // 512 is the largest distance field the default 2 GiB memory budget allows.
+        if (4..=512).contains(&n) {
             Ok(())
         } else {
-            Err(self.invalid(key, format!("{n}; expected a resolution from 4 to 1024")))
+            Err(self.invalid(key, format!("{n}; expected a resolution from 4 to 512")))
         }
     }
 
@@ -612,10 +635,15 @@ impl SceneFile {
     }
 
     fn sides(&self, key: &str, v: &[f64; 3]) -> Result<(), SceneError> {
-        if v.iter().all(|x| x.is_finite() && *x > 0.0) {
+        if v.iter()
+            .all(|x| x.is_finite() && *x > 0.0 && *x <= MAX_POSITION)
+        {
             Ok(())
         } else {
-            Err(self.invalid(key, format!("{v:?}; expected three positive sides")))
+            Err(self.invalid(
+                key,
+                format!("{v:?}; expected three positive sides of at most {MAX_POSITION:e}"),
+            ))
         }
     }
 
@@ -648,11 +676,16 @@ impl SceneFile {
                 "expected `modal-derivatives` or `linear-modes`",
             ));
         }
-        if d.linear_modes == 0 {
-            return Err(self.invalid(&k("linear_modes"), "0; expected at least 1"));
+        // The bounds of `haptics bake`: k(k+1)/2 modal derivatives, about r^4/6 cubic
+        // coefficients.
+        if d.linear_modes == 0 || d.linear_modes > 500 {
+            return Err(self.invalid(
+                &k("linear_modes"),
+                format!("{}; expected 1 to 500", d.linear_modes),
+            ));
         }
-        if d.r() == 0 {
-            return Err(self.invalid(&k("basis"), "0; expected at least 1"));
+        if d.r() == 0 || d.r() > 200 {
+            return Err(self.invalid(&k("basis"), format!("{}; expected 1 to 200", d.r())));
         }
         if d.kind() == BasisKind::LinearModes && d.r() > d.linear_modes {
             return Err(self.invalid(
@@ -768,6 +801,17 @@ pub const MAX_POSITION: f64 = 1e6;
 /// `UnitQuaternion::from_scaled_axis` non-finite (its norm overflows) and a huge angle
 /// keeps no precision modulo 2 pi; 1e3 rad (about 160 turns) is ample.
 pub const MAX_ROTATION: f64 = 1e3;
+
+/// Largest polygon-soup offset, in grid cells (as `haptics sdf --offset`): beyond it the
+/// enclosing surface no longer resembles the object.
+pub const MAX_SOUP_OFFSET: f64 = 64.0;
+
+/// Most first-level points of an environment pointshell (as `haptics pointshell`): the
+/// finest level holds `points * 4^(levels - 1)`.
+pub const MAX_POINTS: usize = 10_000_000;
+
+/// Most repulsion iterations per pointshell level (as `haptics pointshell`).
+pub const MAX_ITERATIONS: usize = 10_000;
 
 /// The pose of a position and a rotation vector.
 pub fn pose(position: &[f64; 3], rotation: &[f64; 3]) -> Isometry3<f64> {

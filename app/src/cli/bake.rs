@@ -1,6 +1,7 @@
 //! `haptics bake`: a reduced model from a volumetric or surface mesh, with a progress bar
 //! per stage; an unchanged input is not re-baked.
 
+use super::range;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -29,11 +30,13 @@ pub struct BakeArgs {
     /// Fixed vertices (Vega .bou, 1-indexed).
     #[arg(long)]
     pub fixed: Option<PathBuf>,
-    /// Number of linear modes k.
-    #[arg(long, default_value_t = 10)]
+    /// Number of linear modes k (at most 500: the modal derivatives are k(k+1)/2 more
+    /// static solves).
+    #[arg(long, default_value_t = 10, value_parser = range::count(0, 500))]
     pub linear_modes: usize,
-    /// Basis size r.
-    #[arg(long, default_value_t = 20)]
+    /// Basis size r, 1 to 200 (the cubic polynomial holds about r^4/6 coefficients:
+    /// 2.7e8, 2 GB, at r = 200).
+    #[arg(long, default_value_t = 20, value_parser = range::count(1, 200))]
     pub basis: usize,
     /// How the basis is built (ignored with --basis-file).
     #[arg(long, value_enum, default_value_t = BasisKindArg::ModalDerivatives)]
@@ -53,8 +56,8 @@ pub struct BakeArgs {
     /// edits (2 extra polynomial precomputations per group).
     #[arg(long)]
     pub material_groups: bool,
-    /// Voxel resolution for surface-mesh inputs.
-    #[arg(long)]
+    /// Voxel resolution for surface-mesh inputs, 1 to 512 (512^3 = 1.3e8 voxels).
+    #[arg(long, value_parser = range::count(1, 512))]
     pub resolution: Option<usize>,
     /// Use the lumped mass matrix.
     #[arg(long)]

@@ -5,6 +5,7 @@
 //! beam3.bou), lets it fall under gravity across its 12 cm width with a little Rayleigh
 //! damping, and prints the tip displacement over time and the cost per step.
 
+use super::range;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,11 +21,11 @@ use haptics::mesh::{read_bou, read_volume};
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Number of time steps.
-    #[arg(long, default_value_t = 500)]
+    /// Number of time steps (1 to 10^8).
+    #[arg(long, default_value_t = 500, value_parser = super::simulate::parse_steps)]
     pub steps: usize,
-    /// Time step (s).
-    #[arg(long, default_value_t = 1e-3)]
+    /// Time step (s), > 0 and at most 1.
+    #[arg(long, default_value_t = 1e-3, value_parser = super::simulate::parse_dt)]
     pub dt: f64,
 }
 
@@ -44,20 +45,20 @@ pub struct FullsimArgs {
     /// Fixed vertices (Vega .bou, 1-indexed).
     #[arg(long)]
     pub fixed: Option<PathBuf>,
-    /// Time step (s).
-    #[arg(long, default_value_t = 1e-3)]
+    /// Time step (s), > 0 and at most 1.
+    #[arg(long, default_value_t = 1e-3, value_parser = super::simulate::parse_dt)]
     pub dt: f64,
-    /// Number of time steps.
-    #[arg(long, default_value_t = 1000)]
+    /// Number of time steps (1 to 10^8).
+    #[arg(long, default_value_t = 1000, value_parser = super::simulate::parse_steps)]
     pub steps: usize,
     /// Gravity as x,y,z in m/s^2.
     #[arg(long, value_parser = super::parse_vec3, default_value = "0,0,0", allow_hyphen_values = true)]
     pub gravity: Vector3<f64>,
-    /// Mass-proportional Rayleigh damping (1/s).
-    #[arg(long, default_value_t = 0.0)]
+    /// Mass-proportional Rayleigh damping (1/s, >= 0).
+    #[arg(long, default_value_t = 0.0, value_parser = super::simulate::parse_damping)]
     pub damping_mass: f64,
-    /// Stiffness-proportional Rayleigh damping (s).
-    #[arg(long, default_value_t = 0.0)]
+    /// Stiffness-proportional Rayleigh damping (s, >= 0).
+    #[arg(long, default_value_t = 0.0, value_parser = super::simulate::parse_damping)]
     pub damping_stiffness: f64,
     /// Use the linear (small-strain) material instead of StVK.
     #[arg(long)]
@@ -65,8 +66,8 @@ pub struct FullsimArgs {
     /// Use the lumped mass matrix instead of the consistent one.
     #[arg(long)]
     pub lumped: bool,
-    /// Newton tolerance (relative residual).
-    #[arg(long, default_value_t = 1e-8)]
+    /// Newton tolerance (relative residual), > 0 and at most 1.
+    #[arg(long, default_value_t = 1e-8, value_parser = range::positive(1.0))]
     pub tolerance: f64,
     /// Vertex (0-based) whose displacement is reported; default: the vertex farthest
     /// from the fixed vertices (the tip of a cantilever).

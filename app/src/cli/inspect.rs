@@ -1,6 +1,7 @@
 //! `haptics inspect FILE`: counts, bounding box, materials, volume, mass and element
 //! quality of any supported mesh file.
 
+use super::range;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -11,8 +12,8 @@ use haptics::mesh::{read_any, AnyMesh, SurfaceMesh, VolumeMesh};
 pub struct InspectArgs {
     /// Mesh file: .obj, .stl (surfaces), .veg, .node/.ele (volumes).
     pub file: PathBuf,
-    /// How many defective elements to list.
-    #[arg(long, default_value_t = 20)]
+    /// How many defective elements to list (0 to 10^6).
+    #[arg(long, default_value_t = 20, value_parser = range::count(0, 1_000_000))]
     pub max_listed: usize,
 }
 

@@ -9,6 +9,7 @@ pub mod devices;
 pub mod inspect;
 pub mod pointshell;
 pub mod progress;
+pub mod range;
 pub mod replay;
 pub mod run;
 pub mod screenshot;

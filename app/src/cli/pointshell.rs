@@ -3,6 +3,7 @@
 //! (thesis 3.8.1), written in the binary format of [`Pointshell::write`], with the
 //! coverage and uniformity of every level printed as a table.
 
+use super::range;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -20,32 +21,34 @@ pub struct PointshellArgs {
     /// surface.
     pub mesh: PathBuf,
     /// Points of the first (coarsest) level, N1; levels 0..=i hold N1 * 4^i points.
-    #[arg(long, short = 'n', default_value_t = 1330)]
+    /// 1 to 10^7.
+    #[arg(long, short = 'n', default_value_t = 1330, value_parser = range::count(1, 10_000_000))]
     pub points: usize,
-    /// Number of levels.
-    #[arg(long, short = 'l', default_value_t = 4)]
+    /// Number of levels, 1 to 12 (the finest holds N1 * 4^(levels-1) points).
+    #[arg(long, short = 'l', default_value_t = 4, value_parser = range::count(1, 12))]
     pub levels: usize,
     /// Sample the level set at this outward distance instead of the surface itself.
-    #[arg(long, default_value_t = 0.0)]
+    /// Finite and >= 0 (at most 1000 bounding-box diagonals, checked against the mesh).
+    #[arg(long, default_value_t = 0.0, value_parser = range::real(0.0, f64::MAX))]
     pub offset: f64,
     /// Output file (binary pointshell format, see docs/file-formats.md).
     #[arg(long, short = 'o')]
     pub out: PathBuf,
-    /// Most repulsion iterations per level.
-    #[arg(long, default_value_t = 40)]
+    /// Most repulsion iterations per level (0 to 10^4).
+    #[arg(long, default_value_t = 40, value_parser = range::count(0, 10_000))]
     pub iterations: usize,
     /// Random seed of the initial positions.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Descent step eta (a move is eta * R times the net force).
-    #[arg(long, default_value_t = 0.15)]
+    /// Descent step eta (a move is eta * R times the net force), > 0 and at most 1.
+    #[arg(long, default_value_t = 0.15, value_parser = range::positive(1.0))]
     pub step: f64,
-    /// Repulsion radius factor c in R = c sqrt(area / points).
-    #[arg(long, default_value_t = 2.0)]
+    /// Repulsion radius factor c in R = c sqrt(area / points), > 0 and at most 100.
+    #[arg(long, default_value_t = 2.0, value_parser = range::positive(100.0))]
     pub radius_factor: f64,
     /// Surface samples for the coverage figure (0 skips the quality table); default
-    /// max(200000, 4 x points).
-    #[arg(long)]
+    /// max(200000, 4 x points); at most 10^8.
+    #[arg(long, value_parser = range::count(0, 100_000_000))]
     pub quality_samples: Option<usize>,
 }
 

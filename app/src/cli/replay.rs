@@ -2,6 +2,7 @@
 //! the device trajectory, and replay a trajectory headless and deterministically into a
 //! haptic log, optionally compared against a golden log (regression tests) and plotted.
 
+use super::range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -74,8 +75,9 @@ pub struct RecordArgs {
     /// Keyframes of the simulated hand's target pose (trajectory CSV, device metres).
     #[arg(long)]
     pub targets: Option<PathBuf>,
-    /// Seconds to record (default: the last keyframe's time plus 0.5 s, or 10 s).
-    #[arg(long)]
+    /// Seconds to record, > 0 and at most a day (default: the last keyframe's time plus
+    /// 0.5 s, or 10 s).
+    #[arg(long, value_parser = range::positive(86_400.0))]
     pub duration: Option<f64>,
     /// Seed of the simulated device's servo jitter and stalls.
     #[arg(long, default_value_t = 1)]

@@ -2,6 +2,7 @@
 //! scene rendered offscreen (no window needed; software Vulkan works), at rest or at a
 //! moment of a replayed trajectory.
 
+use super::range;
 use std::path::PathBuf;
 
 use anyhow::bail;
@@ -22,20 +23,20 @@ pub struct ScreenshotArgs {
     /// A recorded trajectory to replay before rendering (CSV, see `haptics replay`).
     #[arg(long)]
     pub trajectory: Option<PathBuf>,
-    /// Seconds into the trajectory at which to render (default: its end).
-    #[arg(long, requires = "trajectory")]
+    /// Seconds into the trajectory at which to render, >= 0 (default: its end).
+    #[arg(long, requires = "trajectory", value_parser = range::real(0.0, f64::MAX))]
     pub at: Option<f64>,
     /// The PNG to write.
     #[arg(long, short = 'o')]
     pub out: PathBuf,
-    /// Frame width in pixels.
-    #[arg(long, default_value_t = 1280)]
+    /// Frame width in pixels, 1 to 8192.
+    #[arg(long, default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub width: u32,
-    /// Frame height in pixels.
-    #[arg(long, default_value_t = 720)]
+    /// Frame height in pixels, 1 to 8192.
+    #[arg(long, default_value_t = 720, value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub height: u32,
-    /// Also draw the pointshell's first N levels as points.
-    #[arg(long, default_value_t = 0)]
+    /// Also draw the pointshell's first N levels as points (0 to 16).
+    #[arg(long, default_value_t = 0, value_parser = range::count(0, 16))]
     pub pointshell_levels: usize,
     /// Also draw the BD spheres the traversal descends (thesis Fig. 3.11).
     #[arg(long)]

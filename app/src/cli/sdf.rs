@@ -2,6 +2,7 @@
 //! triangle mesh (thesis 3.11) in Vega's `.dist` format; `--soup` for meshes that are
 //! not closed (unsigned field, offset surface, signed field of that surface).
 
+use super::range;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -25,7 +26,8 @@ pub struct SdfArgs {
     /// triangles) unless --soup is given.
     pub mesh: PathBuf,
     /// Cells along each side of the cubic grid (the field has N+1 nodes per side).
-    #[arg(long, short = 'r', default_value_t = 128)]
+    /// 2 to 4096; the memory budget (--max-memory) refuses large grids first.
+    #[arg(long, short = 'r', default_value_t = 128, value_parser = range::count(2, 4096))]
     pub resolution: usize,
     /// Output file, Vega's .dist format (int32 resolutions, f64 box corners, f32 values).
     #[arg(long, short = 'o')]
@@ -37,7 +39,8 @@ pub struct SdfArgs {
     pub soup: bool,
     /// With --soup: distance of the enclosing surface from the soup, in grid cells.
     /// 1.5 keeps thin parts (sheets, rods) closed; larger values fatten the object.
-    #[arg(long, default_value_t = DEFAULT_OFFSET, requires = "soup")]
+    /// > 0 and at most 64.
+    #[arg(long, default_value_t = DEFAULT_OFFSET, requires = "soup", value_parser = range::positive(64.0))]
     pub offset: f64,
     /// Compute every node with an exact closest-triangle query instead of the narrow
     /// band plus closest-triangle propagation (several times slower; for checking).
@@ -45,10 +48,11 @@ pub struct SdfArgs {
     pub exact: bool,
     /// Half-width of the band of exactly computed nodes around the surface, in cells
     /// (at least 1). Outside it, distances come from propagation.
-    #[arg(long, default_value_t = DEFAULT_BAND)]
+    /// 1 to 64.
+    #[arg(long, default_value_t = DEFAULT_BAND, value_parser = range::real(1.0, 64.0))]
     pub band: f64,
-    /// Side of the cubic box over the largest side of the mesh's bounding box.
-    #[arg(long, default_value_t = DEFAULT_ENLARGE)]
+    /// Side of the cubic box over the largest side of the mesh's bounding box, 1 to 100.
+    #[arg(long, default_value_t = DEFAULT_ENLARGE, value_parser = range::real(1.0, 100.0))]
     pub box_enlarge: f64,
     /// Memory budget in GiB: a grid whose estimated working memory exceeds it is refused
     /// before anything is allocated (default 2; resolution 512 needs about 1.5).

@@ -1,6 +1,7 @@
 //! `haptics voxelize MESH --resolution N --out OUT.veg`: a hexahedral voxel mesh from a
 //! triangle mesh (thesis 2.5.2), with an optional render-mesh embedding (.interp).
 
+use super::range;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -16,8 +17,8 @@ use crate::cli::progress::Bars;
 pub struct VoxelizeArgs {
     /// Triangle mesh (.obj or .stl); closed meshes and polygon soups both work.
     pub mesh: PathBuf,
-    /// Voxels along each side of the cubic grid.
-    #[arg(long, short = 'r', default_value_t = 32)]
+    /// Voxels along each side of the cubic grid, 1 to 1024.
+    #[arg(long, short = 'r', default_value_t = 32, value_parser = range::count(1, 1024))]
     pub resolution: usize,
     /// Output volumetric mesh (.veg).
     #[arg(long, short = 'o')]
@@ -25,17 +26,18 @@ pub struct VoxelizeArgs {
     /// Keep only the voxels that intersect the surface (no interior flood fill).
     #[arg(long)]
     pub no_fill: bool,
-    /// Enlargement of the cubic box around the mesh.
-    #[arg(long, default_value_t = 1.2)]
+    /// Enlargement of the cubic box around the mesh, 1 to 100.
+    #[arg(long, default_value_t = 1.2, value_parser = range::real(1.0, 100.0))]
     pub box_enlarge: f64,
-    /// Density (kg/m^3).
-    #[arg(long, default_value_t = 1000.0)]
+    /// Density (kg/m^3), > 0 and at most 10^6.
+    #[arg(long, default_value_t = 1000.0, value_parser = range::positive(1e6))]
     pub density: f64,
-    /// Young's modulus (Pa).
-    #[arg(long, default_value_t = 1e6)]
+    /// Young's modulus (Pa), > 0 and at most 10^13.
+    #[arg(long, default_value_t = 1e6, value_parser = range::positive(1e13))]
     pub youngs_modulus: f64,
-    /// Poisson's ratio.
-    #[arg(long, default_value_t = 0.45)]
+    /// Poisson's ratio, -1 < nu < 0.5 (at 0.5 the material is incompressible and the
+    /// StVK stiffness is singular).
+    #[arg(long, default_value_t = 0.45, value_parser = range::poisson_ratio)]
     pub poisson_ratio: f64,
     /// Also embed the input mesh's vertices in the voxels and write the weights here
     /// (Vega .interp).
