@@ -79,7 +79,26 @@ fn soup_without_flag_and_huge_resolution_are_refused_readably() {
     assert!(err.contains("--soup"), "{err}");
     assert!(!out.exists());
 
+    // Within the flag's range but beyond the memory budget: refused before allocating,
+    // saying how much and how to raise the limit.
     let beam = model("beam3/beam3.obj");
+    let o = haptics(&[
+        "sdf",
+        beam.to_str().unwrap(),
+        "-r",
+        "2048",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("resolution 2048"), "{err}");
+    assert!(
+        err.contains("limit") && err.contains("--max-memory"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // Beyond the flag's range: a usage error naming the flag and the range.
     let o = haptics(&[
         "sdf",
         beam.to_str().unwrap(),
@@ -88,10 +107,12 @@ fn soup_without_flag_and_huge_resolution_are_refused_readably() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(!o.status.success());
+    assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("resolution 100000"), "{err}");
-    assert!(err.contains("limit"), "{err}");
+    assert!(
+        err.contains("--resolution") && err.contains("2..=4096"),
+        "{err}"
+    );
     assert!(!out.exists());
 }
 
