@@ -143,50 +143,36 @@ fn input_path(format: Format) -> PathBuf {
 pub fn parse(format: Format, bytes: &[u8]) -> Result<(), String> {
     let path = &input_path(format);
     let text = || as_utf8(bytes, path).map_err(|e| e.to_string());
-    let msg = |e: &dyn std::fmt::Display| e.to_string();
     match format {
-        Format::Obj => parse_obj(text()?, path).map(drop).map_err(|e| msg(&e)),
-        Format::Stl => parse_stl(bytes, path).map(drop).map_err(|e| msg(&e)),
-        Format::Veg => crate::mesh::veg::parse_veg(text()?, path)
-            .map(drop)
-            .map_err(|e| msg(&e)),
-        Format::Bou => parse_bou(text()?, path, None)
-            .map(drop)
-            .map_err(|e| msg(&e)),
-        Format::Interp => parse_interp(text()?, path, None, None)
-            .map(drop)
-            .map_err(|e| msg(&e)),
+        Format::Obj => done(parse_obj(text()?, path)),
+        Format::Stl => done(parse_stl(bytes, path)),
+        Format::Veg => done(crate::mesh::veg::parse_veg(text()?, path)),
+        Format::Bou => done(parse_bou(text()?, path, None)),
+        Format::Interp => done(parse_interp(text()?, path, None, None)),
         Format::TetGen => {
             let split = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
             let ele_path = Path::new("input.ele");
-            let node = as_utf8(&bytes[..split], path).map_err(|e| msg(&e))?;
-            let ele =
-                as_utf8(bytes.get(split + 1..).unwrap_or(&[]), ele_path).map_err(|e| msg(&e))?;
+            let node = as_utf8(&bytes[..split], path).map_err(|e| e.to_string())?;
+            let ele = as_utf8(bytes.get(split + 1..).unwrap_or(&[]), ele_path)
+                .map_err(|e| e.to_string())?;
             let material = crate::mesh::read::default_material();
-            parse_tetgen(node, path, ele, ele_path, &material)
-                .map(drop)
-                .map_err(|e| msg(&e))
+            done(parse_tetgen(node, path, ele, ele_path, &material))
         }
-        Format::MatrixU => parse_matrix(bytes, path, Precision::F64)
-            .map(drop)
-            .map_err(|e| msg(&e)),
-        Format::MatrixFloat => parse_matrix(bytes, path, Precision::F32)
-            .map(drop)
-            .map_err(|e| msg(&e)),
-        Format::Cub => parse_cub(bytes, path).map(drop).map_err(|e| msg(&e)),
-        Format::Dist => parse_dist(bytes, path).map(drop).map_err(|e| msg(&e)),
-        Format::Pointshell => Pointshell::parse(bytes, path)
-            .map(drop)
-            .map_err(|e| msg(&e)),
-        Format::Scene => parse_scene_bytes(bytes, path)
-            .map(drop)
-            .map_err(|e| msg(&e)),
-        Format::Trajectory => parse_trajectory(bytes, path).map(drop).map_err(|e| msg(&e)),
-        Format::DeviceProfile => Profile::from_bytes(bytes, path)
-            .map(drop)
-            .map_err(|e| msg(&e)),
-        Format::Manifest => parse_manifest(text()?, path).map(drop).map_err(|e| msg(&e)),
+        Format::MatrixU => done(parse_matrix(bytes, path, Precision::F64)),
+        Format::MatrixFloat => done(parse_matrix(bytes, path, Precision::F32)),
+        Format::Cub => done(parse_cub(bytes, path)),
+        Format::Dist => done(parse_dist(bytes, path)),
+        Format::Pointshell => done(Pointshell::parse(bytes, path)),
+        Format::Scene => done(parse_scene_bytes(bytes, path)),
+        Format::Trajectory => done(parse_trajectory(bytes, path)),
+        Format::DeviceProfile => done(Profile::from_bytes(bytes, path)),
+        Format::Manifest => done(parse_manifest(text()?, path)),
     }
+}
+
+/// A reader's result with the value dropped and the error as its message.
+fn done<T, E: std::fmt::Display>(result: Result<T, E>) -> Result<(), String> {
+    result.map(drop).map_err(|e| e.to_string())
 }
 
 /// Parses `bytes` as `format` and checks the contract of this module: an error must

@@ -229,6 +229,19 @@ fn parse_err(text: &str) -> (SceneError, PathBuf, tempfile::TempDir) {
     (err, path, dir)
 }
 
+/// Parses `text`, which must fail as an invalid value of `key` in the file's own path;
+/// returns the message, which must name the key.
+fn invalid_key_message(text: &str, key: &str) -> String {
+    let (err, path, _dir) = parse_err(text);
+    assert!(
+        matches!(&err, SceneError::Invalid { key: k, path: p, .. } if k == key && p == &path),
+        "{key}: {err}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains(key), "{key}: {msg}");
+    msg
+}
+
 const HAPTIC_BOX: &str = "[haptic]\nname = \"p\"\nbox = [0.1, 0.1, 0.1]\n";
 
 #[test]
@@ -555,14 +568,9 @@ fn huge_positions_grasps_and_rotations_are_refused_with_the_key() {
         ),
     ];
     for (text, key, bound) in &cases {
-        let (err, path, _dir) = parse_err(text);
+        let msg = invalid_key_message(text, key);
         assert!(
-            matches!(&err, SceneError::Invalid { key: k, path: p, .. } if k == key && p == &path),
-            "{key}: {err}"
-        );
-        let msg = err.to_string();
-        assert!(
-            msg.contains(key) && msg.contains(bound) && msg.contains("finite"),
+            msg.contains(bound) && msg.contains("finite"),
             "{key}: {msg}"
         );
     }
@@ -631,13 +639,8 @@ fn numeric_keys_out_of_range_are_refused_with_the_key_and_range() {
         (env("offset = nan"), "environment[0].offset", ">= 0"),
     ];
     for (text, key, bound) in &cases {
-        let (err, path, _dir) = parse_err(text);
-        assert!(
-            matches!(&err, SceneError::Invalid { key: k, path: p, .. } if k == key && p == &path),
-            "{key}: {err}"
-        );
-        let msg = err.to_string();
-        assert!(msg.contains(key) && msg.contains(bound), "{key}: {msg}");
+        let msg = invalid_key_message(text, key);
+        assert!(msg.contains(bound), "{key}: {msg}");
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");
