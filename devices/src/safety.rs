@@ -580,11 +580,13 @@ impl<D: Device> SafeDevice<D> {
         self.disarm();
     }
 
-    /// Stall check on the device clock: when output is enabled and the latest write is more
-    /// than the stall timeout before `now_s`, zero is written at once, [`SafetyEvent::Stall`]
-    /// recorded, and output re-arms through the gate and the ramp. Returns true on a stall.
-    /// Called by every `read` with the new sample time; a supervisor that owns the device
-    /// can call it too.
+    /// Stall check on the layer's clock ([`LayerClock`], which follows the device's sample
+    /// times): when output is enabled and the latest write is more than the stall timeout
+    /// before `now_s`, zero is written at once, [`SafetyEvent::Stall`] recorded, and output
+    /// re-arms through the gate and the ramp. Returns true on a stall. Called by every
+    /// `read` with the layer's time of the new sample; a supervisor that owns the device
+    /// can call it too, with a time on the same clock (the latest sample's time plus the
+    /// wall time since; from another thread, use a [`StallWatchdog`] instead).
     pub fn check_stall(&mut self, now_s: f64) -> bool {
         match self.last_write_s {
             Some(t) if self.is_armed() && now_s - t > self.settings.stall_timeout_s => {
