@@ -172,6 +172,8 @@ pub struct DeviceInfo {
     pub dof_actuated: u8,
     /// Largest force magnitude the device may be sent, N (0 for input-only devices).
     pub max_force_n: f64,
+    /// Largest force the device sustains without overheating, N (at most `max_force_n`).
+    pub max_continuous_force_n: f64,
     /// Largest torque magnitude the device may be sent, N·m.
     pub max_torque_nm: f64,
     /// Largest stiffness the device renders stably, N/m (for the virtual coupling).
@@ -189,6 +191,7 @@ impl DeviceInfo {
             dof_sensed: 6,
             dof_actuated: 6,
             max_force_n: 8.5,
+            max_continuous_force_n: 1.4,
             max_torque_nm: 0.188,
             max_stiffness_n_per_m: 600.0,
             workspace: Workspace::Sphere { radius_m: 0.12 },
@@ -233,6 +236,20 @@ pub enum DeviceError {
     /// The operation is not supported by this device (e.g. reconnecting a simulation).
     #[error("not supported: {0}")]
     Unsupported(&'static str),
+    /// A vendor SDK reported a fault (communication error, servo loop stopped). Fatal:
+    /// the device is not used again in this session.
+    #[error("{0}")]
+    Vendor(crate::vendor::VendorFault),
+}
+
+impl DeviceError {
+    /// The vendor fault, if this error is one (fatal: end the session).
+    pub fn fatal(&self) -> Option<crate::vendor::VendorFault> {
+        match self {
+            DeviceError::Vendor(f) => Some(*f),
+            _ => None,
+        }
+    }
 }
 
 /// A haptic device: pose and buttons in, force and torque out.

@@ -17,7 +17,11 @@
 //!   hardware (non-finite and absurd readings, teleports, clock glitches, stalls,
 //!   disconnects, write errors, button chatter) for soak tests;
 //! - [`trajectory`]: the CSV trajectory format (writer, reader with typed errors) and
-//!   [`ReplayDevice`], which plays a recording back sample by sample.
+//!   [`ReplayDevice`], which plays a recording back sample by sample;
+//! - [`vendor`]: OpenHaptics and Force Dimension devices through their SDKs, loaded at
+//!   run time ([`OpenHapticsDevice`], [`ForceDimensionDevice`]), and the fake SDK
+//!   libraries the tests drive them with;
+//! - [`self_test`]: the low-stiffness self-test of `haptics devices --test`.
 //!
 //! Why a separate crate: the device layer must be usable (and testable) without the
 //! simulation, and the simulation must not grow hidden dependencies on one device. The
@@ -28,9 +32,11 @@ pub mod device;
 pub mod hid;
 pub mod rng;
 pub mod safety;
+pub mod self_test;
 pub mod simulated;
 pub mod tap;
 pub mod trajectory;
+pub mod vendor;
 
 pub use chaos::{ChaosConfig, ChaosDevice, ChaosStats, Fault};
 pub use device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
@@ -40,3 +46,6 @@ pub use safety::{
 pub use simulated::{HandParams, HandTarget, SimConfig, SimulatedDevice, TargetSource};
 pub use tap::{TapControl, TapDevice};
 pub use trajectory::{ReplayDevice, TrajectoryError, TrajectorySample};
+pub use vendor::dhd::ForceDimensionDevice;
+pub use vendor::openhaptics::OpenHapticsDevice;
+pub use vendor::{Vendor, VendorError, VendorFault};

@@ -459,6 +459,10 @@ pub struct SafeDevice<D: Device> {
     events: EventLog,
     watchdog: StallWatchdog,
     last_reconnect_attempt: Option<Instant>,
+    /// A fatal vendor fault: output stays zero and every call reports it.
+    fatal: Option<crate::vendor::VendorFault>,
+    /// False for devices with fewer than 6 actuated DOF: torque is never sent.
+    torque_out: bool,
 }
 
 impl<D: Device> SafeDevice<D> {
@@ -472,6 +476,7 @@ impl<D: Device> SafeDevice<D> {
         };
         let max_force = cap(info.max_force_n, settings.max_force_n);
         let max_torque = cap(info.max_torque_nm, settings.max_torque_nm);
+        let torque_out = info.dof_actuated >= 6;
         let state = if settings.enable_button.is_some() {
             OutputState::Disabled
         } else {
@@ -498,7 +503,14 @@ impl<D: Device> SafeDevice<D> {
             events,
             watchdog,
             last_reconnect_attempt: None,
+            fatal: None,
+            torque_out,
         })
+    }
+
+    /// The fatal vendor fault that stopped the device, if any.
+    pub fn fatal_fault(&self) -> Option<crate::vendor::VendorFault> {
+        self.fatal
     }
 
     /// The settings in force.
@@ -611,6 +623,12 @@ impl<D: Device> SafeDevice<D> {
         self.last_reconnect_attempt = Some(Instant::now());
     }
 
+    /// A fatal vendor fault: zero (best effort), then never output again.
+    fn on_fatal(&mut self, f: crate::vendor::VendorFault) {
+        self.on_disconnect();
+        self.fatal = Some(f);
+    }
+
     fn initial_enable_state(&mut self) -> OutputState {
         if self.settings.enable_button.is_some() {
             OutputState::Disabled
@@ -675,9 +693,14 @@ impl<D: Device> SafeDevice<D> {
             self.disarm();
             return Wrench::zero();
         }
-        // 2. Clamps.
+        // 2. Clamps (a device without torque output gets none, without a clamp event:
+        // its torque is shown on screen, not sent).
         let (force, fclamped) = clamp_magnitude(cmd.force, self.max_force);
-        let (torque, tclamped) = clamp_magnitude(cmd.torque, self.max_torque);
+        let (torque, tclamped) = if self.torque_out {
+            clamp_magnitude(cmd.torque, self.max_torque)
+        } else {
+            (Vector3::zeros(), false)
+        };
         self.events
             .condition(now, SafetyEvent::ForceClamped, fclamped);
         self.events
@@ -816,6 +839,9 @@ impl<D: Device> Device for SafeDevice<D> {
         if self.watchdog.take_stall() && self.is_armed() {
             self.stall();
         }
+        if let Some(f) = self.fatal {
+            return Err(DeviceError::Vendor(f));
+        }
         if self.state == OutputState::Disconnected && !self.try_reconnect() {
             return Err(DeviceError::Disconnected(String::new()));
         }
@@ -824,6 +850,10 @@ impl<D: Device> Device for SafeDevice<D> {
             Err(e @ DeviceError::Disconnected(_)) => {
                 self.on_disconnect();
                 return Err(e);
+            }
+            Err(DeviceError::Vendor(f)) => {
+                self.on_fatal(f);
+                return Err(DeviceError::Vendor(f));
             }
             Err(e) => return Err(e),
         };
@@ -878,6 +908,9 @@ impl<D: Device> Device for SafeDevice<D> {
         if self.watchdog.take_stall() && self.is_armed() {
             self.stall();
         }
+        if let Some(f) = self.fatal {
+            return Err(DeviceError::Vendor(f));
+        }
         if self.state == OutputState::Disconnected {
             return Err(DeviceError::Disconnected(String::new()));
         }
@@ -894,6 +927,10 @@ impl<D: Device> Device for SafeDevice<D> {
             Err(e @ DeviceError::Disconnected(_)) => {
                 self.on_disconnect();
                 Err(e)
+            }
+            Err(DeviceError::Vendor(f)) => {
+                self.on_fatal(f);
+                Err(DeviceError::Vendor(f))
             }
             Err(e) => Err(e),
         }

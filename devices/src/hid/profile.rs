@@ -445,6 +445,8 @@ struct DeviceSection {
     dof_actuated: u8,
     #[serde(default)]
     max_force_n: f64,
+    /// Default: `max_force_n`.
+    max_continuous_force_n: Option<f64>,
     #[serde(default)]
     max_torque_nm: f64,
     #[serde(default)]
@@ -528,6 +530,10 @@ impl Profile {
             ("max_force_n", dev.max_force_n),
             ("max_torque_nm", dev.max_torque_nm),
             ("max_stiffness_n_per_m", dev.max_stiffness_n_per_m),
+            (
+                "max_continuous_force_n",
+                dev.max_continuous_force_n.unwrap_or(0.0),
+            ),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(err(dspan(), format!("expected {n} >= 0, found {v}")));
@@ -643,6 +649,10 @@ impl Profile {
                 dof_sensed: dev.dof_sensed,
                 dof_actuated: dev.dof_actuated,
                 max_force_n: dev.max_force_n,
+                max_continuous_force_n: dev
+                    .max_continuous_force_n
+                    .unwrap_or(dev.max_force_n)
+                    .min(dev.max_force_n),
                 max_torque_nm: dev.max_torque_nm,
                 max_stiffness_n_per_m: dev.max_stiffness_n_per_m,
                 workspace,

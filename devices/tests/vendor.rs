@@ -1,0 +1,457 @@
+//! The vendor devices against the fake SDK libraries (built by rustc from
+//! `devices/fakes/*.rs`): the real loading path, the C ABI, the servo hand-off, and the
+//! safety layer on top, as on real hardware.
+//!
+//! What each fake logs is the force the "hardware" received, frame by frame, so the
+//! assertions are about what a user's hand would feel: the rate, finiteness, the clamps,
+//! the start ramp, zero at the end, and zero from a fault on.
+//!
+//! Tests in this file share process-wide state (environment variables read by the fakes,
+//! HDAPI's single scheduler), so they run one at a time under `SERIAL`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use haptics_devices::vendor::{self, fakes, Probe, Vendor, VendorError};
+use haptics_devices::{
+    Device, DeviceError, ForceDimensionDevice, OpenHapticsDevice, SafeDevice, SafetySettings,
+    Wrench,
+};
+use nalgebra::Vector3;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Environment variables set for one test and removed afterwards.
+struct Env(Vec<&'static str>);
+
+impl Env {
+    fn set(vars: &[(&'static str, String)]) -> Env {
+        for (k, v) in vars {
+            std::env::set_var(k, v);
+        }
+        Env(vars.iter().map(|(k, _)| *k).collect())
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        for k in &self.0 {
+            std::env::remove_var(k);
+        }
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn fake(vendor: Vendor) -> PathBuf {
+    fakes::build(vendor).expect("building the fake vendor library")
+}
+
+/// One line of a fake's force log: time, force, torque (the vendor's units), enabled.
+#[derive(Debug, Clone, Copy)]
+struct Logged {
+    t: f64,
+    force: Vector3<f64>,
+    torque: Vector3<f64>,
+}
+
+/// Reads a fake's log: the rows and the `# key value` trailer lines.
+fn read_log(path: &Path) -> (Vec<Logged>, Vec<String>) {
+    let text = std::fs::read_to_string(path).expect("the fake wrote its log on close");
+    let mut rows = Vec::new();
+    let mut trailer = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# ") {
+            trailer.push(rest.to_string());
+            continue;
+        }
+        let v: Vec<f64> = line.split(',').map(|x| x.parse().unwrap()).collect();
+        rows.push(Logged {
+            t: v[0],
+            force: Vector3::new(v[1], v[2], v[3]),
+            torque: Vector3::new(v[4], v[5], v[6]),
+        });
+    }
+    (rows, trailer)
+}
+
+/// Drives `device` for `seconds` at 1 kHz on absolute deadlines: each cycle reads and
+/// writes `command(t, position)`. Stops at the first fatal error and returns it, with the
+/// number of cycles and the time of the error.
+fn drive(
+    device: &mut dyn Device,
+    seconds: f64,
+    mut command: impl FnMut(f64, Vector3<f64>) -> Wrench,
+) -> (u64, Option<(DeviceError, f64)>) {
+    let start = Instant::now();
+    let mut next = start;
+    let mut cycles = 0;
+    while start.elapsed().as_secs_f64() < seconds {
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        }
+        next += Duration::from_millis(1);
+        let t = start.elapsed().as_secs_f64();
+        let w = match device.read() {
+            Ok(s) => command(t, s.pose.position),
+            Err(e) if e.fatal().is_some() => return (cycles, Some((e, t))),
+            Err(_) => Wrench::zero(),
+        };
+        if let Err(e) = device.write(&w) {
+            if e.fatal().is_some() {
+                return (cycles, Some((e, t)));
+            }
+        }
+        cycles += 1;
+    }
+    (cycles, None)
+}
+
+/// The test command: zero at first (so the safety layer's small-force gate opens), then
+/// after 10 ms a request far above any device maximum, with a large torque: the layer
+/// must ramp it in and clamp it.
+fn overload(t: f64, _p: Vector3<f64>) -> Wrench {
+    let s = (t / 0.01).min(1.0);
+    Wrench::new(
+        Vector3::new(30.0, -40.0, 0.0) * s,
+        Vector3::new(0.0, 0.0, 2.0) * s,
+    )
+}
+
+/// Checks a fake's log against the safety contract, for a device with `max_force` N and
+/// `max_torque` (in the log's units): every value finite and within the limits, the mean
+/// |F| over the first 50 ms at most 25% of the maximum, the last frame zero, and at least
+/// 900 frames per second over the run.
+fn check_contract(rows: &[Logged], max_force: f64, max_torque: f64) {
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert!(
+            r.force.iter().chain(r.torque.iter()).all(|v| v.is_finite()),
+            "{r:?}"
+        );
+        assert!(
+            r.force.norm() <= max_force * (1.0 + 1e-9),
+            "{r:?} above {max_force} N"
+        );
+        assert!(
+            r.torque.norm() <= max_torque * (1.0 + 1e-9) + 1e-12,
+            "{r:?}"
+        );
+    }
+    let t0 = rows[0].t;
+    let early: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.t - t0 <= 0.05)
+        .map(|r| r.force.norm())
+        .collect();
+    let mean = early.iter().sum::<f64>() / early.len() as f64;
+    assert!(
+        mean <= 0.25 * max_force,
+        "mean |F| {mean} N in the first 50 ms"
+    );
+    let peak = rows.iter().map(|r| r.force.norm()).fold(0.0, f64::max);
+    assert!(
+        peak > 0.9 * max_force,
+        "the clamp level was reached ({peak} N)"
+    );
+    let last = rows.last().unwrap();
+    assert_eq!(last.force, Vector3::zeros(), "the last frame is zero");
+    assert_eq!(last.torque, Vector3::zeros());
+    let span = rows.last().unwrap().t - t0;
+    let rate = rows.len() as f64 / span;
+    assert!(rate >= 900.0, "{rate:.0} frames/s over {span:.2} s");
+}
+
+fn safe<D: Device>(d: D) -> SafeDevice<D> {
+    SafeDevice::new(d, SafetySettings::default()).unwrap()
+}
+
+#[test]
+fn openhaptics_runs_the_servo_loop_within_the_limits() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hd.log");
+    let _env = Env::set(&[
+        (
+            "HAPTICS_OPENHAPTICS_LIB",
+            fake(Vendor::OpenHaptics).display().to_string(),
+        ),
+        ("FAKE_HD_LOG", log.display().to_string()),
+    ]);
+    let dev = OpenHapticsDevice::open().expect("opening the fake device");
+    let info = dev.info().clone();
+    assert_eq!(info.name, "PHANTOM Premium 1.5 6DOF");
+    assert_eq!((info.dof_sensed, info.dof_actuated), (6, 6));
+    assert_eq!(info.max_force_n, 8.5);
+    assert!(
+        (info.max_torque_nm - 0.188).abs() < 1e-12,
+        "mN·m converted to N·m"
+    );
+    assert!(
+        (info.max_stiffness_n_per_m - 3500.0).abs() < 1e-9,
+        "N/mm converted"
+    );
+    let mut dev = safe(dev);
+    let start = Instant::now();
+    let mut span = (Vector3::repeat(f64::MAX), Vector3::repeat(f64::MIN));
+    let (cycles, fault) = drive(&mut dev, 1.5, |t, p| {
+        span = (span.0.inf(&p), span.1.sup(&p));
+        overload(t, p)
+    });
+    assert!(fault.is_none(), "{fault:?}");
+    assert!(cycles as f64 >= 900.0 * start.elapsed().as_secs_f64() * 0.95);
+    // The scripted motion (a 20 mm circle at 0.25 Hz: 135 degrees of it in 1.5 s, so x
+    // reaches the radius, 20 mm, and y passes it) arrives in metres.
+    let extent = span.1 - span.0;
+    assert!(extent.x > 0.019 && extent.x < 0.0201, "{extent:?}");
+    assert!(extent.y > 0.025 && extent.y < 0.04, "{extent:?}");
+    drop(dev);
+    let (rows, trailer) = read_log(&log);
+    assert!(
+        trailer.contains(&"disabled".to_string()),
+        "hdDisableDevice ran"
+    );
+    assert!(trailer.contains(&"violations 0".to_string()), "{trailer:?}");
+    // Torque in the log is mN·m.
+    check_contract(&rows, 8.5, 188.0);
+}
+
+#[test]
+fn openhaptics_three_dof_output_gets_force_only() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hd.log");
+    let _env = Env::set(&[
+        (
+            "HAPTICS_OPENHAPTICS_LIB",
+            fake(Vendor::OpenHaptics).display().to_string(),
+        ),
+        ("FAKE_HD_LOG", log.display().to_string()),
+        ("FAKE_HD_MODEL", "Touch".into()),
+        ("FAKE_HD_OUTPUT_DOF", "3".into()),
+        ("FAKE_HD_MAX_FORCE", "3.3".into()),
+    ]);
+    let dev = OpenHapticsDevice::open().unwrap();
+    assert_eq!(dev.info().name, "Touch");
+    assert_eq!(dev.info().dof_actuated, 3);
+    assert_eq!(dev.info().max_torque_nm, 0.0);
+    let mut dev = safe(dev);
+    let (_, fault) = drive(&mut dev, 0.7, overload);
+    assert!(fault.is_none());
+    drop(dev);
+    let (rows, _) = read_log(&log);
+    assert!(
+        rows.iter().all(|r| r.torque == Vector3::zeros()),
+        "torque was sent"
+    );
+    assert!(rows.iter().all(|r| r.force.norm() <= 3.3 + 1e-9));
+}
+
+#[test]
+fn openhaptics_communication_fault_zeroes_and_reports() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hd.log");
+    let _env = Env::set(&[
+        (
+            "HAPTICS_OPENHAPTICS_LIB",
+            fake(Vendor::OpenHaptics).display().to_string(),
+        ),
+        ("FAKE_HD_LOG", log.display().to_string()),
+        ("FAKE_HD_FAULT_AFTER_MS", "400".into()),
+    ]);
+    let mut dev = safe(OpenHapticsDevice::open().unwrap());
+    let (_, fault) = drive(&mut dev, 3.0, |t, p| {
+        Wrench::from_force(-150.0 * p * (t / 0.01).min(1.0))
+    });
+    let (err, at) = fault.expect("the fault reached the haptic side");
+    assert!(at < 1.0, "reported {at} s in, the fault was at 0.4 s");
+    let f = err.fatal().unwrap();
+    assert_eq!(f.code, 0x0302);
+    assert!(err.to_string().contains("HD_COMM_ERROR"), "{err}");
+    // The safety layer keeps reporting it and sends nothing more.
+    assert!(matches!(dev.read(), Err(DeviceError::Vendor(_))));
+    assert!(matches!(
+        dev.write(&Wrench::zero()),
+        Err(DeviceError::Vendor(_))
+    ));
+    let close = Instant::now();
+    drop(dev);
+    assert!(close.elapsed() < Duration::from_secs(1), "closing hung");
+    let (rows, trailer) = read_log(&log);
+    assert!(trailer.contains(&"disabled".to_string()));
+    // The frame in which the error was reported, then one zero frame, then nothing.
+    let last = rows.last().unwrap();
+    assert_eq!(last.force, Vector3::zeros());
+    assert!(
+        rows.last().unwrap().t < 0.6,
+        "frames ran on after the fault"
+    );
+}
+
+#[test]
+fn openhaptics_missing_library_and_missing_device_are_clear() {
+    let _g = lock();
+    {
+        let _env = Env::set(&[(
+            "HAPTICS_OPENHAPTICS_LIB",
+            "/nonexistent/haptics/libHD.so".into(),
+        )]);
+        let t = Instant::now();
+        let e = OpenHapticsDevice::open().err().expect("no library");
+        assert!(t.elapsed() < Duration::from_secs(1));
+        assert!(matches!(e, VendorError::LibraryNotFound { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("/nonexistent/haptics/libHD.so"), "{msg}");
+        assert!(msg.contains("HAPTICS_OPENHAPTICS_LIB"), "{msg}");
+        assert!(matches!(
+            vendor::probe(Vendor::OpenHaptics),
+            Probe::Unavailable(_)
+        ));
+    }
+    let _env = Env::set(&[
+        (
+            "HAPTICS_OPENHAPTICS_LIB",
+            fake(Vendor::OpenHaptics).display().to_string(),
+        ),
+        ("FAKE_HD_NO_DEVICE", "1".into()),
+    ]);
+    let e = OpenHapticsDevice::open().err().expect("no device");
+    let msg = e.to_string();
+    assert!(msg.contains("HD_COMM_CONFIG_ERROR"), "{msg}");
+    assert!(msg.contains("hdInitDevice"), "{msg}");
+}
+
+#[test]
+fn forcedimension_polls_within_the_published_limits() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("dhd.log");
+    let _env = Env::set(&[
+        (
+            "HAPTICS_DHD_LIB",
+            fake(Vendor::ForceDimension).display().to_string(),
+        ),
+        ("FAKE_DHD_LOG", log.display().to_string()),
+    ]);
+    // The fake reports no limit (dhdGetMaxForce < 0): the sigma.7's published 20 N and
+    // 0.4 N·m apply, and are set in the library.
+    let dev = ForceDimensionDevice::open().expect("opening the fake device");
+    let info = dev.info().clone();
+    assert_eq!(info.name, "sigma.7");
+    assert_eq!((info.dof_sensed, info.dof_actuated), (6, 6));
+    assert_eq!((info.max_force_n, info.max_torque_nm), (20.0, 0.4));
+    let mut dev = safe(dev);
+    let (_, fault) = drive(&mut dev, 1.5, overload);
+    assert!(fault.is_none(), "{fault:?}");
+    drop(dev);
+    let (rows, trailer) = read_log(&log);
+    assert!(trailer.contains(&"closed".to_string()), "dhdClose ran");
+    assert!(trailer.contains(&"violations 0".to_string()), "{trailer:?}");
+    check_contract(&rows, 20.0, 0.4);
+}
+
+#[test]
+fn forcedimension_fault_no_device_and_missing_library() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("dhd.log");
+    {
+        let _env = Env::set(&[
+            (
+                "HAPTICS_DHD_LIB",
+                fake(Vendor::ForceDimension).display().to_string(),
+            ),
+            ("FAKE_DHD_LOG", log.display().to_string()),
+            ("FAKE_DHD_FAULT_AFTER_MS", "300".into()),
+            // A 3-DOF-output omega.3 with a limit set in the library.
+            ("FAKE_DHD_TYPE", "33".into()),
+            ("FAKE_DHD_MAX_FORCE", "6".into()),
+        ]);
+        let dev = ForceDimensionDevice::open().unwrap();
+        assert_eq!(dev.info().dof_actuated, 3);
+        assert_eq!(
+            dev.info().max_force_n,
+            6.0,
+            "the library's limit wins when lower"
+        );
+        let mut dev = safe(dev);
+        let (_, fault) = drive(&mut dev, 3.0, overload);
+        let (err, at) = fault.expect("the fault was reported");
+        assert!(at < 0.5, "{at}");
+        assert_eq!(err.fatal().unwrap().code, 2);
+        assert!(err.to_string().contains("DHD_ERROR_COM"), "{err}");
+        drop(dev);
+        let (rows, _) = read_log(&log);
+        assert!(rows
+            .iter()
+            .all(|r| r.force.norm() <= 6.0 + 1e-9 && r.torque == Vector3::zeros()));
+        assert!(
+            rows.iter().all(|r| r.t < 0.3 + 0.01),
+            "forces were accepted after the fault"
+        );
+    }
+    {
+        let _env = Env::set(&[
+            (
+                "HAPTICS_DHD_LIB",
+                fake(Vendor::ForceDimension).display().to_string(),
+            ),
+            ("FAKE_DHD_COUNT", "0".into()),
+        ]);
+        let msg = ForceDimensionDevice::open().err().unwrap().to_string();
+        assert!(msg.contains("no device found"), "{msg}");
+        match vendor::probe(Vendor::ForceDimension) {
+            Probe::Found { devices, note, .. } => {
+                assert!(devices.is_empty());
+                assert!(note.is_some());
+            }
+            p => panic!("{p:?}"),
+        }
+    }
+    let _env = Env::set(&[("HAPTICS_DHD_LIB", "/nonexistent/libdhd.so".into())]);
+    let e = ForceDimensionDevice::open().err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("Force Dimension (DHD) library not found"),
+        "{e}"
+    );
+}
+
+#[test]
+fn probes_list_the_models_the_libraries_report() {
+    let _g = lock();
+    let _env = Env::set(&[
+        (
+            "HAPTICS_OPENHAPTICS_LIB",
+            fake(Vendor::OpenHaptics).display().to_string(),
+        ),
+        (
+            "HAPTICS_DHD_LIB",
+            fake(Vendor::ForceDimension).display().to_string(),
+        ),
+        ("FAKE_DHD_TYPE", "35".into()),
+    ]);
+    match vendor::probe(Vendor::OpenHaptics) {
+        Probe::Found { devices, .. } => {
+            assert_eq!(devices.len(), 1);
+            assert_eq!(devices[0].model, "PHANTOM Premium 1.5 6DOF");
+        }
+        p => panic!("{p:?}"),
+    }
+    match vendor::probe(Vendor::ForceDimension) {
+        Probe::Found { devices, .. } => {
+            assert_eq!(devices.len(), 1);
+            assert_eq!(devices[0].model, "omega.7");
+            assert_eq!(devices[0].dof_actuated, 3);
+        }
+        p => panic!("{p:?}"),
+    }
+    // Probing leaves the devices closed: they open again.
+    drop(OpenHapticsDevice::open().unwrap());
+    drop(ForceDimensionDevice::open().unwrap());
+}
