@@ -80,3 +80,78 @@ fn the_window_opens_draws_and_closes_on_a_virtual_display() {
     assert!(out.contains("closing after 30 frames"), "{out}");
     assert!(!out.contains("headless"), "{out}");
 }
+
+/// `haptics run --device openhaptics` in the window, on the fake libHD.so: the session
+/// runs on the device's servo loop and, when the library reports a communication error
+/// mid run, the window closes within 5 s with the device and the error named, the device
+/// released (zero force, scheduler stopped, disabled) and no force after the fault.
+#[test]
+fn the_window_runs_an_openhaptics_device_and_ends_cleanly_on_its_fault() {
+    use haptics_devices::vendor::fakes;
+    let x = VirtualDisplay::start();
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("haptics-cache");
+    let lib = fakes::build(haptics_devices::Vendor::OpenHaptics).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |frames: &str, fault_ms: Option<&str>| {
+        let log = dir.path().join(format!("hd-{frames}.log"));
+        let mut c = Command::new(env!("CARGO_BIN_EXE_haptics"));
+        c.args([
+            "run",
+            "--device",
+            "openhaptics",
+            "--frames",
+            frames,
+            "--cache",
+        ])
+        .arg(&cache)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env("DISPLAY", &x.display)
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .env("HAPTICS_OPENHAPTICS_LIB", &lib)
+        .env("FAKE_HD_LOG", &log)
+        .env("FAKE_HD_BUTTONS", "1");
+        if let Some(ms) = fault_ms {
+            c.env("FAKE_HD_FAULT_AFTER_MS", ms);
+        }
+        (c.output().unwrap(), log)
+    };
+    let (o, log) = run("30", None);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("window open on"), "{out}");
+    assert!(out.contains("device PHANTOM Premium 1.5 6DOF"), "{out}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("# violations 0\n") && text.contains("# disabled\n"),
+        "{text:.300}"
+    );
+
+    let (o, log) = run("1000000", Some("3000"));
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("PHANTOM Premium 1.5 6DOF (OpenHaptics (HDAPI)) failed: OpenHaptics (HDAPI): error 0x0302 HD_COMM_ERROR"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let disabled_at: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# disabled_at "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        disabled_at > 3.0 && disabled_at < 3.0 + 5.0,
+        "{disabled_at}"
+    );
+    let last_t: f64 = text
+        .lines()
+        .rfind(|l| !l.starts_with('#'))
+        .and_then(|l| l.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(last_t < 3.0 + 0.05, "frames after the fault: {last_t}");
+}

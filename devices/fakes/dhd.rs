@@ -8,14 +8,16 @@
 //!
 //! Settings, read from the environment by `dhdGetDeviceCount` and `dhdOpen`:
 //! - `FAKE_DHD_LOG`: file written by `dhdClose`: one line per `dhdSetForceAndTorque*`
-//!   call, `t,fx,fy,fz,tx,ty,tz,enabled`, then `# calls N`, `# violations N`,
-//!   `# closed`. A violation is a non-finite value, a force above the limit in force
-//!   (`dhdSetMaxForce`, else the model's), or a call on a closed device.
+//!   call, `t,fx,fy,fz,tx,ty,tz,enabled`, then `# calls N`, `# violations N`, `# closed`,
+//!   `# closed_at T` (seconds since `dhdOpen`). A violation is a non-finite value, a
+//!   force above the limit in force (`dhdSetMaxForce`, else the model's), or a call on a
+//!   closed device.
 //! - `FAKE_DHD_COUNT` (default 1): devices reported by `dhdGetDeviceCount`.
 //! - `FAKE_DHD_TYPE` (default 104, sigma.7): the system type.
 //! - `FAKE_DHD_MAX_FORCE` (default -1: no limit set, as the SDK reports).
 //! - `FAKE_DHD_FAULT_AFTER_MS`: from then on every call fails with `DHD_ERROR_COM`.
 //! - `FAKE_DHD_RADIUS_M` (default 0.02): radius of the scripted circle (0.25 Hz).
+//! - `FAKE_DHD_BUTTONS`: the button mask reported (default 0).
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
@@ -34,6 +36,7 @@ struct Device {
     start: Instant,
     fault_after: Option<Duration>,
     radius_m: f64,
+    buttons: u32,
     force_enabled: bool,
     max_force: f64,
     max_torque: f64,
@@ -120,6 +123,7 @@ pub extern "C" fn dhdOpen() -> i32 {
             .and_then(|v| v.parse().ok())
             .map(Duration::from_millis),
         radius_m: env_f64("FAKE_DHD_RADIUS_M", 0.02),
+        buttons: env_f64("FAKE_DHD_BUTTONS", 0.0) as u32,
         force_enabled: false,
         max_force,
         max_torque: -1.0,
@@ -159,6 +163,7 @@ pub extern "C" fn dhdClose(_id: c_char) -> i32 {
             let _ = writeln!(w, "# calls {}", d.calls);
             let _ = writeln!(w, "# violations {}", d.violations);
             let _ = writeln!(w, "# closed");
+            let _ = writeln!(w, "# closed_at {}", d.start.elapsed().as_secs_f64());
         }
     }
     0
@@ -250,7 +255,7 @@ pub unsafe extern "C" fn dhdGetPositionAndOrientationFrame(
 
 #[no_mangle]
 pub extern "C" fn dhdGetButtonMask(_id: c_char) -> u32 {
-    with_device(0, |_| 0)
+    with_device(0, |d| d.buttons)
 }
 
 #[no_mangle]

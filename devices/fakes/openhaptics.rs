@@ -9,7 +9,8 @@
 //!
 //! Settings, read from the environment by `hdInitDevice`:
 //! - `FAKE_HD_LOG`: file written by `hdDisableDevice`: one line per servo frame,
-//!   `t,fx,fy,fz,tx,ty,tz,enabled`, then `# frames N`, `# violations N`, `# disabled`.
+//!   `t,fx,fy,fz,tx,ty,tz,enabled`, then `# frames N`, `# violations N`, `# disabled`,
+//!   `# disabled_at T` (seconds since `hdInitDevice`).
 //!   A violation is a non-finite force, a force above the nominal maximum, or a force set
 //!   outside `hdBeginFrame`/`hdEndFrame`.
 //! - `FAKE_HD_MODEL` (default "PHANTOM Premium 1.5 6DOF"), `FAKE_HD_OUTPUT_DOF` (6),
@@ -227,6 +228,7 @@ pub extern "C" fn hdDisableDevice(_h: u32) {
             let _ = writeln!(w, "# frames {}", d.frames);
             let _ = writeln!(w, "# violations {}", d.violations);
             let _ = writeln!(w, "# disabled");
+            let _ = writeln!(w, "# disabled_at {}", d.start.elapsed().as_secs_f64());
         }
     }
 }

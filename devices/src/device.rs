@@ -159,6 +159,17 @@ impl Workspace {
             Workspace::Box { half_extents_m } => half_extents_m.norm(),
         }
     }
+
+    /// The workspace's size as one radius, for scaling a scene to a device: the radius
+    /// for a sphere, the geometric mean of the half extents for a box (the sphere of
+    /// about the box's proportions; a box 381 x 267 x 191 mm, the PHANTOM Premium 1.5's,
+    /// gives 0.133 m).
+    pub fn characteristic_radius(&self) -> f64 {
+        match self {
+            Workspace::Sphere { radius_m } => *radius_m,
+            Workspace::Box { half_extents_m } => half_extents_m.iter().product::<f64>().cbrt(),
+        }
+    }
 }
 
 /// What a device can sense and render.
@@ -322,6 +333,10 @@ mod tests {
             half_extents_m: Vector3::new(0.3, 0.4, 0.0),
         };
         assert!((box_ws.bounding_radius() - 0.5).abs() < 1e-15);
+        let premium = Workspace::Box {
+            half_extents_m: Vector3::new(0.1905, 0.1335, 0.0955),
+        };
+        assert!((premium.characteristic_radius() - 0.1329).abs() < 1e-3);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! the next ones back). Each cycle reads the device, renders `F = -k p` (p the stylus
 //! position, k low: at most a tenth of the device's stable stiffness) and writes it through
 //! [`SafeDevice`], so the ramp, the clamps and the enable button apply as in a session.
-//! The report gives the achieved loop rate and its jitter, the device's own sample rate
-//! (distinct timestamps), the position range covered and the largest force sent.
+//! The report gives the achieved loop rate and its jitter, the position range covered and
+//! the largest force sent.
 
 use std::time::{Duration, Instant};
 
@@ -52,8 +52,6 @@ pub struct SelfTestReport {
     pub jitter_sd_us: f64,
     /// 99th percentile of |period - nominal|, µs.
     pub jitter_p99_us: f64,
-    /// Distinct device timestamps per second of wall time (the device's own rate).
-    pub device_rate_hz: f64,
     /// Smallest and largest stylus position per axis, m.
     pub position_min: Vector3<f64>,
     pub position_max: Vector3<f64>,
@@ -81,7 +79,6 @@ pub fn run<D: Device>(device: &mut SafeDevice<D>, config: &SelfTestConfig) -> Se
     let mut pmin = Vector3::repeat(f64::INFINITY);
     let mut pmax = Vector3::repeat(f64::NEG_INFINITY);
     let (mut max_force, mut errors, mut fault) = (0.0f64, 0u64, None);
-    let (mut device_samples, mut last_time) = (0u64, f64::NAN);
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(config.duration_s.max(0.0));
     let mut next = start;
@@ -96,10 +93,6 @@ pub fn run<D: Device>(device: &mut SafeDevice<D>, config: &SelfTestConfig) -> Se
         }
         let w = match device.read() {
             Ok(s) => {
-                if s.time_s != last_time {
-                    device_samples += 1;
-                    last_time = s.time_s;
-                }
                 let p = s.pose.position;
                 pmin = pmin.inf(&p);
                 pmax = pmax.sup(&p);
@@ -152,7 +145,6 @@ pub fn run<D: Device>(device: &mut SafeDevice<D>, config: &SelfTestConfig) -> Se
         period_mean_us: mean,
         jitter_sd_us: sd,
         jitter_p99_us: p99,
-        device_rate_hz: device_samples as f64 / elapsed.max(1e-9),
         position_min: pmin,
         position_max: pmax,
         max_force_n: max_force,

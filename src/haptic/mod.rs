@@ -2,12 +2,14 @@
 //! contact, virtual coupling and reduced dynamics, and renders force; with timing
 //! statistics and a precise scheduler.
 
+pub mod device_fit;
 pub mod log;
 pub mod scheduler;
 pub mod simulation;
 pub mod thread;
 pub mod timing;
 
+pub use device_fit::{fit_scene, CouplingCaps, DeviceFit};
 pub use scheduler::PeriodicScheduler;
 pub use simulation::{CycleReport, HapticSimulation};
 pub use thread::{

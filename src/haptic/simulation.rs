@@ -61,6 +61,9 @@ pub struct HapticSimulation {
     /// Cycles run.
     pub cycle: u64,
     last_manipulandum: Option<Isometry3<f64>>,
+    /// The device's bounds on the coupling ([`crate::haptic::device_fit`]), kept through
+    /// live edits.
+    caps: Option<crate::haptic::CouplingCaps>,
 }
 
 impl HapticSimulation {
@@ -87,6 +90,7 @@ impl HapticSimulation {
             field_force: vec![0.0; field_r],
             cycle: 0,
             last_manipulandum: None,
+            caps: None,
             scene,
         }
     }
@@ -104,11 +108,21 @@ impl HapticSimulation {
         }
     }
 
-    /// Sets a tunable parameter, clamped into its range (allocation-free: the haptic
-    /// thread applies live edits with it).
+    /// Bounds the coupling by a device's caps, now and through later [`Self::set`]s.
+    pub fn set_caps(&mut self, caps: crate::haptic::CouplingCaps) {
+        caps.apply(&mut self.coupling.params);
+        caps.apply(&mut self.scene.coupling);
+        self.caps = Some(caps);
+    }
+
+    /// Sets a tunable parameter, clamped into its range and within the device's caps
+    /// (allocation-free: the haptic thread applies live edits with it).
     pub fn set(&mut self, param: Param, value: f64) {
         let mut s = self.settings();
         param.set(&mut s, value);
+        if let Some(caps) = &self.caps {
+            caps.apply(&mut s.coupling);
+        }
         self.coupling.params = s.coupling;
         if param.is_contact() {
             self.set_contact_params(|c| *c = s.contact);

@@ -81,6 +81,9 @@ pub struct Snapshot {
     /// The workspace's indexing transform (device to simulation world, thesis 4.5):
     /// input devices need it to move the manipulandum along world directions.
     pub workspace_index: Isometry3<f64>,
+    /// The fatal vendor fault that stopped the device, once one happened (the session
+    /// must end: output is zero from then on).
+    pub device_fault: Option<haptics_devices::VendorFault>,
 }
 
 impl Snapshot {
@@ -112,6 +115,7 @@ impl Snapshot {
             contact_count: 0,
             contacts_total: 0,
             workspace_index: sim.workspace.index,
+            device_fault: None,
         }
     }
 
@@ -175,6 +179,8 @@ impl HapticThread {
                 let period = scheduler.period();
                 let mut stats = CycleStats::new(period.as_nanos() as u64);
                 let mut zero_force = 0u64;
+                // Sticky: every later snapshot reports it (the buffers rotate).
+                let mut device_fault = None;
                 let start = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {
                     scheduler.wait();
@@ -190,6 +196,8 @@ impl HapticThread {
                     snap.zero_force_cycles = zero_force;
                     snap.cycle_us = ns as f64 * 1e-3;
                     snap.realtime = realtime;
+                    device_fault = device_fault.or(outcome.fault);
+                    snap.device_fault = device_fault;
                     if stats.count().is_multiple_of(256) {
                         snap.timing = stats.summary();
                     }
@@ -277,6 +285,8 @@ pub struct CycleOutcome {
     pub zero_forced: bool,
     /// Whether the device refused the write.
     pub write_failed: bool,
+    /// A fatal vendor fault reported by the read or the write.
+    pub fault: Option<haptics_devices::VendorFault>,
     /// The cycle's duration, commands to write.
     pub elapsed: Duration,
 }
@@ -294,9 +304,13 @@ pub fn haptic_cycle(
 ) -> CycleOutcome {
     let t0 = Instant::now();
     apply_commands(sim, commands);
+    let mut fault = None;
     let report = match device.read() {
         Ok(s) => Some(sim.device_cycle(&s.pose, s.buttons)),
-        Err(_) => None,
+        Err(e) => {
+            fault = e.fatal();
+            None
+        }
     };
     let on_time = t0.elapsed() <= period;
     let (wrench, zero_forced) = match &report {
@@ -309,12 +323,16 @@ pub fn haptic_cycle(
         ),
         _ => (Wrench::zero(), true),
     };
-    let write_failed = device.write(&wrench).is_err();
+    let written = device.write(&wrench);
+    if let Err(e) = &written {
+        fault = fault.or(e.fatal());
+    }
     CycleOutcome {
         report,
         wrench,
         zero_forced,
-        write_failed,
+        write_failed: written.is_err(),
+        fault,
         elapsed: t0.elapsed(),
     }
 }

@@ -1,12 +1,19 @@
-//! `haptics devices`: the connected HID devices, the profile that drives each, and the
-//! known profiles; `--check FILE` validates a profile file.
+//! `haptics devices`: the vendor SDK devices (OpenHaptics, Force Dimension) and the
+//! connected HID devices with the profile that drives each, the known profiles;
+//! `--check FILE` validates a profile file; `--test DEVICE` runs the self-test.
 //!
 //! The device layer lives in the `haptics-devices` crate; this module only prints.
 
 use std::path::PathBuf;
 
+use anyhow::bail;
 use clap::Args;
 use haptics_devices::hid::{self, ListedDevice, Profile};
+use haptics_devices::self_test::{self, SelfTestConfig, SelfTestReport};
+use haptics_devices::vendor::{self, Probe};
+use haptics_devices::{Device, SafeDevice, SimConfig, SimulatedDevice, Vendor};
+
+use super::range;
 
 /// The arguments of `haptics devices` (the long help is [`LONG_ABOUT`]).
 #[derive(Debug, Clone, Args)]
@@ -14,19 +21,47 @@ pub struct DevicesArgs {
     /// Validate a profile file and print what it describes (errors name the line).
     #[arg(long, value_name = "FILE")]
     pub check: Option<PathBuf>,
+    /// Self-test a device: a soft spring to the centre of its workspace (at most a tenth
+    /// of its stable stiffness, through the safety layer), then a report of the achieved
+    /// rate, jitter, position range and largest force. DEVICE: openhaptics,
+    /// forcedimension, hid:PROFILE or simulated.
+    #[arg(long, value_name = "DEVICE")]
+    pub test: Option<String>,
+    /// Length of the self-test, s (0.1 to 600).
+    #[arg(long, default_value_t = 5.0, value_parser = range::real(0.1, 600.0))]
+    pub duration: f64,
+    /// Spring stiffness of the self-test, N/m (capped at a tenth of the device's stable
+    /// stiffness).
+    #[arg(long, default_value_t = 100.0, value_parser = range::positive(1e5))]
+    pub stiffness: f64,
+    /// The enable (deadman) button of a vendor device during the self-test: force only
+    /// while it is held (0..=31, or `off`).
+    #[arg(long, default_value = "0", value_parser = super::live::parse_deadman)]
+    pub deadman: super::live::Deadman,
 }
 
 /// The long help of `haptics devices`.
 pub const LONG_ABOUT: &str = "\
-List connected HID devices with the profile that matches each, and the known device profiles.
+List force-feedback devices: those of the vendor SDKs found at run time (3D Systems
+OpenHaptics: Touch, Touch X, PHANTOM Premium; Force Dimension: omega, sigma, delta), the
+connected HID devices with the profile that matches each, and the known device profiles.
 
-A device is usable when a profile matches it (vendor and product id, and HID usage for
-devices with several interfaces). Profiles are TOML files in the devices crate
+Vendor libraries are looked up in HAPTICS_OPENHAPTICS_LIB / HAPTICS_DHD_LIB (the library
+file), else as libHD.so / libdhd.so through the dynamic loader (LD_LIBRARY_PATH); a
+library that is not found is reported with where it was looked for.
+
+A HID device is usable when a profile matches it (vendor and product id, and HID usage
+for devices with several interfaces). Profiles are TOML files in the devices crate
 (devices/profiles/*.toml, format in devices/README.md): the 3Dconnexion SpaceMouse family
 (6-DOF input used as rate control) and a generic raw-HID force-feedback layout.
 
-With no devices attached it says so and exits successfully. On Linux, reading a device
-needs access to its /dev/hidraw* node (a udev rule).";
+With no devices attached it says so and exits successfully. On Linux, a device needs a
+udev rule for its /dev/hidraw* or USB node (devices/udev/, see devices/README.md).
+
+Examples:
+  haptics devices
+  haptics devices --test openhaptics
+  HAPTICS_DHD_LIB=/opt/sdk-3.17/lib/release/lin-x86_64-gcc/libdhd.so haptics devices --test forcedimension";
 
 pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.check {
@@ -35,6 +70,16 @@ pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
         print!("{}", describe_profile(&p));
         return Ok(());
     }
+    if let Some(d) = &args.test {
+        return run_self_test(d, args);
+    }
+    println!("Vendor SDK devices:");
+    for v in Vendor::ALL {
+        for line in describe_probe(v, &vendor::probe(v)) {
+            println!("  {line}");
+        }
+    }
+    println!();
     let profiles = hid::builtin_profiles()?;
     println!("Known device profiles:");
     let width = profiles.iter().map(|p| p.name.len()).max().unwrap_or(0);
@@ -57,6 +102,116 @@ pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
         Err(e) => println!("No HID devices found (enumeration unavailable: {e})."),
     }
     Ok(())
+}
+
+/// The lines about one vendor: its library and devices, or why it is unavailable.
+pub fn describe_probe(v: Vendor, p: &Probe) -> Vec<String> {
+    match p {
+        Probe::Unavailable(e) => vec![format!("{v}: not available: {e}")],
+        Probe::Found {
+            source,
+            devices,
+            note,
+        } => {
+            let mut lines = vec![format!(
+                "{v}: library {}{}",
+                source.file.display(),
+                if source.from_env {
+                    format!(" (from {})", v.env_var())
+                } else {
+                    String::new()
+                }
+            )];
+            if devices.is_empty() {
+                lines.push(format!(
+                    "  no device found{}",
+                    note.as_ref().map_or(String::new(), |n| format!(": {n}"))
+                ));
+            }
+            for d in devices {
+                lines.push(format!(
+                    "  {}: {}-DOF in, {}-DOF force feedback, max {} N  (--device {})",
+                    d.model,
+                    d.dof_sensed,
+                    d.dof_actuated,
+                    d.max_force_n,
+                    v.device_name()
+                ));
+            }
+            lines
+        }
+    }
+}
+
+/// `--test DEVICE`: open, self-test, report. Exits with an error when the device failed.
+fn run_self_test(name: &str, args: &DevicesArgs) -> anyhow::Result<()> {
+    let config = SelfTestConfig {
+        duration_s: args.duration,
+        stiffness_n_per_m: args.stiffness,
+        ..SelfTestConfig::default()
+    };
+    let (report, label) = if let Some(v) = Vendor::from_device_name(name) {
+        let (mut dev, label) = super::live::open_vendor(v, args.deadman.0)?;
+        println!("{label}: self-test for {} s", config.duration_s);
+        if let Some(b) = args.deadman.0 {
+            println!("hold button {b} to enable force; the stylus is pulled gently to the centre");
+        }
+        (self_test::run(&mut dev, &config), label)
+    } else if let Some(p) = name.strip_prefix("hid:") {
+        let profile = hid::builtin_profile(p)?;
+        let settings = profile.safety.clone();
+        let mut dev = SafeDevice::new(hid::HidDevice::open(profile)?, settings)?;
+        let label = format!("HID device ({p})");
+        (self_test::run(&mut dev, &config), label)
+    } else if name == "simulated" {
+        let sim = SimulatedDevice::new(
+            SimConfig::default(),
+            haptics_devices::TargetSource::Fixed(haptics_devices::HandTarget::new(
+                haptics_devices::Pose::from_position(nalgebra::Vector3::new(0.02, 0.0, 0.0)),
+            )),
+        )?;
+        let mut dev = SafeDevice::new(sim, haptics_devices::SafetySettings::default())?;
+        let label = format!("{} (simulated)", dev.info().name);
+        (self_test::run(&mut dev, &config), label)
+    } else {
+        bail!("unknown device '{name}': expected openhaptics, forcedimension, hid:PROFILE or simulated");
+    };
+    print!("{}", describe_report(&label, &report));
+    if let Some(e) = &report.fault {
+        bail!("{label} failed during the self-test: {e}; force output was switched off");
+    }
+    Ok(())
+}
+
+/// The self-test report for people.
+pub fn describe_report(label: &str, r: &SelfTestReport) -> String {
+    let ext = r.position_max - r.position_min;
+    format!(
+        "self-test of {label}\n\
+         loop rate        {:.1} Hz over {:.2} s ({} cycles)\n\
+         period           mean {:.1} µs, jitter sd {:.1} µs, p99 |error| {:.1} µs\n\
+         position range   x {:.1}..{:.1} mm, y {:.1}..{:.1} mm, z {:.1}..{:.1} mm (extent {:.1} x {:.1} x {:.1} mm)\n\
+         max force sent   {:.3} N (spring {:.0} N/m)\n\
+         errors           {}\n",
+        r.rate_hz,
+        r.elapsed_s,
+        r.cycles,
+        r.period_mean_us,
+        r.jitter_sd_us,
+        r.jitter_p99_us,
+        r.position_min.x * 1e3,
+        r.position_max.x * 1e3,
+        r.position_min.y * 1e3,
+        r.position_max.y * 1e3,
+        r.position_min.z * 1e3,
+        r.position_max.z * 1e3,
+        ext.x * 1e3,
+        ext.y * 1e3,
+        ext.z * 1e3,
+        r.max_force_n,
+        r.stiffness_n_per_m,
+        r.errors
+    )
 }
 
 /// One line about what a profile drives.

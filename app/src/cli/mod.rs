@@ -7,6 +7,7 @@ pub mod bake;
 pub mod demo;
 pub mod devices;
 pub mod inspect;
+pub mod live;
 pub mod pointshell;
 pub mod progress;
 pub mod range;

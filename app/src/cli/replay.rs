@@ -11,7 +11,7 @@ use clap::Args;
 use haptics_devices::hid::{builtin_profile, HidDevice};
 use haptics_devices::trajectory::{read_trajectory, Trajectory, TrajectoryWriter};
 use haptics_devices::{
-    Device, SafeDevice, SimConfig, SimulatedDevice, TargetSource, TrajectorySample, Wrench,
+    Device, SafeDevice, SimConfig, SimulatedDevice, TargetSource, TrajectorySample, Vendor, Wrench,
 };
 use indicatif::ProgressBar;
 
@@ -68,10 +68,16 @@ pub struct RecordArgs {
     /// The scene file (TOML).
     pub scene: PathBuf,
     /// `simulated` (the closed-loop simulated hand, headless and deterministic; its
-    /// target follows --targets) or `hid:PROFILE` (a connected HID device, in real time,
-    /// for example hid:generic-ffb; `haptics devices` lists the profiles).
+    /// target follows --targets), `openhaptics` (a 3D Systems Touch / Touch X / PHANTOM
+    /// through libHD.so), `forcedimension` (an omega / sigma / delta through libdhd.so),
+    /// or `hid:PROFILE` (a connected HID device, for example hid:generic-ffb). Real
+    /// devices run in real time; `haptics devices` lists what is connected.
     #[arg(long, default_value = "simulated")]
     pub device: String,
+    /// The enable (deadman) button of an openhaptics or forcedimension device: force is
+    /// sent only while it is held (a button index 0..=31, or `off`).
+    #[arg(long, default_value = "0", value_parser = super::live::parse_deadman)]
+    pub deadman: super::live::Deadman,
     /// Keyframes of the simulated hand's target pose (trajectory CSV, device metres).
     #[arg(long)]
     pub targets: Option<PathBuf>,
@@ -131,6 +137,19 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
         bail!("{}: the trajectory has no samples", a.trajectory.display());
     }
     let mut scene = load_with_progress(&a.scene, &a.cache)?;
+    // A recording made on a real device carries the values the scene was fitted to.
+    let text = String::from_utf8_lossy(
+        &std::fs::read(&a.trajectory)
+            .with_context(|| format!("reading {}", a.trajectory.display()))?,
+    )
+    .into_owned();
+    let fitted = super::live::apply_recorded_fit(&text, &a.trajectory, &mut scene)?;
+    if fitted > 0 {
+        println!(
+            "applied {fitted} device-fitted settings recorded in {}",
+            a.trajectory.display()
+        );
+    }
     a.params.apply(&mut scene);
     let start = Instant::now();
     let log = replay_log(scene, &trajectory);
@@ -204,6 +223,24 @@ fn plot_log(log: &Log, png: &Path) -> anyhow::Result<()> {
 }
 
 pub fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
+    if let Some(vendor) = Vendor::from_device_name(&a.device) {
+        // Open the device first: a missing library or device fails before any work.
+        let (device, name) = super::live::open_vendor(vendor, a.deadman.0)?;
+        let mut scene = load_with_progress(&a.scene, &a.cache)?;
+        a.params.apply(&mut scene);
+        let rate = scene.rate_hz;
+        let fit = super::live::fit_and_report(&mut scene, device.info());
+        let header = super::live::recording_header(&name, fit.as_ref(), &scene);
+        let mut sim = HapticSimulation::new(scene);
+        if let Some(f) = &fit {
+            sim.set_caps(f.caps);
+        }
+        if let Some(b) = a.deadman.0 {
+            println!("{name}: hold button {b} to enable force");
+        }
+        let duration = a.duration.unwrap_or(10.0);
+        return record_loop(sim, device, duration, Some(rate), &a.out, &name, &header);
+    }
     let mut scene = load_with_progress(&a.scene, &a.cache)?;
     a.params.apply(&mut scene);
     let rate = scene.rate_hz;
@@ -224,48 +261,65 @@ pub fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
             ..SimConfig::default()
         };
         let device = SimulatedDevice::new(config, TargetSource::Keyframes(targets))?;
-        record_loop(sim, device, duration, None, &a.out)
+        record_loop(sim, device, duration, None, &a.out, "simulated hand", "")
     } else if let Some(name) = a.device.strip_prefix("hid:") {
         let profile = builtin_profile(name)?;
         let settings = profile.safety.clone();
         let device = SafeDevice::new(HidDevice::open(profile)?, settings)?;
         let duration = a.duration.unwrap_or(10.0);
-        record_loop(sim, device, duration, Some(rate), &a.out)
+        let label = format!("HID device ({name})");
+        let header = format!("# device: {label}\n");
+        record_loop(sim, device, duration, Some(rate), &a.out, &label, &header)
     } else {
         bail!(
-            "unknown --device '{}': expected 'simulated' or 'hid:PROFILE'",
+            "unknown --device '{}': expected simulated, openhaptics, forcedimension or hid:PROFILE",
             a.device
         )
     }
 }
 
 /// Runs the loop for `duration` seconds of device time (in real time at `realtime` Hz
-/// when given), keeping the samples in memory (no I/O inside the loop), then writes them.
+/// when given), keeping the samples in memory (no I/O inside the loop), then writes them
+/// after the `header` comment lines. A device error ends the loop at once: zero is
+/// written, the samples recorded so far are saved, and the error names the device.
 fn record_loop(
     mut sim: HapticSimulation,
     mut device: impl Device,
     duration: f64,
     realtime: Option<f64>,
     out: &Path,
+    label: &str,
+    header: &str,
 ) -> anyhow::Result<()> {
     let capacity = (duration * realtime.unwrap_or(1000.0) * 1.2) as usize + 16;
     let mut samples: Vec<(TrajectorySample, Wrench)> = Vec::with_capacity(capacity);
     let mut scheduler = realtime.map(|hz| PeriodicScheduler::new(hz, Duration::from_micros(200)));
     let start = Instant::now();
     let mut t0: Option<f64> = None;
+    let mut failure = None;
     let bar = ProgressBar::new((duration * 1000.0) as u64);
     loop {
         if let Some(s) = &mut scheduler {
             s.wait();
         }
-        let s = device.read()?;
+        let s = match device.read() {
+            Ok(s) => s,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
         let first = *t0.get_or_insert(s.time_s);
         if s.time_s - first > duration {
             break;
         }
         let r = sim.device_cycle(&s.pose, s.buttons);
-        let w = wrench(&r);
-        device.write(&w)?;
+        // A faulted cycle (non-finite or absurd pose) renders zero, as in the thread.
+        let w = if r.fault { Wrench::zero() } else { wrench(&r) };
+        if let Err(e) = device.write(&w) {
+            failure = Some(e);
+            break;
+        }
         if samples.len() < samples.capacity() {
             samples.push((s.into(), w));
         }
@@ -273,10 +327,13 @@ fn record_loop(
             bar.set_position(((s.time_s - first) * 1000.0) as u64);
         }
     }
-    device.write(&Wrench::zero())?;
+    // Best effort after a failure (the safety layer has zeroed the output already).
+    let zeroed = device.write(&Wrench::zero());
     bar.finish_and_clear();
     // Whole or not at all: a full disk or a kill never leaves half a recording.
     haptics::io::write_atomic(out, |file| {
+        use std::io::Write as _;
+        file.write_all(header.as_bytes())?;
         let mut w = TrajectoryWriter::new(file, true)?;
         for (s, f) in &samples {
             w.write(s, Some(f))?;
@@ -292,6 +349,16 @@ fn record_loop(
         start.elapsed().as_secs_f64(),
         out.display()
     );
+    // Release the device (zero, scheduler stopped, closed) before reporting.
+    drop(device);
+    if let Some(e) = failure {
+        bail!(
+            "{label} failed after {} samples: {e}. Force output was switched off; the samples recorded until then are in {}",
+            samples.len(),
+            out.display()
+        );
+    }
+    zeroed.with_context(|| format!("{label}: writing zero force at the end"))?;
     Ok(())
 }
 

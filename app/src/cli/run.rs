@@ -20,9 +20,16 @@ pub struct RunArgs {
     /// The scene file (default: assets/scenes/bridge-probe.toml).
     pub scene: Option<PathBuf>,
     /// The device: `auto` (a connected SpaceMouse, else the simulated hand driven by
-    /// the mouse), `simulated`, or `hid:PROFILE` (see `haptics devices`).
+    /// the mouse), `simulated`, `openhaptics` (a 3D Systems Touch / Touch X / PHANTOM
+    /// through libHD.so), `forcedimension` (an omega / sigma / delta through libdhd.so),
+    /// or `hid:PROFILE` (see `haptics devices`). Vendor libraries are found through
+    /// HAPTICS_OPENHAPTICS_LIB / HAPTICS_DHD_LIB or the dynamic loader.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// The enable (deadman) button of an openhaptics or forcedimension device: force is
+    /// sent only while it is held (a button index 0..=31, or `off`).
+    #[arg(long, default_value = "0", value_parser = super::live::parse_deadman)]
+    pub deadman: super::live::Deadman,
     /// Run the headless demo even if a window could open.
     #[arg(long)]
     pub headless: bool,
@@ -103,25 +110,44 @@ pub fn default_trajectory(scene: &Path) -> anyhow::Result<PathBuf> {
     }
 }
 
-fn device_choice(s: &str) -> anyhow::Result<DeviceChoice> {
+fn device_choice(s: &str, deadman: Option<u32>) -> anyhow::Result<DeviceChoice> {
+    if let Some(v) = haptics_devices::Vendor::from_device_name(s) {
+        return Ok(DeviceChoice::Vendor { vendor: v, deadman });
+    }
     Ok(match s {
         "auto" => DeviceChoice::Auto,
         "simulated" => DeviceChoice::Simulated,
         _ => match s.strip_prefix("hid:") {
             Some(p) if !p.is_empty() => DeviceChoice::Hid(p.to_string()),
-            _ => bail!("unknown --device '{s}': expected auto, simulated or hid:PROFILE"),
+            _ => bail!(
+                "unknown --device '{s}': expected auto, simulated, openhaptics, forcedimension or hid:PROFILE"
+            ),
         },
     })
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let scene_path = a.scene.clone().unwrap_or_else(default_scene);
-    let device = device_choice(&a.device)?;
+    let device = device_choice(&a.device, a.deadman.0)?;
+    // The headless demo replays a trajectory: it cannot use a real device. Say so rather
+    // than ignore the device the user asked for.
+    let live = matches!(device, DeviceChoice::Vendor { .. } | DeviceChoice::Hid(_));
+    let headless_refused = |why: String| {
+        anyhow::anyhow!(
+            "--device {} needs the window, and {why}; `haptics record SCENE --device {} --duration S --out traj.csv` runs the haptic loop on it without one",
+            a.device,
+            a.device
+        )
+    };
     let event_loop = if a.headless {
+        if live {
+            return Err(headless_refused("--headless was given".into()));
+        }
         None
     } else {
         match window::open_event_loop() {
             Ok(el) => Some(el),
+            Err(e) if live => return Err(headless_refused(format!("none can open ({e})"))),
             Err(e) => {
                 println!("{e}\nrunning the demo headless instead");
                 None
@@ -146,7 +172,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         };
         match window::run(el, config, scene.clone()) {
             Ok(()) => return Ok(()),
-            Err(e @ (AppError::NoDisplay(_) | AppError::Render(_))) => {
+            Err(e @ (AppError::NoDisplay(_) | AppError::Render(_))) if !live => {
                 println!("cannot show the window ({e}): running the demo headless instead");
             }
             Err(e) => return Err(e.into()),

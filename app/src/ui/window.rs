@@ -61,6 +61,11 @@ pub enum DeviceChoice {
     Simulated,
     /// A HID device with this built-in profile (`haptics devices` lists them).
     Hid(String),
+    /// A vendor SDK device (OpenHaptics, Force Dimension), with its enable button.
+    Vendor {
+        vendor: haptics_devices::Vendor,
+        deadman: Option<u32>,
+    },
 }
 
 /// Loads a scene file (with progress on the terminal).
@@ -125,12 +130,14 @@ struct Session {
     device_name: String,
     replaying: Option<PathBuf>,
     workspace_scale: f64,
+    /// The device's bounds on the scene (live devices with force output).
+    fit: Option<haptics::haptic::DeviceFit>,
 }
 
 impl Session {
     /// Starts the haptic thread on `scene` with the chosen device (or a replay).
     fn start(
-        scene: Scene,
+        mut scene: Scene,
         choice: &DeviceChoice,
         replay: Option<&Path>,
     ) -> Result<Session, AppError> {
@@ -167,11 +174,22 @@ impl Session {
                 }
             }
         };
+        // A real device with force output: the scene is fitted to its capabilities (the
+        // simulated hand is the device scenes are tuned for, and a replay replays).
+        let fit = if target_tx.is_none() && replay.is_none() {
+            crate::cli::live::fit_and_report(&mut scene, device.info())
+        } else {
+            None
+        };
         // 8 s of samples at 1 kHz: the window drains the tap every frame.
         let (tap, tap_rx, control) = TapDevice::new(device, 8192);
         let debug = DebugContact::new(&scene);
         let workspace_scale = scene.workspace_scale;
-        let haptic = HapticThread::spawn(HapticSimulation::new(scene.clone()), Box::new(tap), rate);
+        let mut sim = HapticSimulation::new(scene.clone());
+        if let Some(f) = &fit {
+            sim.set_caps(f.caps);
+        }
+        let haptic = HapticThread::spawn(sim, Box::new(tap), rate);
         Ok(Session {
             scene,
             haptic,
@@ -184,7 +202,13 @@ impl Session {
             device_name,
             replaying: replay.map(Path::to_path_buf),
             workspace_scale,
+            fit,
         })
+    }
+
+    /// The comment lines of a recording of this session (device, fitted values).
+    fn header(&self) -> String {
+        crate::cli::live::recording_header(&self.device_name, self.fit.as_ref(), &self.scene)
     }
 
     fn send_target(&self) {
@@ -214,6 +238,13 @@ fn open_hid(choice: &DeviceChoice) -> Result<Option<NamedDevice>, AppError> {
     };
     match choice {
         DeviceChoice::Simulated => Ok(None),
+        DeviceChoice::Vendor { vendor, deadman } => {
+            let (device, name) = crate::cli::live::open_vendor(*vendor, *deadman)?;
+            if let Some(b) = deadman {
+                println!("{name}: hold button {b} to enable force");
+            }
+            Ok(Some((Box::new(device), name)))
+        }
         DeviceChoice::Hid(name) => open(name, None).map(Some),
         DeviceChoice::Auto => {
             let found = list_devices().ok().and_then(|list| {
@@ -469,7 +500,7 @@ impl App {
                 session.tap.set_recording(false);
                 let mut samples = session.recorded.take().unwrap_or_default();
                 samples.extend(session.tap_rx.try_iter());
-                write_recording(&path, &samples)?;
+                write_recording(&path, &samples, &session.header())?;
                 return Ok(Some(format!(
                     "wrote {} samples ({} dropped) to {}",
                     samples.len(),
@@ -615,6 +646,9 @@ impl App {
 
         // The haptic state: copied out of the triple buffer, never waited for.
         let snapshot = s.haptic.snapshot();
+        if let Some(fault) = snapshot.device_fault {
+            return Err(AppError::Other(device_failed(s, &fault)));
+        }
         fill_frame(snapshot, &s.scene, &mut self.frame);
         if ui.views != DebugViews::default() {
             s.debug
@@ -683,14 +717,47 @@ fn ui_state(config: &WindowConfig, scene: &Scene, adapter: &str) -> UiState {
     }
 }
 
+/// The error that ends a session whose device failed: stops the haptic thread (the
+/// device is closed: zero force, scheduler stopped), saves a recording in progress, and
+/// names the device and the fault.
+fn device_failed(s: &mut Session, fault: &haptics_devices::VendorFault) -> anyhow::Error {
+    s.tap.set_recording(false);
+    let saved = match s.recorded.take() {
+        Some(mut samples) => {
+            samples.extend(s.tap_rx.try_iter());
+            let path = PathBuf::from("target/recordings/session-before-fault.csv");
+            match write_recording(&path, &samples, &s.header()) {
+                Ok(()) => format!(
+                    "; the recording so far ({} samples) is in {}",
+                    samples.len(),
+                    path.display()
+                ),
+                Err(e) => format!("; the recording could not be saved: {e:#}"),
+            }
+        }
+        None => String::new(),
+    };
+    anyhow::anyhow!(
+        "{} failed: {fault}. Force output was switched off{saved}",
+        s.device_name
+    )
+}
+
 /// Writes a recorded session as a trajectory CSV with the rendered wrench columns
-/// (atomically: a half-written file never replaces a good one).
-fn write_recording(path: &Path, samples: &[(TrajectorySample, Wrench)]) -> anyhow::Result<()> {
+/// (atomically: a half-written file never replaces a good one),
+/// after `header`'s comment lines (see [`crate::cli::live::recording_header`]).
+fn write_recording(
+    path: &Path,
+    samples: &[(TrajectorySample, Wrench)],
+    header: &str,
+) -> anyhow::Result<()> {
     use anyhow::Context as _;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     haptics::io::write_atomic(path, |file| {
+        use std::io::Write as _;
+        file.write_all(header.as_bytes())?;
         let mut w = TrajectoryWriter::new(file, true)?;
         for (s, f) in samples {
             w.write(s, Some(f))?;

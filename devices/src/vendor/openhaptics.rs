@@ -309,7 +309,7 @@ extern "C" fn servo_callback(user_data: *mut c_void) -> c_uint {
 /// Scales `v` down to magnitude `max` (direction kept; zero when `max` is not positive).
 fn clamp3(v: [f64; 3], max: f64) -> [f64; 3] {
     let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-    if !(max > 0.0) {
+    if max.is_nan() || max <= 0.0 {
         [0.0; 3]
     } else if n > max {
         let s = max / n;
@@ -582,7 +582,11 @@ impl Device for OpenHapticsDevice {
         }
         let q = nalgebra::Quaternion::new(s[5], s[6], s[7], s[8]);
         Ok(DeviceSample {
-            time_s: s[1],
+            // Stamped at the read, like a polled device: the haptic thread and the servo
+            // run on separate clocks, so two reads can see the same frame, and each
+            // cycle (recorded, replayed) needs its own time. The frame is at most one
+            // servo period old.
+            time_s: now.duration_since(self.servo.epoch).as_secs_f64(),
             pose: Pose::new(
                 Vector3::new(s[2], s[3], s[4]),
                 UnitQuaternion::new_normalize(q),
