@@ -6,8 +6,10 @@
 //! thread publishes the latest wrench. Each slot is a sequence lock over `f64`s stored in
 //! atomics (so a torn read is detected and retried, never undefined behaviour): no lock,
 //! no allocation, and a reader never waits on the writer. A reader that keeps meeting a
-//! write in progress gives up after [`MAX_RETRIES`] tries (in practice a write takes tens
-//! of nanoseconds and one retry suffices).
+//! write in progress gives up after [`MAX_RETRIES`] tries: a write takes tens of
+//! nanoseconds, but a writer preempted in the middle of one leaves the slot torn for its
+//! whole time slice, so readers keep their previous consistent values then (the servo
+//! side sends zero; the haptic side reuses the previous frame).
 //!
 //! Why not run the simulation inside the callback: the haptic thread already owns the
 //! cycle, the safety layer, recording and the renderer's snapshots for every other device;

@@ -336,6 +336,9 @@ pub struct OpenHapticsDevice {
     source: LibrarySource,
     last_frame: u64,
     last_change: Instant,
+    /// The latest consistent sample slot, used when the servo thread is preempted in the
+    /// middle of publishing (the slot stays torn for the whole preemption).
+    last_sample: [f64; SAMPLE_LEN],
     closed: bool,
     // Declared last: dropped after `close` has run in `Drop`.
     _library: libloading::Library,
@@ -466,6 +469,7 @@ impl OpenHapticsDevice {
             source,
             last_frame: 0,
             last_change: Instant::now(),
+            last_sample: [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0],
             closed: false,
             _library: library,
         };
