@@ -251,6 +251,87 @@ fn openhaptics_three_dof_output_gets_force_only() {
     assert!(rows.iter().all(|r| r.force.norm() <= 3.3 + 1e-9));
 }
 
+/// The enable button: stylus button 0 held for 600 ms, then released. Force flows only
+/// while it is held (after the gate and the ramp); from the release on, the device gets
+/// zero within the servo's hand-off delay (two frames).
+#[test]
+fn openhaptics_deadman_cuts_the_force_when_released() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hd.log");
+    let _env = Env::set(&[
+        (
+            "HAPTICS_OPENHAPTICS_LIB",
+            fake(Vendor::OpenHaptics).display().to_string(),
+        ),
+        ("FAKE_HD_LOG", log.display().to_string()),
+        ("FAKE_HD_BUTTONS", "1".into()),
+        ("FAKE_HD_BUTTONS_UNTIL_MS", "600".into()),
+    ]);
+    let settings = SafetySettings {
+        enable_button: Some(0),
+        ..SafetySettings::default()
+    };
+    let mut dev = SafeDevice::new(OpenHapticsDevice::open().unwrap(), settings).unwrap();
+    let (_, fault) = drive(&mut dev, 1.0, overload);
+    assert!(fault.is_none());
+    drop(dev);
+    let (rows, _) = read_log(&log);
+    let held = rows
+        .iter()
+        .filter(|r| r.t < 0.6)
+        .map(|r| r.force.norm())
+        .fold(0.0, f64::max);
+    assert!(held > 1.0, "force flowed while held ({held} N)");
+    let late: Vec<_> = rows.iter().filter(|r| r.t > 0.6 + 0.003).collect();
+    assert!(late.len() > 300);
+    assert!(
+        late.iter().all(|r| r.force == Vector3::zeros()),
+        "force after the release"
+    );
+}
+
+/// A stalled haptic thread: after commanding a force it stops writing. The servo side
+/// sends zero once the wrench is older than STALE_FRAMES frames, whatever the haptic
+/// thread does next.
+#[test]
+fn openhaptics_servo_zeroes_a_stale_wrench() {
+    let _g = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hd.log");
+    let _env = Env::set(&[
+        (
+            "HAPTICS_OPENHAPTICS_LIB",
+            fake(Vendor::OpenHaptics).display().to_string(),
+        ),
+        ("FAKE_HD_LOG", log.display().to_string()),
+    ]);
+    // No safety layer: the raw device, so only the servo side can zero.
+    let mut dev = OpenHapticsDevice::open().unwrap();
+    let start = Instant::now();
+    let (_, fault) = drive(&mut dev, 0.3, |_, _| {
+        Wrench::from_force(Vector3::new(2.0, 0.0, 0.0))
+    });
+    assert!(fault.is_none());
+    let stalled_at = start.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(dev);
+    let (rows, _) = read_log(&log);
+    let t0 = rows[0].t;
+    let stall = rows.iter().position(|r| r.t - t0 >= stalled_at).unwrap();
+    assert!(
+        rows[..stall].iter().any(|r| r.force.x == 2.0),
+        "the force was sent"
+    );
+    let stale_frames = vendor::openhaptics::STALE_FRAMES as usize;
+    let after = &rows[(stall + stale_frames + 3).min(rows.len())..];
+    assert!(after.len() > 100, "{} frames after the stall", after.len());
+    assert!(
+        after.iter().all(|r| r.force == Vector3::zeros()),
+        "a stale force was kept"
+    );
+}
+
 #[test]
 fn openhaptics_communication_fault_zeroes_and_reports() {
     let _g = lock();

@@ -132,6 +132,8 @@ struct Session {
     workspace_scale: f64,
     /// The device's bounds on the scene (live devices with force output).
     fit: Option<haptics::haptic::DeviceFit>,
+    /// The device renders force but no torque: the torque is plotted, not sent.
+    torque_not_sent: bool,
 }
 
 impl Session {
@@ -181,6 +183,7 @@ impl Session {
         } else {
             None
         };
+        let torque_not_sent = fit.is_some() && device.info().dof_actuated < 6;
         // 8 s of samples at 1 kHz: the window drains the tap every frame.
         let (tap, tap_rx, control) = TapDevice::new(device, 8192);
         let debug = DebugContact::new(&scene);
@@ -203,6 +206,7 @@ impl Session {
             replaying: replay.map(Path::to_path_buf),
             workspace_scale,
             fit,
+            torque_not_sent,
         })
     }
 
@@ -656,7 +660,11 @@ impl App {
         }
         update_status(ui, snapshot, dt);
         let st = &mut ui.status;
-        st.device = s.device_name.clone();
+        st.device = if s.torque_not_sent {
+            format!("{} (3-DOF output: torque plotted, not sent)", s.device_name)
+        } else {
+            s.device_name.clone()
+        };
         st.clutch = self.input.clutch;
         st.replaying = s.replaying.clone();
         st.recording = s.recorded.as_mut().map(|rec| {
