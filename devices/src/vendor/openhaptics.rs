@@ -567,11 +567,15 @@ impl Device for OpenHapticsDevice {
         if let Some(f) = self.servo.fault() {
             return Err(DeviceError::Vendor(f));
         }
-        let s = self
-            .servo
-            .sample
-            .load()
-            .ok_or(DeviceError::Timeout { timeout_ms: 0 })?;
+        // A torn slot means the servo thread was preempted mid-publish: the previous
+        // frame is the latest consistent one (and the silence check below still runs).
+        let s = match self.servo.sample.load() {
+            Some(s) => {
+                self.last_sample = s;
+                s
+            }
+            None => self.last_sample,
+        };
         let frame = s[0] as u64;
         let now = Instant::now();
         if frame != self.last_frame {
