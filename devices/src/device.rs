@@ -163,7 +163,7 @@ impl Workspace {
     /// The workspace's size as one radius, for scaling a scene to a device: the radius
     /// for a sphere, the geometric mean of the half extents for a box (the sphere of
     /// about the box's proportions; a box 381 x 267 x 191 mm, the PHANTOM Premium 1.5's,
-    /// gives 0.133 m).
+    /// gives 0.134 m).
     pub fn characteristic_radius(&self) -> f64 {
         match self {
             Workspace::Sphere { radius_m } => *radius_m,
@@ -336,7 +336,7 @@ mod tests {
         let premium = Workspace::Box {
             half_extents_m: Vector3::new(0.1905, 0.1335, 0.0955),
         };
-        assert!((premium.characteristic_radius() - 0.1329).abs() < 1e-3);
+        assert!((premium.characteristic_radius() - 0.1344).abs() < 1e-3);
     }
 
     #[test]
