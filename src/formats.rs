@@ -58,11 +58,17 @@ pub enum Format {
     DeviceProfile,
     /// Baked-model manifests, `manifest.toml`.
     Manifest,
+    /// COLLADA `.dae` meshes (OMPL.app's robots and worlds).
+    Collada,
+    /// OMPL.app problem definitions, `.cfg`.
+    OmplProblem,
+    /// OMPL geometric paths of SE(3) states, `.path`.
+    OmplPath,
 }
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 15] = [
+    pub const ALL: [Format; 18] = [
         Format::Obj,
         Format::Stl,
         Format::Veg,
@@ -78,6 +84,9 @@ impl Format {
         Format::Trajectory,
         Format::DeviceProfile,
         Format::Manifest,
+        Format::Collada,
+        Format::OmplProblem,
+        Format::OmplPath,
     ];
 
     /// The short name: the fuzz target's and the corpus directory's name.
@@ -98,6 +107,9 @@ impl Format {
             Format::Trajectory => "trajectory",
             Format::DeviceProfile => "device_profile",
             Format::Manifest => "manifest",
+            Format::Collada => "collada",
+            Format::OmplProblem => "ompl_problem",
+            Format::OmplPath => "ompl_path",
         }
     }
 
@@ -124,6 +136,9 @@ impl Format {
             Format::Trajectory => "input.csv",
             Format::DeviceProfile => "input-profile.toml",
             Format::Manifest => "manifest.toml",
+            Format::Collada => "input.dae",
+            Format::OmplProblem => "input.cfg",
+            Format::OmplPath => "input.path",
         }
     }
 }
@@ -167,6 +182,9 @@ pub fn parse(format: Format, bytes: &[u8]) -> Result<(), String> {
         Format::Trajectory => done(parse_trajectory(bytes, path)),
         Format::DeviceProfile => done(Profile::from_bytes(bytes, path)),
         Format::Manifest => done(parse_manifest(text()?, path)),
+        Format::Collada => done(crate::mesh::collada::parse_collada(bytes, path)),
+        Format::OmplProblem => done(crate::check::ompl::parse_problem(bytes, path)),
+        Format::OmplPath => done(crate::check::ompl::parse_path(bytes, path)),
     }
 }
 

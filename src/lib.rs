@@ -67,6 +67,7 @@
 #![warn(missing_docs)]
 
 pub mod assets;
+pub mod check;
 pub mod contact;
 pub mod coupling;
 pub mod dynamics;

@@ -258,8 +258,52 @@ fn seeds() -> Vec<(Format, Vec<Vec<u8>>)> {
             ],
         ),
         (Format::Manifest, vec![text(SAMPLE_MANIFEST)]),
+        (
+            Format::Collada,
+            vec![asset("check/slot/robot.dae"), text(SAMPLE_DAE)],
+        ),
+        (Format::OmplProblem, vec![asset("check/slot/slot.cfg")]),
+        (
+            Format::OmplPath,
+            vec![
+                asset("check/slot/pass.path"),
+                asset("check/slot/collide.path"),
+                text(&haptics::check::ompl::format_path(&[
+                    haptics::check::ompl::State::new(
+                        Vector3::new(0.25, -1.5, 3e-7),
+                        nalgebra::UnitQuaternion::from_euler_angles(0.3, -0.2, 1.1),
+                    ),
+                ])),
+            ],
+        ),
     ]
 }
+
+/// A COLLADA file with the other primitive blocks (triangles, polygons, lines), a
+/// matrix and an `<instance_node>`.
+const SAMPLE_DAE: &str = r##"<?xml version="1.0"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+  <asset><unit meter="1"/><up_axis>Y_UP</up_axis></asset>
+  <library_geometries>
+    <geometry id="g"><mesh>
+      <source id="g-p"><float_array id="g-a" count="12">0 0 0 1 0 0 1 1 0 0 1 0</float_array>
+        <technique_common><accessor source="#g-a" count="4" stride="3"/></technique_common></source>
+      <vertices id="g-v"><input semantic="POSITION" source="#g-p"/></vertices>
+      <triangles count="1"><input semantic="VERTEX" source="#g-v" offset="0"/><p>0 1 2</p></triangles>
+      <polygons count="1"><input semantic="VERTEX" source="#g-v" offset="0"/><p>0 1 2 3</p></polygons>
+      <lines count="1"><input semantic="VERTEX" source="#g-v" offset="0"/><p>0 2</p></lines>
+    </mesh></geometry>
+  </library_geometries>
+  <library_nodes><node id="shared"><instance_geometry url="#g"/></node></library_nodes>
+  <library_visual_scenes>
+    <visual_scene id="s">
+      <node><matrix>1 0 0 2 0 1 0 0 0 0 1 0 0 0 0 1</matrix><instance_node url="#shared"/></node>
+      <node><scale>2 2 2</scale><instance_geometry url="#g"/></node>
+    </visual_scene>
+  </library_visual_scenes>
+  <scene><instance_visual_scene url="#s"/></scene>
+</COLLADA>
+"##;
 
 /// A manifest as `bake` writes it (the bridge's, with three of its ten frequencies).
 const SAMPLE_MANIFEST: &str = r#"format_version = 1

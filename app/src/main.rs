@@ -11,10 +11,22 @@ fn main() {
         std::process::exit(2);
     }
     if let Err(err) = haptics_app::cli::run() {
+        if let Some(e) = err.downcast_ref::<haptics_app::cli::Exit>() {
+            std::process::exit(e.0);
+        }
+        // `check` distinguishes bad input (2) from a colliding path (1).
+        let code = if err
+            .downcast_ref::<haptics_app::cli::check::BadInput>()
+            .is_some()
+        {
+            2
+        } else {
+            1
+        };
         // Each distinct message once: a cause already in the line before is skipped.
         for line in haptics_app::cli::error_lines(&err) {
             eprintln!("{line}");
         }
-        std::process::exit(1);
+        std::process::exit(code);
     }
 }

@@ -7,6 +7,7 @@
 //! line or byte offset, and what was expected.
 
 pub mod bou;
+pub mod collada;
 pub mod embed;
 pub mod error;
 pub mod generate;

@@ -4,6 +4,7 @@
 //! (see [`mod@run`]), or its headless demo where there is no display.
 
 pub mod bake;
+pub mod check;
 pub mod demo;
 pub mod devices;
 pub mod inspect;
@@ -72,7 +73,23 @@ pub enum Command {
     /// device profiles.
     #[command(long_about = devices::LONG_ABOUT)]
     Devices(devices::DevicesArgs),
+    /// Check a rigid part's path for collision, continuously (not sampled): clearance,
+    /// first contact, penetration, contact intervals; OMPL.app problems and paths.
+    Check(check::CheckArgs),
 }
+
+/// An exit status without a message (`check`: 1 when the path collides; the summary has
+/// said why).
+#[derive(Debug)]
+pub struct Exit(pub i32);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}
 
 /// Parses the command line and runs the chosen subcommand.
 pub fn run() -> anyhow::Result<()> {
@@ -96,6 +113,12 @@ pub fn run() -> anyhow::Result<()> {
         Command::Replay(a) => replay::run_replay(&a),
         Command::Record(a) => replay::run_record(&a),
         Command::Devices(a) => devices::run(&a),
+        Command::Check(a) => match check::run(&a) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Exit(1).into()),
+            // Bad input or a failure: exit status 2, not the 1 of a colliding path.
+            Err(e) => Err(check::BadInput(e).into()),
+        },
     }
 }
 

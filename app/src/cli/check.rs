@@ -1,0 +1,360 @@
+//! `haptics check`: can this part move along this path without collision, with how much
+//! clearance, where does it first touch, how deep ([`haptics::check`]).
+//!
+//! Exit status: 0 collision-free (and at least `--min-clearance` when given), 1 collides
+//! or violates a limit, 2 bad input or failure.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use haptics::check::ompl::{read_path, read_problem, State};
+use haptics::check::{check_path, robot_origin, CheckOptions, PathPos, Report, Robot, World};
+use haptics::mesh::collada::read_collada;
+use haptics::mesh::{read_obj, SurfaceMesh};
+use haptics::plot::{line_plot, Series};
+
+use super::range;
+
+/// Arguments of `haptics check`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example (an OMPL.app problem and a planned path):
+  haptics check Twistycool.cfg --path twistycool.path --report r.json --plot clearance.png
+
+Exit status: 0 collision-free (and at least --min-clearance), 1 collides or violates
+--min-clearance, 2 bad input.")]
+pub struct CheckArgs {
+    /// The problem: an OMPL.app `.cfg` (its `robot` and `world` meshes: .dae, .obj, .stl),
+    /// or one of our scenes (`.toml`: the haptic object moves, the environment objects
+    /// are the world, each at rest).
+    pub problem: PathBuf,
+    /// The path to check: an OMPL `.path` (`x y z qx qy qz qw` per line): the robot's
+    /// states, or for a scene the haptic object's body-frame poses. Default for a `.cfg`:
+    /// the straight motion from its start to its goal.
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// For a scene: a recorded stylus trajectory (CSV, device metres); the haptic object
+    /// follows it through the scene's workspace mapping (scale, grasp frame, clutch).
+    #[arg(long, conflicts_with = "path")]
+    pub trajectory: Option<PathBuf>,
+    /// Cache directory for a scene's baked fields and models.
+    #[arg(long, default_value = "target/haptics-cache")]
+    pub cache: PathBuf,
+    /// Write the report as JSON (verdict, clearance, penetration, first collision,
+    /// contacts, sizes, timings).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Plot the clearance along the path to this PNG.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// The check's tolerance in the problem's units (default: 0.1% of the robot's
+    /// bounding-box diagonal): closer than this counts as contact.
+    #[arg(long, value_parser = range::positive(1e9))]
+    pub tolerance: Option<f64>,
+    /// Fail (exit 1) when the minimum clearance is below this, in the problem's units.
+    #[arg(long, value_parser = range::real(0.0, 1e9))]
+    pub min_clearance: Option<f64>,
+    /// Show a progress bar over the path's segments.
+    #[arg(long)]
+    pub progress: bool,
+}
+
+/// An error that ends `check` with exit status 2 (bad input or a failure), as opposed to
+/// 1 (the path collides).
+#[derive(Debug)]
+pub struct BadInput(pub anyhow::Error);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// The outcome: whether the path passed.
+pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
+    let load_start = Instant::now();
+    let (robot, world, path, name) = load(a)?;
+    let load_s = load_start.elapsed().as_secs_f64();
+    let segments = path.len().saturating_sub(1);
+    let bar = a.progress.then(|| {
+        let b = indicatif::ProgressBar::new(segments as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("checking {bar:40} {pos}/{len} segments {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let options = CheckOptions {
+        tolerance: a.tolerance,
+        ..CheckOptions::default()
+    };
+    let report = check_path(&robot, &world, &path, &options, &mut |i| {
+        if let Some(b) = &bar {
+            b.set_position(i as u64 + 1);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let clearance_ok = a
+        .min_clearance
+        .is_none_or(|m| report.collision_free && report.min_clearance >= m);
+    let passed = report.collision_free && clearance_ok && !report.incomplete;
+    print!("{}", summary(&name, &report, a.min_clearance, passed));
+    if let Some(p) = &a.report {
+        let json = report_json(&name, &report, load_s, a.min_clearance, passed);
+        haptics::io::write_bytes_atomic(p, json.as_bytes())
+            .with_context(|| format!("writing {}", p.display()))?;
+        println!("report -> {}", p.display());
+    }
+    if let Some(p) = &a.plot {
+        plot(p, &report)?;
+        println!("plot -> {}", p.display());
+    }
+    Ok(passed)
+}
+
+type Loaded = (Robot, World, Vec<State>, String);
+
+fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
+    if a.problem.extension().is_some_and(|e| e == "toml") {
+        return load_scene(a);
+    }
+    if a.trajectory.is_some() {
+        anyhow::bail!(
+            "--trajectory needs a scene (.toml); for an OMPL problem ({}) give --path",
+            a.problem.display()
+        );
+    }
+    let problem = read_problem(&a.problem)?;
+    let (robot_mesh, origin) = read_mesh(&problem.robot)
+        .with_context(|| format!("the robot of {}", a.problem.display()))?;
+    let (world_mesh, _) = read_mesh(&problem.world)
+        .with_context(|| format!("the world of {}", a.problem.display()))?;
+    let robot = Robot::new(&robot_origin(&robot_mesh, &origin));
+    let world = World::new(&world_mesh);
+    let path = match &a.path {
+        Some(p) => read_path(p)?,
+        None => vec![problem.start, problem.goal],
+    };
+    Ok((robot, world, path, problem.name))
+}
+
+/// A scene: the haptic object (its surface, body frame) moves along the trajectory
+/// mapped through the workspace, or along `--path` body poses; the environment objects'
+/// surfaces, placed at their poses, are the world (deformable ones at rest).
+fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
+    let scene = super::replay::load_with_progress(&a.problem, &a.cache)?;
+    let robot = Robot::new(&scene.haptic.surface);
+    let objects: Vec<(String, SurfaceMesh)> = scene
+        .environment
+        .iter()
+        .map(|e| {
+            let mesh = SurfaceMesh {
+                vertices: e.surface.vertices.iter().map(|v| e.pose * v).collect(),
+                triangles: e.surface.triangles.clone(),
+            };
+            (e.name.clone(), mesh)
+        })
+        .collect();
+    let world = World::from_objects(&objects);
+    let path = match (&a.trajectory, &a.path) {
+        (Some(t), _) => {
+            let traj = haptics_devices::trajectory::read_trajectory(t)?;
+            let grasp = nalgebra::Translation3::from(scene.haptic.grasp.coords);
+            let mut workspace =
+                haptics::coupling::Workspace::new(scene.workspace_scale, scene.haptic.pose * grasp);
+            let mut states = Vec::with_capacity(traj.samples.len());
+            for (i, s) in traj.samples.iter().enumerate() {
+                let clutch = s.buttons & haptics::haptic::thread::CLUTCH_BUTTON != 0;
+                let m = workspace
+                    .try_manipulandum(&s.pose.isometry(), clutch)
+                    .with_context(|| {
+                        format!("{}: sample {} maps outside the scene", t.display(), i + 1)
+                    })?;
+                let body = m * grasp.inverse();
+                states.push(State::new(body.translation.vector, body.rotation));
+            }
+            if states.is_empty() {
+                anyhow::bail!("{}: the trajectory has no samples", t.display());
+            }
+            states
+        }
+        (None, Some(p)) => read_path(p)?,
+        (None, None) => anyhow::bail!(
+            "{}: a scene needs --trajectory TRAJ.csv or --path P.path to check",
+            a.problem.display()
+        ),
+    };
+    Ok((robot, world, path, scene.name))
+}
+
+/// A mesh and its OMPL.app origin (the mean of its imported vertices).
+pub fn read_mesh(path: &Path) -> anyhow::Result<(SurfaceMesh, nalgebra::Point3<f64>)> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    match ext.as_str() {
+        "dae" => {
+            let c = read_collada(path)?;
+            let origin = c.vertex_mean();
+            Ok((c.mesh, origin))
+        }
+        "obj" | "stl" => {
+            let m = if ext == "obj" {
+                read_obj(path)?
+            } else {
+                haptics::mesh::stl::read_stl(path)?
+            };
+            // assimp joins identical vertices: the mean of the distinct positions.
+            let distinct: std::collections::BTreeSet<[u64; 3]> = m
+                .vertices
+                .iter()
+                .map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()])
+                .collect();
+            let sum = distinct.iter().fold(nalgebra::Vector3::zeros(), |s, b| {
+                s + nalgebra::Vector3::new(
+                    f64::from_bits(b[0]),
+                    f64::from_bits(b[1]),
+                    f64::from_bits(b[2]),
+                )
+            });
+            let origin = nalgebra::Point3::from(sum / distinct.len().max(1) as f64);
+            Ok((m, origin))
+        }
+        "3ds" => anyhow::bail!(
+            "{}: 3D Studio (.3ds) meshes are not supported; convert it to .dae, .obj or .stl (for example with assimp export or Blender)",
+            path.display()
+        ),
+        _ => anyhow::bail!(
+            "{}: unknown mesh format '.{ext}': expected .dae, .obj or .stl",
+            path.display()
+        ),
+    }
+}
+
+fn pos(p: &PathPos) -> serde_json::Value {
+    serde_json::json!({"segment": p.segment, "t": num(p.t)})
+}
+
+/// A number, or null when not finite (JSON has no infinity).
+fn num(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        serde_json::json!(v)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+/// The JSON report.
+pub fn report_json(
+    name: &str,
+    r: &Report,
+    load_s: f64,
+    min_clearance: Option<f64>,
+    passed: bool,
+) -> String {
+    let contacts: Vec<serde_json::Value> = r
+        .contacts
+        .iter()
+        .map(|c| serde_json::json!({"from": pos(&c.from), "to": pos(&c.to), "objects": c.objects}))
+        .collect();
+    let v = serde_json::json!({
+        "problem": name,
+        "verdict": if r.collision_free { "collision-free" } else { "collides" },
+        "passed": passed,
+        "min_clearance": num(if r.max_penetration > 0.0 { -r.max_penetration } else { r.min_clearance }),
+        "min_clearance_at": pos(&r.min_clearance_at),
+        "max_penetration": num(r.max_penetration),
+        "first_collision": r.first_collision.as_ref().map(pos),
+        "contacts": contacts,
+        "required_min_clearance": min_clearance.map(num),
+        "tolerance": num(r.tolerance),
+        "units": "the problem's length unit (metres after a COLLADA <unit>)",
+        "robot": {"radius": num(r.robot_radius), "bounding_box_diagonal": num(r.robot_diagonal)},
+        "states": r.states,
+        "evaluations": r.evaluations,
+        "incomplete": r.incomplete,
+        "timings": {"load_s": num(load_s), "check_s": num(r.seconds)},
+    });
+    let mut text = serde_json::to_string_pretty(&v).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The one-screen summary.
+pub fn summary(name: &str, r: &Report, min_clearance: Option<f64>, passed: bool) -> String {
+    let segments = r.states.saturating_sub(1);
+    let mut s = format!(
+        "{name}: {} ({} states, {} exact distance evaluations, {:.3} s)\n",
+        if r.collision_free {
+            "collision-free"
+        } else {
+            "COLLIDES"
+        },
+        r.states,
+        r.evaluations,
+        r.seconds
+    );
+    s.push_str(&format!(
+        "  min clearance   {:.6} at segment {} t = {:.4} ({:.1}% of the path); tolerance {:.3e}\n",
+        r.min_clearance,
+        r.min_clearance_at.segment,
+        r.min_clearance_at.t,
+        100.0 * r.min_clearance_at.fraction(segments),
+        r.tolerance
+    ));
+    if let Some(f) = &r.first_collision {
+        s.push_str(&format!(
+            "  first contact   segment {} t = {:.6} ({:.2}% of the path)\n  max penetration {:.6}\n  contacts        {} interval(s)\n",
+            f.segment,
+            f.t,
+            100.0 * f.fraction(segments),
+            r.max_penetration,
+            r.contacts.len()
+        ));
+    }
+    if let Some(m) = min_clearance {
+        s.push_str(&format!(
+            "  required clearance {m}: {}\n",
+            if passed { "met" } else { "NOT met" }
+        ));
+    }
+    if r.incomplete {
+        s.push_str("  INCOMPLETE: the evaluation budget ran out before the end of the path\n");
+    }
+    s.push_str(&format!(
+        "  robot radius {:.4}, bounding-box diagonal {:.4}\n",
+        r.robot_radius, r.robot_diagonal
+    ));
+    s
+}
+
+fn plot(png: &Path, r: &Report) -> anyhow::Result<()> {
+    let segments = r.states.saturating_sub(1);
+    let clearance = Series {
+        name: "clearance (minus penetration)".into(),
+        points: r
+            .samples
+            .iter()
+            .filter(|s| s.clearance.is_finite())
+            .map(|s| (s.at.fraction(segments), s.clearance))
+            .collect(),
+    };
+    let tol = Series {
+        name: "tolerance".into(),
+        points: vec![(0.0, r.tolerance), (1.0, r.tolerance)],
+    };
+    line_plot(
+        png,
+        "Clearance along the path",
+        "path fraction",
+        "clearance",
+        &[clearance, tol],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! `haptics check` the way an engineer runs it in a pipeline: an OMPL.app-style problem
+//! (`assets/check/slot`: a 0.2 m cube, written as a centimetre Z_UP COLLADA file with
+//! nested node transforms, through a 0.3 m slot in a wall), paths that pass and collide,
+//! the JSON report, the exit status (0 free, 1 collides, 2 bad input) and the errors.
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use std::path::Path;
+
+use cli::{haptics, stderr, stdout};
+
+const CFG: &str = "assets/check/slot/slot.cfg";
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("the report is JSON")
+}
+
+#[test]
+fn the_collada_fixture_loads_with_ompl_conventions() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let (mesh, origin) =
+        haptics_app::cli::check::read_mesh(&root.join("assets/check/slot/robot.dae")).unwrap();
+    // 20 cm cube at x = 500 cm in a Z_UP file: centre (5, 0, 0) m after the unit and the
+    // up-axis conversion, edges 0.2 m.
+    assert!(
+        (origin.coords - nalgebra::Vector3::new(5.0, 0.0, 0.0)).norm() < 1e-12,
+        "{origin}"
+    );
+    let b = mesh.bounding_box();
+    assert!((b.extent() - nalgebra::Vector3::repeat(0.2)).norm() < 1e-12);
+    assert_eq!(mesh.triangles.len(), 12);
+    assert!(mesh.signed_volume() > 0.0, "outward after the conversion");
+}
+
+#[test]
+fn a_free_path_passes_with_the_analytic_clearance() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let plot = dir.path().join("c.png");
+    let o = haptics(&[
+        "check",
+        CFG,
+        "--path",
+        "assets/check/slot/pass.path",
+        "--report",
+        report.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("slot: collision-free"), "{out}");
+    let j = json(&report);
+    assert_eq!(j["verdict"], "collision-free", "{j}");
+    assert!(j["first_collision"].is_null(), "{j}");
+    assert!(
+        (j["min_clearance"].as_f64().unwrap() - 0.05).abs() <= 1e-6,
+        "{j}"
+    );
+    assert_eq!(j["max_penetration"].as_f64(), Some(0.0));
+    assert_eq!(j["contacts"].as_array().unwrap().len(), 0);
+    assert!(std::fs::metadata(&plot).unwrap().len() > 1000);
+
+    // The same path, with a required clearance above what it has: exit 1.
+    let o = haptics(&[
+        "check",
+        CFG,
+        "--path",
+        "assets/check/slot/pass.path",
+        "--min-clearance",
+        "0.06",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("required clearance 0.06: NOT met"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_colliding_path_reports_where_and_how_deep() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("r.json");
+    let o = haptics(&[
+        "check",
+        CFG,
+        "--path",
+        "assets/check/slot/collide.path",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("slot: COLLIDES"), "{}", stdout(&o));
+    let j = json(&report);
+    assert_eq!(j["verdict"], "collides", "{j}");
+    // First contact at t = 0.425 (the leading face reaches the wall), less half the
+    // tolerance; 0.01 deep (0.06 - 0.05 sideways).
+    assert_eq!(j["first_collision"]["segment"], 0);
+    let t = j["first_collision"]["t"].as_f64().unwrap();
+    assert!((t - 0.425).abs() < 1e-3, "{t}");
+    assert!(
+        (j["max_penetration"].as_f64().unwrap() - 0.01).abs() < 1e-3,
+        "{j}"
+    );
+    assert!(
+        (j["min_clearance"].as_f64().unwrap() + 0.01).abs() < 1e-3,
+        "{j}"
+    );
+    assert_eq!(j["contacts"][0]["objects"][0], "world", "{j}");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let slot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/check/slot");
+    for f in ["robot.dae", "wall.obj"] {
+        std::fs::copy(slot.join(f), d.join(f)).unwrap();
+    }
+    let cfg = std::fs::read_to_string(slot.join("slot.cfg")).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = d.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let good_cfg = write("good.cfg", &cfg);
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec![write("missing.cfg", &cfg.replace("goal.theta=0\n", ""))],
+            "missing.cfg:3: [problem] has no key 'goal.theta'".into(),
+        ),
+        (
+            vec![
+                good_cfg.clone(),
+                "--path".into(),
+                write("cols.path", "0 0 0 0 0 0 1\n1 2 3\n"),
+            ],
+            "cols.path:2: expected 7 numbers".into(),
+        ),
+        (
+            vec![
+                good_cfg.clone(),
+                "--path".into(),
+                write("nan.path", "0 0 NaN 0 0 0 1\n"),
+            ],
+            "nan.path:1: expected a finite number for z".into(),
+        ),
+        (
+            vec![
+                good_cfg.clone(),
+                "--path".into(),
+                write("zero.path", "0 0 0 0 0 0 0\n"),
+            ],
+            "zero.path:1: expected a unit quaternion".into(),
+        ),
+        (
+            vec![write(
+                "nomesh.cfg",
+                &cfg.replace("world=wall.obj", "world=absent.obj"),
+            )],
+            "absent.obj".into(),
+        ),
+        (
+            vec![write(
+                "3ds.cfg",
+                &cfg.replace("world=wall.obj", "world=wall.3ds"),
+            )],
+            "3D Studio (.3ds) meshes are not supported".into(),
+        ),
+    ];
+    for (args, expect) in cases {
+        let mut all = vec!["check".to_string()];
+        all.extend(args);
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let o = haptics(&refs);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {err}");
+        assert!(
+            err.contains(&expect),
+            "{all:?}: expected '{expect}' in {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+/// A scene and a recorded stylus trajectory: the peg follows the hand through the
+/// scene's workspace mapping. The start of the insertion is free; around 42% of the
+/// recording the hand's motion would take the rigid peg into the shaft (the virtual
+/// coupling keeps it out in the session): the check says where, and with which object.
+#[test]
+fn a_scene_trajectory_is_checked_through_the_workspace_mapping() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text =
+        std::fs::read_to_string(root.join("assets/trajectories/peg-shaft-insert.csv")).unwrap();
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let header = lines.next().unwrap().to_string();
+    let rows: Vec<&str> = lines.collect();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = |name: &str, range: std::ops::Range<usize>| {
+        let p = dir.path().join(name);
+        let body: Vec<&str> = rows[range].to_vec();
+        std::fs::write(&p, format!("{header}\n{}\n", body.join("\n"))).unwrap();
+        p
+    };
+    let cache = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("haptics-cache");
+    let run = |traj: &Path, report: &Path| {
+        haptics(&[
+            "check",
+            "assets/scenes/peg-shaft.toml",
+            "--trajectory",
+            traj.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ])
+    };
+    let free = cut("free.csv", 0..1500);
+    let report = dir.path().join("free.json");
+    let o = run(&free, &report);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let j = json(&report);
+    assert!(j["min_clearance"].as_f64().unwrap() > 0.0, "{j}");
+
+    let touching = cut("touch.csv", 2600..2900);
+    let report = dir.path().join("touch.json");
+    let o = run(&touching, &report);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let j = json(&report);
+    assert_eq!(j["contacts"][0]["objects"][0], "shaft", "{j}");
+    // The first contact is 134 samples in (sample 2734 of the whole recording).
+    assert_eq!(j["first_collision"]["segment"], 134, "{j}");
+}
