@@ -109,39 +109,83 @@ impl Bvh {
     /// The least distance between this mesh and `other` placed by `pose` (other's frame
     /// to this mesh's frame), if below `upper` (`None` otherwise). Stops early at zero.
     pub fn distance_to(&self, other: &Bvh, pose: &Isometry3<f64>, upper: f64) -> Option<Closest> {
+        self.distance_with(other, pose, upper, &mut PairScratch::default())
+    }
+
+    /// [`Bvh::distance_to`] with a scratch kept between queries of the same pair: the
+    /// other mesh's triangles are moved lazily (once per query, only where the search
+    /// goes), and the previous query's closest pair of triangles gives the first upper
+    /// bound (consecutive states of a path are close, so it is usually nearly tight).
+    /// The search is best-first: pairs of nodes in order of their lower bound, ending as
+    /// soon as the next bound is no better than the best distance found.
+    pub fn distance_with(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        upper: f64,
+        scratch: &mut PairScratch,
+    ) -> Option<Closest> {
         if self.is_empty() || other.is_empty() {
             return None;
         }
+        scratch.prepare(other.triangles.len());
         let mut best = Closest {
             distance: upper,
             on_a: Point3::origin(),
             on_b: Point3::origin(),
         };
         let mut found = false;
-        let mut stack = vec![(0usize, 0usize)];
-        let moved_center = |j: usize| pose * other.nodes[j].center;
-        while let Some((i, j)) = stack.pop() {
-            let (a, b) = (&self.nodes[i], &other.nodes[j]);
-            // The larger of two lower bounds: sphere to sphere, and this node's box to the
-            // other's sphere (much tighter for flat walls).
-            let c = moved_center(j);
-            let gap = ((a.center - c).norm() - a.radius).max(box_distance(&a.aabb, &c)) - b.radius;
-            if gap >= best.distance {
-                continue;
+        let mut best_pair = None;
+        if let Some((ia, ib)) = scratch.hint {
+            if ia < self.triangles.len() && ib < other.triangles.len() {
+                let tb = scratch.moved(other, pose, ib).0;
+                let (d, pa, pb) = triangle_distance(&self.triangles[ia], &tb);
+                if d < best.distance {
+                    best = Closest {
+                        distance: d,
+                        on_a: pa,
+                        on_b: pb,
+                    };
+                    found = true;
+                    best_pair = Some((ia, ib));
+                    if d == 0.0 {
+                        return Some(best);
+                    }
+                }
             }
+        }
+        let bound = |i: usize, j: usize| -> f64 {
+            let (a, b) = (&self.nodes[i], &other.nodes[j]);
+            let c = pose * b.center;
+            // The larger of two lower bounds: sphere to sphere, and this node's box to
+            // the other's sphere (much tighter for flat walls).
+            (((a.center - c).norm() - a.radius).max(box_distance(&a.aabb, &c)) - b.radius).max(0.0)
+        };
+        let heap = &mut scratch.heap;
+        heap.clear();
+        heap.push(Entry::new(bound(0, 0), 0, 0));
+        while let Some(e) = heap.pop() {
+            if e.bound() >= best.distance {
+                break;
+            }
+            let (i, j) = (e.i as usize, e.j as usize);
+            let (a, b) = (&self.nodes[i], &other.nodes[j]);
             match (a.kind, b.kind) {
                 (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
-                    for tb in &other.triangles[s2..e2] {
-                        let tb = [pose * tb[0], pose * tb[1], pose * tb[2]];
-                        let bb = Aabb::from_points(tb.iter());
-                        for (ta, ba) in self.triangles[start..end]
-                            .iter()
-                            .zip(&self.boxes[start..end])
-                        {
-                            if box_box_distance(ba, &bb) >= best.distance {
+                    for ib in s2..e2 {
+                        let (tb, bb) = scratch_moved(
+                            &mut scratch.cache,
+                            &mut scratch.stamp,
+                            scratch.generation,
+                            other,
+                            pose,
+                            ib,
+                        );
+                        for ia in start..end {
+                            if box_box_distance(&self.boxes[ia], &bb) >= best.distance {
                                 continue;
                             }
-                            let (d, pa, pb) = triangle_distance(ta, &tb);
+                            let (d, pa, pb) = triangle_distance(&self.triangles[ia], &tb);
                             if d < best.distance {
                                 best = Closest {
                                     distance: d,
@@ -149,7 +193,9 @@ impl Bvh {
                                     on_b: pb,
                                 };
                                 found = true;
+                                best_pair = Some((ia, ib));
                                 if d == 0.0 {
+                                    scratch.hint = best_pair;
                                     return Some(best);
                                 }
                             }
@@ -157,12 +203,12 @@ impl Bvh {
                     }
                 }
                 (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
-                    stack.push((left, j));
-                    stack.push((right, j));
+                    heap.push(Entry::new(bound(left, j), left, j));
+                    heap.push(Entry::new(bound(right, j), right, j));
                 }
                 (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
-                    stack.push((i, left));
-                    stack.push((i, right));
+                    heap.push(Entry::new(bound(i, left), i, left));
+                    heap.push(Entry::new(bound(i, right), i, right));
                 }
                 (
                     Kind::Inner { left, right },
@@ -171,16 +217,19 @@ impl Bvh {
                         right: r2,
                     },
                 ) => {
-                    // Descend the larger sphere first.
+                    // Split the larger sphere.
                     if a.radius >= b.radius {
-                        stack.push((left, j));
-                        stack.push((right, j));
+                        heap.push(Entry::new(bound(left, j), left, j));
+                        heap.push(Entry::new(bound(right, j), right, j));
                     } else {
-                        stack.push((i, l2));
-                        stack.push((i, r2));
+                        heap.push(Entry::new(bound(i, l2), i, l2));
+                        heap.push(Entry::new(bound(i, r2), i, r2));
                     }
                 }
             }
+        }
+        if best_pair.is_some() {
+            scratch.hint = best_pair;
         }
         found.then_some(best)
     }
@@ -240,6 +289,102 @@ impl Bvh {
         }
         crossings % 2 == 1
     }
+}
+
+/// A pair of nodes to visit, ordered by its lower bound (smallest first in the heap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// The bound's bits: for non-negative floats the bit order is the numeric order.
+    key: u64,
+    i: u32,
+    j: u32,
+}
+
+impl Entry {
+    fn new(bound: f64, i: usize, j: usize) -> Entry {
+        Entry {
+            key: bound.max(0.0).to_bits(),
+            i: i as u32,
+            j: j as u32,
+        }
+    }
+
+    fn bound(&self) -> f64 {
+        f64::from_bits(self.key)
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Reversed: BinaryHeap is a max-heap.
+        other
+            .key
+            .cmp(&self.key)
+            .then(other.i.cmp(&self.i))
+            .then(other.j.cmp(&self.j))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Reusable state of repeated distance queries between the same two meshes.
+#[derive(Debug, Clone, Default)]
+pub struct PairScratch {
+    heap: std::collections::BinaryHeap<Entry>,
+    /// The other mesh's triangles, moved, with their boxes, valid where `stamp` equals
+    /// `generation`.
+    cache: Vec<([Point3<f64>; 3], Aabb)>,
+    stamp: Vec<u32>,
+    generation: u32,
+    /// The closest pair of triangles of the previous query.
+    hint: Option<(usize, usize)>,
+}
+
+impl PairScratch {
+    fn prepare(&mut self, n: usize) {
+        if self.cache.len() != n {
+            self.cache = vec![([Point3::origin(); 3], Aabb::empty()); n];
+            self.stamp = vec![0; n];
+            self.generation = 0;
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.stamp.fill(0);
+            self.generation = 1;
+        }
+    }
+
+    fn moved(&mut self, other: &Bvh, pose: &Isometry3<f64>, k: usize) -> ([Point3<f64>; 3], Aabb) {
+        scratch_moved(
+            &mut self.cache,
+            &mut self.stamp,
+            self.generation,
+            other,
+            pose,
+            k,
+        )
+    }
+}
+
+fn scratch_moved(
+    cache: &mut [([Point3<f64>; 3], Aabb)],
+    stamp: &mut [u32],
+    generation: u32,
+    other: &Bvh,
+    pose: &Isometry3<f64>,
+    k: usize,
+) -> ([Point3<f64>; 3], Aabb) {
+    if stamp[k] != generation {
+        let t = other.triangles[k];
+        let moved = [pose * t[0], pose * t[1], pose * t[2]];
+        cache[k] = (moved, Aabb::from_points(moved.iter()));
+        stamp[k] = generation;
+    }
+    cache[k]
 }
 
 fn box_box_distance(a: &Aabb, b: &Aabb) -> f64 {

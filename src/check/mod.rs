@@ -231,8 +231,21 @@ pub struct Report {
 /// The clearance at a state: exact distance when free, minus the penetration depth when
 /// intersecting.
 pub fn clearance(robot: &Robot, world: &World, state: &State) -> f64 {
+    clearance_with(robot, world, state, &mut bvh::PairScratch::default())
+}
+
+/// [`clearance`] with a scratch kept along a path (see [`Bvh::distance_with`]).
+pub fn clearance_with(
+    robot: &Robot,
+    world: &World,
+    state: &State,
+    scratch: &mut bvh::PairScratch,
+) -> f64 {
     let pose = state.isometry();
-    match world.bvh.distance_to(&robot.bvh, &pose, f64::INFINITY) {
+    match world
+        .bvh
+        .distance_with(&robot.bvh, &pose, f64::INFINITY, scratch)
+    {
         Some(c) if c.distance > 0.0 => c.distance,
         Some(_) => -penetration(robot, world, &pose),
         None => f64::INFINITY,
@@ -289,7 +302,8 @@ pub fn check_path(
     let mut evaluations = 0usize;
     let mut incomplete = false;
     let segments = path.len().saturating_sub(1);
-    let eval = |at: PathPos, evaluations: &mut usize| -> Sample {
+    let mut scratch = bvh::PairScratch::default();
+    let mut eval = |at: PathPos, evaluations: &mut usize| -> Sample {
         *evaluations += 1;
         let s = if segments == 0 {
             path[0]
@@ -298,7 +312,7 @@ pub fn check_path(
         };
         Sample {
             at,
-            clearance: clearance(robot, world, &s),
+            clearance: clearance_with(robot, world, &s, &mut scratch),
         }
     };
     if segments == 0 {
