@@ -12,14 +12,21 @@ use std::time::{Duration, Instant};
 
 use cli::{stderr, stdout};
 
+/// The tests of this file start one Xvfb each; two starting at once could pick the same
+/// free display number (the second server then fails, and its test would draw on the
+/// first's, which goes away under it). One at a time.
+static DISPLAY_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// An Xvfb server on a free display number, killed on drop.
 struct VirtualDisplay {
     child: Child,
     display: String,
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl VirtualDisplay {
     fn start() -> VirtualDisplay {
+        let serial = DISPLAY_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let n = (60..160)
             .find(|n| {
                 !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
@@ -49,7 +56,11 @@ impl VirtualDisplay {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        VirtualDisplay { child, display }
+        VirtualDisplay {
+            child,
+            display,
+            _serial: serial,
+        }
     }
 }
 
