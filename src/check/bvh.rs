@@ -134,23 +134,13 @@ impl Bvh {
             on_a: Point3::origin(),
             on_b: Point3::origin(),
         };
-        let mut found = false;
         let mut best_pair = None;
         if let Some((ia, ib)) = scratch.hint {
             if ia < self.triangles.len() && ib < other.triangles.len() {
                 let tb = scratch.moved(other, pose, ib).0;
-                let (d, pa, pb) = triangle_distance(&self.triangles[ia], &tb);
-                if d < best.distance {
-                    best = Closest {
-                        distance: d,
-                        on_a: pa,
-                        on_b: pb,
-                    };
-                    found = true;
-                    best_pair = Some((ia, ib));
-                    if d == 0.0 {
-                        return Some(best);
-                    }
+                let found = triangle_distance(&self.triangles[ia], &tb);
+                if improve(&mut best, &mut best_pair, (ia, ib), found) {
+                    return Some(best);
                 }
             }
         }
@@ -185,19 +175,10 @@ impl Bvh {
                             if box_box_distance(&self.boxes[ia], &bb) >= best.distance {
                                 continue;
                             }
-                            let (d, pa, pb) = triangle_distance(&self.triangles[ia], &tb);
-                            if d < best.distance {
-                                best = Closest {
-                                    distance: d,
-                                    on_a: pa,
-                                    on_b: pb,
-                                };
-                                found = true;
-                                best_pair = Some((ia, ib));
-                                if d == 0.0 {
-                                    scratch.hint = best_pair;
-                                    return Some(best);
-                                }
+                            let found = triangle_distance(&self.triangles[ia], &tb);
+                            if improve(&mut best, &mut best_pair, (ia, ib), found) {
+                                scratch.hint = best_pair;
+                                return Some(best);
                             }
                         }
                     }
@@ -231,7 +212,7 @@ impl Bvh {
         if best_pair.is_some() {
             scratch.hint = best_pair;
         }
-        found.then_some(best)
+        best_pair.map(|_| best)
     }
 
     /// The least distance from point `p` (this mesh's frame) to the mesh.
@@ -289,6 +270,25 @@ impl Bvh {
         }
         crossings % 2 == 1
     }
+}
+
+/// Keeps triangle pair `pair` at `(distance, on_a, on_b)` if it is closer than `best`;
+/// returns true when the meshes touch (nothing can be closer).
+fn improve(
+    best: &mut Closest,
+    best_pair: &mut Option<(usize, usize)>,
+    pair: (usize, usize),
+    (distance, on_a, on_b): (f64, Point3<f64>, Point3<f64>),
+) -> bool {
+    if distance < best.distance {
+        *best = Closest {
+            distance,
+            on_a,
+            on_b,
+        };
+        *best_pair = Some(pair);
+    }
+    best_pair.is_some() && best.distance == 0.0
 }
 
 /// A pair of nodes to visit, ordered by its lower bound (smallest first in the heap).

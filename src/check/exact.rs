@@ -6,7 +6,7 @@
 //! segment-segment distances. Triangles that intersect (an edge of one crosses the other)
 //! are at distance zero.
 
-use nalgebra::{Point3, Vector3};
+use nalgebra::Point3;
 
 use crate::geometry::triangle::closest_point;
 
@@ -122,14 +122,10 @@ pub fn triangle_distance(
     (best.0.sqrt(), best.1, best.2)
 }
 
-/// The normal direction of the closest pair (from `b` toward `a`), for reports.
-pub fn separation(a: &Point3<f64>, b: &Point3<f64>) -> Vector3<f64> {
-    (a - b).try_normalize(0.0).unwrap_or_else(Vector3::zeros)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nalgebra::Vector3;
 
     fn p(x: f64, y: f64, z: f64) -> Point3<f64> {
         Point3::new(x, y, z)

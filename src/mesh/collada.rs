@@ -46,6 +46,22 @@ impl Collada {
     }
 }
 
+/// The sum and the number of the distinct points among `points` (assimp's
+/// JoinIdenticalVertices: equal positions count once).
+pub fn distinct_vertex_sum(points: impl Iterator<Item = Point3<f64>>) -> (Vector3<f64>, usize) {
+    let distinct: BTreeSet<[u64; 3]> = points
+        .map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()])
+        .collect();
+    let sum = distinct.iter().fold(Vector3::zeros(), |s, b| {
+        s + Vector3::new(
+            f64::from_bits(b[0]),
+            f64::from_bits(b[1]),
+            f64::from_bits(b[2]),
+        )
+    });
+    (sum, distinct.len())
+}
+
 /// Largest number of primitives, nodes or values accepted (against absurd files).
 const MAX_ITEMS: usize = 50_000_000;
 
@@ -462,21 +478,9 @@ fn add_mesh(
             }
         }
         // Distinct vertices of this block (assimp joins identical ones per mesh).
-        let distinct: BTreeSet<[u64; 3]> = used
-            .iter()
-            .map(|&i| {
-                let p = positions[i];
-                [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()]
-            })
-            .collect();
-        for b in &distinct {
-            out.vertex_sum += Vector3::new(
-                f64::from_bits(b[0]),
-                f64::from_bits(b[1]),
-                f64::from_bits(b[2]),
-            );
-        }
-        out.vertex_count += distinct.len();
+        let (sum, count) = distinct_vertex_sum(used.iter().map(|&i| positions[i]));
+        out.vertex_sum += sum;
+        out.vertex_count += count;
         out.mesh.vertices.extend(positions.iter().copied());
     }
     Ok(())

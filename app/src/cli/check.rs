@@ -211,19 +211,9 @@ pub fn read_mesh(path: &Path) -> anyhow::Result<(SurfaceMesh, nalgebra::Point3<f
                 haptics::mesh::stl::read_stl(path)?
             };
             // assimp joins identical vertices: the mean of the distinct positions.
-            let distinct: std::collections::BTreeSet<[u64; 3]> = m
-                .vertices
-                .iter()
-                .map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()])
-                .collect();
-            let sum = distinct.iter().fold(nalgebra::Vector3::zeros(), |s, b| {
-                s + nalgebra::Vector3::new(
-                    f64::from_bits(b[0]),
-                    f64::from_bits(b[1]),
-                    f64::from_bits(b[2]),
-                )
-            });
-            let origin = nalgebra::Point3::from(sum / distinct.len().max(1) as f64);
+            let (sum, count) =
+                haptics::mesh::collada::distinct_vertex_sum(m.vertices.iter().copied());
+            let origin = nalgebra::Point3::from(sum / count.max(1) as f64);
             Ok((m, origin))
         }
         "3ds" => anyhow::bail!(

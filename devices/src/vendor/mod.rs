@@ -13,7 +13,7 @@
 //! (`LD_LIBRARY_PATH`, the loader cache, the system directories). A missing library is a
 //! [`VendorError::LibraryNotFound`] naming the library and where it looked.
 //!
-//! Failures while running are [`VendorFault`]s, returned as [`DeviceError::Vendor`]
+//! Failures while running are [`VendorFault`]s, returned as [`crate::DeviceError::Vendor`]
 //! without allocating (they surface inside the haptic cycle). They are fatal: the
 //! [`crate::SafeDevice`] layer zeroes the output and stops trying, and the application ends
 //! the session with the fault's message, naming the device and the error.
@@ -28,8 +28,6 @@ pub mod openhaptics;
 
 use std::fmt;
 use std::path::PathBuf;
-
-use crate::device::DeviceError;
 
 /// A vendor SDK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,12 +162,6 @@ pub enum VendorError {
     /// The library loaded but found no device, or the device refused to start.
     #[error("{vendor}: {detail}")]
     Device { vendor: Vendor, detail: String },
-}
-
-impl From<VendorError> for DeviceError {
-    fn from(e: VendorError) -> Self {
-        DeviceError::Backend(e.to_string())
-    }
 }
 
 /// Where a library was found: the path or soname given to the loader, and how it was
