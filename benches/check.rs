@@ -58,7 +58,7 @@ fn bench(c: &mut Criterion) {
     let options = CheckOptions::default();
     let r = check_path(&robot, &world, &path, &options, &mut |_| {});
     println!(
-        "world {} triangles, robot {} triangles, {} states: {} (min clearance {:.6} m, certified to {:.2e}; {} exact distance evaluations, {:.3} s; first contact {:?})",
+        "world {} triangles, robot {} triangles, {} states: {} (min clearance {:.6} m, certified to {:.2e}; {} distance evaluations, {} interval sweeps, {:.3} s; first contact {:?})",
         world_mesh.triangles.len(),
         robot_mesh.triangles.len(),
         path.len(),
@@ -66,6 +66,7 @@ fn bench(c: &mut Criterion) {
         r.min_clearance,
         r.tolerance,
         r.evaluations,
+        r.sweeps,
         r.seconds,
         r.first_collision
     );

@@ -268,6 +268,7 @@ pub fn report_json(
         "robot": {"radius": num(r.robot_radius), "bounding_box_diagonal": num(r.robot_diagonal)},
         "states": r.states,
         "evaluations": r.evaluations,
+        "sweeps": r.sweeps,
         "incomplete": r.incomplete,
         "timings": {"load_s": num(load_s), "check_s": num(r.seconds)},
     });
@@ -280,7 +281,7 @@ pub fn report_json(
 pub fn summary(name: &str, r: &Report, min_clearance: Option<f64>, passed: bool) -> String {
     let segments = r.states.saturating_sub(1);
     let mut s = format!(
-        "{name}: {} ({} states, {} exact distance evaluations, {:.3} s)\n",
+        "{name}: {} ({} states, {} distance evaluations, {} interval sweeps, {:.3} s)\n",
         if r.collision_free {
             "collision-free"
         } else {
@@ -288,6 +289,7 @@ pub fn summary(name: &str, r: &Report, min_clearance: Option<f64>, passed: bool)
         },
         r.states,
         r.evaluations,
+        r.sweeps,
         r.seconds
     );
     s.push_str(&format!(
