@@ -70,6 +70,15 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(148, 103, 189),
 ];
 
+/// An interval of x to shade behind the lines (contact along a path, say).
+#[derive(Debug, Clone)]
+pub struct Band {
+    /// Where it starts.
+    pub from: f64,
+    /// Where it ends.
+    pub to: f64,
+}
+
 /// Writes a line plot of `series` (first series black and thicker: the reference).
 pub fn line_plot(
     path: &Path,
@@ -77,6 +86,20 @@ pub fn line_plot(
     x_label: &str,
     y_label: &str,
     series: &[Series],
+) -> Result<(), PlotError> {
+    shaded_line_plot(path, title, x_label, y_label, series, &[], "")
+}
+
+/// [`line_plot`] with the intervals `bands` shaded in light red behind the lines, named
+/// `band_label` in the legend.
+pub fn shaded_line_plot(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    bands: &[Band],
+    band_label: &str,
 ) -> Result<(), PlotError> {
     register_font();
     let err = |e: String| PlotError {
@@ -126,6 +149,23 @@ pub fn line_plot(
         .label_style(("sans-serif", 18))
         .draw()
         .map_err(|e| err(e.to_string()))?;
+    let shade = RGBColor(214, 39, 40).mix(0.18);
+    let (lo, hi) = (y0 - pad, y1 + pad);
+    for (k, b) in bands.iter().enumerate() {
+        // A band narrower than a pixel still shows.
+        let to = b.to.max(b.from + 1e-3 * (x1 - x0));
+        let drawn = chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(b.from, lo), (to, hi)],
+                shade.filled(),
+            )))
+            .map_err(|e| err(e.to_string()))?;
+        if k == 0 {
+            drawn.label(band_label.to_string()).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 6), (x + 24, y + 6)], shade.filled())
+            });
+        }
+    }
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let width = if i == 0 { 3 } else { 2 };

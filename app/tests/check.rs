@@ -12,6 +12,36 @@ use cli::{haptics, stderr, stdout};
 
 const CFG: &str = "assets/check/slot/slot.cfg";
 
+/// Pixels of the plot's contact shading (light red: the plot's red at 18% over white).
+fn shaded_pixels(png_path: &Path) -> usize {
+    let (rgba, _, _) = read_png(png_path);
+    rgba.chunks(4)
+        .filter(|p| {
+            (p[0] as i32 - 248).abs() <= 3
+                && (p[1] as i32 - 216).abs() <= 3
+                && (p[2] as i32 - 216).abs() <= 3
+        })
+        .count()
+}
+
+/// An RGBA PNG's pixels and size.
+fn read_png(path: &Path) -> (Vec<u8>, u32, u32) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    let rgba = match info.color_type {
+        png::ColorType::Rgba => buf,
+        png::ColorType::Rgb => buf
+            .chunks(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect(),
+        other => panic!("{}: unexpected colour type {other:?}", path.display()),
+    };
+    (rgba, info.width, info.height)
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("the report is JSON")
 }
@@ -60,7 +90,7 @@ fn a_free_path_passes_with_the_analytic_clearance() {
     );
     assert_eq!(j["max_penetration"].as_f64(), Some(0.0));
     assert_eq!(j["contacts"].as_array().unwrap().len(), 0);
-    assert!(std::fs::metadata(&plot).unwrap().len() > 1000);
+    assert_eq!(shaded_pixels(&plot), 0, "no contact, nothing shaded");
 
     // The same path, with a required clearance above what it has: exit 1.
     let o = haptics(&[
@@ -83,6 +113,8 @@ fn a_free_path_passes_with_the_analytic_clearance() {
 fn a_colliding_path_reports_where_and_how_deep() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("r.json");
+    let plot = dir.path().join("c.png");
+    let shot = dir.path().join("worst.png");
     let o = haptics(&[
         "check",
         CFG,
@@ -90,6 +122,10 @@ fn a_colliding_path_reports_where_and_how_deep() {
         "assets/check/slot/collide.path",
         "--report",
         report.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+        "--screenshot",
+        shot.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("slot: COLLIDES"), "{}", stdout(&o));
@@ -109,6 +145,37 @@ fn a_colliding_path_reports_where_and_how_deep() {
         "{j}"
     );
     assert_eq!(j["contacts"][0]["objects"][0], "world", "{j}");
+    // The contact, 0.425 to 0.575 of the path, is shaded: about 15% of the plot's
+    // 1,140 x 600 pixel area, less what the lines and the grid cover.
+    let shaded = shaded_pixels(&plot);
+    assert!(
+        (40_000..110_000).contains(&shaded),
+        "{shaded} shaded pixels"
+    );
+    // The worst pose (deepest), rendered with the cube's corners inside the wall
+    // marked, on a 1280 x 720 frame mostly filled by the two parts (framed on the
+    // robot).
+    let out = stdout(&o);
+    let marked: usize = out
+        .split("worst pose (")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(marked >= 1, "{out}");
+    let (rgba, w, h) = read_png(&shot);
+    assert_eq!((w, h), (1280, 720));
+    let bg = haptics_app::render::offscreen::background_srgb();
+    let drawn = rgba
+        .chunks(4)
+        .filter(|p| {
+            p.iter()
+                .zip(bg)
+                .take(3)
+                .any(|(a, b)| (*a as i32 - b as i32).abs() > 8)
+        })
+        .count();
+    assert!(drawn > 50_000, "only {drawn} pixels drawn");
 }
 
 #[test]

@@ -41,9 +41,6 @@ struct Node {
     axes: Matrix3<f64>,
     obb_center: Point3<f64>,
     half: Vector3<f64>,
-    /// The farthest the node reaches from its mesh's origin (bounds its motion under a
-    /// rotation about the origin).
-    reach: f64,
     /// A leaf's range of triangles, or an inner node's children.
     kind: Kind,
 }
@@ -256,10 +253,20 @@ impl Bvh {
         }
         if best_pair.is_some() {
             scratch.hint = best_pair;
+            return Some(Bounded {
+                closest: best,
+                lower: lower.min(best.distance),
+            });
         }
-        best_pair.map(|_| Bounded {
-            closest: best,
-            lower: lower.min(best.distance),
+        // No pair below `upper`: either the search ended there (the distance is at
+        // least `upper`), or it stopped early on `enough` before meeting any pair (the
+        // distance is at least `lower`, with no upper bound but infinity).
+        (lower < upper).then_some(Bounded {
+            closest: Closest {
+                distance: f64::INFINITY,
+                ..best
+            },
+            lower,
         })
     }
 
@@ -267,14 +274,14 @@ impl Bvh {
     /// over the whole interval: a decision, not a distance, so it prunes every pair of
     /// nodes that is far enough and stops at the first pair that is not.
     ///
-    /// Over the interval every point of `other` is, at most, translated by `±half_dp`
-    /// and then turned by `half_angle` about the origin (moving it by at most
-    /// `half_angle * |p|`). The bounds of [`PairFrame`] and the distance of two
-    /// triangles are convex in the translation, so a pair at bound `d` with direction
-    /// `n` stays above `d - |n . half_dp| - half_angle * r` (r the node's reach from
-    /// the origin): only the component of the motion towards the other mesh counts,
-    /// which is what lets a part slide past a wall in long intervals (Tang, Kim and
-    /// Manocha 2009 use the same directional bound in C2A).
+    /// Every bound used (the node bounds of [`PairFrame`], the triangles' planes, the
+    /// distance of two triangles) is a projection gap along a direction `n`, the
+    /// separation of the two sets' shadows on `n`. Fixed over the interval, it stays a
+    /// valid bound at every instant and falls by at most the motion of the moving part
+    /// along `n` ([`Motion::toward`]): only the motion towards the other mesh counts,
+    /// which is what lets a part slide past a wall, or screw along a track, in long
+    /// intervals (Tang, Kim and Manocha 2009 use a directional bound of this kind in
+    /// C2A).
     pub fn clear_over(
         &self,
         other: &Bvh,
@@ -302,7 +309,7 @@ impl Bvh {
         let mut over = |i: usize, j: usize| {
             let b = &other.nodes[j];
             let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
-            frame.bound_over(&self.nodes[i], b, &mb, &motion.half_dp) - motion.half_angle * b.reach
+            frame.bound_over(&self.nodes[i], b, &mb, motion)
         };
         let stack = &mut scratch.stack;
         stack.clear();
@@ -331,9 +338,6 @@ impl Bvh {
             match (a.kind, b.kind) {
                 (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
                     for ib in s2..e2 {
-                        let local = &other.triangles[ib];
-                        let r = local.iter().map(|v| v.coords.norm()).fold(0.0, f64::max);
-                        let turn = motion.half_angle * r;
                         let (tb, bb, pb) = scratch_moved(
                             &mut scratch.cache,
                             &mut scratch.stamp,
@@ -342,29 +346,31 @@ impl Bvh {
                             pose,
                             ib,
                         );
-                        // The full motion bound, for the box filter without a
-                        // direction.
-                        let needed = floor + motion.half_dp.norm() + turn;
-                        let toward_b = pb.normal.dot(&motion.half_dp).abs();
+                        // The triangle as a body: a ball about its centroid.
+                        let centroid = (tb[0].coords + tb[1].coords + tb[2].coords) / 3.0;
+                        let radius = tb
+                            .iter()
+                            .map(|v| (v.coords - centroid).norm())
+                            .fold(0.0, f64::max);
+                        let center = centroid - pose.translation.vector;
+                        // The full motion, for the box filter without a direction.
+                        let needed = floor + motion.reach(&center, radius);
+                        let toward_b = motion.toward(&pb.normal, &center, radius);
                         for ia in start..end {
                             // Each triangle's plane is a separating direction fixed over
                             // the interval: only the motion along its normal counts.
                             let pa = &self.planes[ia];
                             if box_box_distance(&self.boxes[ia], &bb) >= needed
-                                || pa.gap(&tb) - pa.normal.dot(&motion.half_dp).abs() - turn
-                                    >= floor
-                                || pb.gap(&self.triangles[ia]) - toward_b - turn >= floor
+                                || pb.gap(&self.triangles[ia]) - toward_b >= floor
+                                || pa.gap(&tb) - motion.toward(&pa.normal, &center, radius) >= floor
                             {
                                 continue;
                             }
                             let (d, on_a, on_b) = triangle_distance(&self.triangles[ia], &tb);
                             sweep.upper = sweep.upper.min(d);
-                            let toward = if d > 0.0 {
-                                ((on_b - on_a) / d).dot(&motion.half_dp).abs()
-                            } else {
-                                0.0
-                            };
-                            if d - toward - turn < floor {
+                            if d <= 0.0
+                                || d - motion.toward(&((on_b - on_a) / d), &center, radius) < floor
+                            {
                                 sweep.clear = false;
                                 return sweep;
                             }
@@ -496,15 +502,41 @@ impl Bounded {
 }
 
 /// A rigid motion over an interval of a path, seen from its middle (see
-/// [`Bvh::clear_over`]).
+/// [`Bvh::clear_over`]): at `s` in [-1, 1] (the middle at 0) the moving mesh's origin
+/// is at `pose`'s translation plus `s half_dp`, and the mesh is turned by the angle
+/// `s |half_turn|` about the axis `half_turn` (world frame, through the origin) from
+/// its middle orientation. Position lerp and slerp are such motions.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Motion {
     /// The pose at the middle of the interval.
     pub pose: Isometry3<f64>,
-    /// The largest translation either side of the middle.
+    /// The translation from the middle to the end.
     pub half_dp: Vector3<f64>,
-    /// The largest rotation angle either side of the middle (rad).
-    pub half_angle: f64,
+    /// The rotation from the middle to the end: its axis (world frame) times its angle.
+    pub half_turn: Vector3<f64>,
+}
+
+impl Motion {
+    /// How far a body (a ball of `radius` about `center`, relative to the moving origin,
+    /// world frame, at the middle) can move along the unit direction `n` over the
+    /// interval. A point `q` moves by `s half_dp + (R(s phi) - I) q`; along `n` that is
+    /// `s (n . half_dp + q . (n x half_turn))` (the velocity's component) plus the
+    /// curvature of the arc, at most `(phi^2 / 2 + phi^3 / 6) |q|`. The first term is
+    /// what makes the bound directional: a screw whose points slide along a surface
+    /// (translation and rotation cancelling along its normal) hardly moves towards it.
+    pub fn toward(&self, n: &Vector3<f64>, center: &Vector3<f64>, radius: f64) -> f64 {
+        let phi = self.half_turn.norm();
+        let n_x_w = n.cross(&self.half_turn);
+        (n.dot(&self.half_dp) + center.dot(&n_x_w)).abs()
+            + radius * n_x_w.norm()
+            + (0.5 * phi * phi + phi * phi * phi / 6.0) * (center.norm() + radius)
+    }
+
+    /// The farthest a body can move in any direction over the interval:
+    /// `|half_dp| + phi |q|` (a chord is shorter than its arc).
+    pub fn reach(&self, center: &Vector3<f64>, radius: f64) -> f64 {
+        self.half_dp.norm() + self.half_turn.norm() * (center.norm() + radius)
+    }
 }
 
 /// What [`Bvh::clear_over`] found.
@@ -561,19 +593,26 @@ impl PairFrame {
         (value, if n > 0.0 { dir / n } else { Vector3::zeros() })
     }
 
-    /// The parts of the bound, `mb` being `b` moved ([`moved_node`]).
-    /// A lower bound of the distance between `a` and `b` while `b` is translated by up
-    /// to `±half_dp` (no rotation: the caller subtracts its reach): the bound of
-    /// [`PairFrame::bound_and_direction`] less the motion along its direction, or the
-    /// gap along one axis of either box less the motion along that axis (the boxes' axes
-    /// are fixed directions, so a projection gap along one of them is a separating
-    /// bound at every instant).
-    fn bound_over(&self, a: &Node, b: &Node, mb: &MovedNode, half_dp: &Vector3<f64>) -> f64 {
+    /// A lower bound of the distance between `a` and `b` while `b` goes through
+    /// `motion`. Each bound of [`PairFrame::gaps`] is a projection gap along a direction
+    /// (the bound's own, or one axis of either oriented box) that stays fixed over the
+    /// interval, so it falls by at most the motion of `b`'s sphere along that direction
+    /// ([`Motion::toward`]); the largest of the results is kept.
+    fn bound_over(&self, a: &Node, b: &Node, mb: &MovedNode, motion: &Motion) -> f64 {
         let g = self.gaps(a, b, mb);
         let (value, dir) = self.bound_and_direction(a, &g, mb);
-        let along_a = (g.gap_a - a.axes.tr_mul(half_dp).abs()).max();
-        let along_b = (g.gap_b - mb.axes.tr_mul(half_dp).abs()).max();
-        (value - dir.dot(half_dp).abs()).max(along_a).max(along_b)
+        let center = mb.center - motion.pose.translation.vector;
+        let toward = |n: Vector3<f64>| motion.toward(&n, &center.coords, b.radius);
+        let mut best = value - toward(dir);
+        for k in 0..3 {
+            if g.gap_a[k] > best {
+                best = best.max(g.gap_a[k] - toward(a.axes.column(k).into()));
+            }
+            if g.gap_b[k] > best {
+                best = best.max(g.gap_b[k] - toward(mb.axes.column(k).into()));
+            }
+        }
+        best
     }
 
     fn gaps(&self, a: &Node, b: &Node, mb: &MovedNode) -> Gaps {
@@ -933,7 +972,6 @@ fn build(
         axes,
         obb_center,
         half,
-        reach: center.coords.norm() + radius,
         kind: Kind::Leaf { start, end },
     });
     if end - start > LEAF_SIZE {
@@ -1064,6 +1102,24 @@ mod tests {
                 "{k}"
             );
             assert!(b.lower >= enough || b.lower == b.upper(), "{k}");
+            // Without a warm start the search may stop on `enough` before it meets any
+            // pair: a lower bound, and no upper bound but infinity.
+            let fresh = world
+                .distance_with(
+                    &robot,
+                    &pose,
+                    f64::INFINITY,
+                    Slack {
+                        enough: 0.05 * exact,
+                        ..Slack::EXACT
+                    },
+                    &mut PairScratch::default(),
+                )
+                .expect("a bound, found or not");
+            assert!(
+                fresh.lower <= exact + 1e-12 && exact <= fresh.upper(),
+                "{k}"
+            );
         }
     }
 
@@ -1073,8 +1129,7 @@ mod tests {
         (0..=n)
             .map(|i| {
                 let s = 2.0 * i as f64 / n as f64 - 1.0;
-                let turn =
-                    UnitQuaternion::from_axis_angle(&Vector3::z_axis(), s * motion.half_angle);
+                let turn = UnitQuaternion::from_scaled_axis(motion.half_turn * s);
                 let pose = Isometry3::from_parts(
                     Translation3::from(motion.pose.translation.vector + motion.half_dp * s),
                     turn * motion.pose.rotation,
@@ -1093,7 +1148,7 @@ mod tests {
     #[test]
     fn a_sweep_that_passes_is_right_and_passes_where_lipschitz_does() {
         let (world, robot) = ring_and_box();
-        let reach = robot.nodes[0].reach;
+        let reach = robot.nodes[0].center.coords.norm() + robot.nodes[0].radius;
         let mut scratch = PairScratch::default();
         let mut beyond_lipschitz = 0;
         for k in 0..16 {
@@ -1102,13 +1157,13 @@ mod tests {
             let motion = Motion {
                 pose,
                 half_dp: dir * 0.04,
-                half_angle: 0.1,
+                half_turn: Vector3::new(0.3, -0.2, 1.0).normalize() * 0.1,
             };
             let mid = world
                 .distance_to(&robot, &pose, f64::INFINITY)
                 .unwrap()
                 .distance;
-            let lipschitz = mid - motion.half_dp.norm() - motion.half_angle * reach;
+            let lipschitz = mid - motion.half_dp.norm() - motion.half_turn.norm() * reach;
             // The sampling is dense enough that its error (the motion between two
             // samples, 1.6e-4) is far below the margins tested.
             let sampled = dense_min(&world, &robot, &motion, 1000);
@@ -1139,6 +1194,43 @@ mod tests {
         assert!(beyond_lipschitz >= 8, "{beyond_lipschitz}");
     }
 
+    /// `Motion::toward` bounds the motion of every point of the ball along the
+    /// direction, over the whole interval (dense sampling of points and instants).
+    #[test]
+    fn toward_bounds_the_motion_along_a_direction() {
+        for k in 0..40 {
+            let f = k as f64;
+            let motion = Motion {
+                pose: Isometry3::identity(),
+                half_dp: Vector3::new((0.7 * f).sin(), (1.3 * f).cos(), 0.4) * 0.05,
+                half_turn: Vector3::new(0.2, (0.9 * f).sin(), 1.0).normalize() * (0.02 * f),
+            };
+            let n = Vector3::new((1.7 * f).cos(), 0.5, (0.3 * f).sin()).normalize();
+            let center = Vector3::new(0.3 * (f * 0.1).cos(), -0.2, 0.1 * f.sin());
+            let radius = 0.05;
+            let bound = motion.toward(&n, &center, radius);
+            for i in 0..=40 {
+                let s = i as f64 / 20.0 - 1.0;
+                let turn = UnitQuaternion::from_scaled_axis(motion.half_turn * s);
+                for j in 0..27 {
+                    let e = Vector3::new(
+                        (j % 3) as f64 - 1.0,
+                        ((j / 3) % 3) as f64 - 1.0,
+                        (j / 9) as f64 - 1.0,
+                    );
+                    let q = if j == 13 {
+                        center
+                    } else {
+                        center + e.normalize() * radius
+                    };
+                    let moved = motion.half_dp * s + turn * q;
+                    let along = n.dot(&(moved - q)).abs();
+                    assert!(along <= bound + 1e-12, "{k}: {along} > {bound}");
+                }
+            }
+        }
+    }
+
     /// A box sliding along a wall, parallel to it: the sweep passes a long interval that
     /// the Lipschitz bound (the whole motion) cannot, because only motion towards the
     /// wall counts.
@@ -1153,7 +1245,7 @@ mod tests {
         let motion = Motion {
             pose: Isometry3::translation(0.0, 0.2, 0.0),
             half_dp: Vector3::new(1.0, 0.0, 0.0),
-            half_angle: 0.0,
+            half_turn: Vector3::zeros(),
         };
         let mut scratch = PairScratch::default();
         assert!(wall.clear_over(&robot, &motion, 0.099, &mut scratch).clear);

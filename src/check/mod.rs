@@ -43,11 +43,12 @@
 pub mod bvh;
 pub mod exact;
 pub mod ompl;
+pub mod puzzles;
 pub mod shapes;
 
 use std::time::Instant;
 
-use nalgebra::{Isometry3, Point3};
+use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 
 use crate::mesh::SurfaceMesh;
 use bvh::Bvh;
@@ -326,9 +327,13 @@ pub fn evaluate(
 /// to the other surface (0 when touching without vertices inside).
 pub fn penetration(robot: &Robot, world: &World, pose: &Isometry3<f64>) -> f64 {
     let mut depth = 0.0f64;
+    let inside_box = |b: &crate::mesh::Aabb, p: &Point3<f64>| {
+        (0..3).all(|k| p[k] >= b.min[k] && p[k] <= b.max[k])
+    };
+    let (world_box, robot_box) = (world.bvh.aabb(), robot.bvh.aabb());
     for v in &robot.vertices {
         let w = pose * v;
-        if world.bvh.contains(&w) {
+        if inside_box(&world_box, &w) && world.bvh.contains(&w) {
             depth = depth.max(world.bvh.point_distance(&w));
         }
     }
@@ -339,11 +344,47 @@ pub fn penetration(robot: &Robot, world: &World, pose: &Isometry3<f64>) -> f64 {
             continue;
         }
         let r = inv * w;
-        if robot.bvh.contains(&r) {
+        if inside_box(&robot_box, &r) && robot.bvh.contains(&r) {
             depth = depth.max(robot.bvh.point_distance(&r));
         }
     }
     depth
+}
+
+/// The points to mark at a pose (world coordinates), at most `limit`: the closest pair
+/// when the robot is free, else the robot's vertices inside the world and the world's
+/// inside the robot (the points that make the penetration depth), or the touching point.
+pub fn contact_points(
+    robot: &Robot,
+    world: &World,
+    pose: &Isometry3<f64>,
+    limit: usize,
+) -> Vec<Point3<f64>> {
+    let Some(c) = world.bvh.distance_to(&robot.bvh, pose, f64::INFINITY) else {
+        return Vec::new();
+    };
+    if c.distance > 0.0 {
+        return vec![c.on_a, c.on_b];
+    }
+    let inv = pose.inverse();
+    let mut points: Vec<Point3<f64>> = robot
+        .vertices
+        .iter()
+        .map(|v| pose * v)
+        .filter(|w| world.bvh.contains(w))
+        .chain(
+            world
+                .vertices
+                .iter()
+                .filter(|w| robot.bvh.contains(&(inv * *w)))
+                .copied(),
+        )
+        .take(limit)
+        .collect();
+    if points.is_empty() {
+        points.push(c.on_a);
+    }
+    points
 }
 
 /// The motion bound of a segment: `|dp| + |dtheta| R`.
@@ -420,6 +461,9 @@ pub fn check_path(
         let mut seg: Vec<Sample> = Vec::new();
         let mut t = 0.0;
         loop {
+            // Within 25%, not merely enough for the rest of the segment: the
+            // certification's bounds start from these samples' lower bounds, and loose
+            // ones cost it more than they save here (twice as slow on both benchmarks).
             let s = eval(
                 PathPos { segment: i, t },
                 advance_slack(tol),
@@ -570,9 +614,9 @@ fn bisect(from: PathPos, to: PathPos, hit: &dyn Fn(PathPos) -> bool) -> PathPos 
 }
 
 /// Refines samples until the minimum clearance `m` (the smallest upper bound) is
-/// certified to `tol`: every sample's lower bound is at least `m - tol` (a sample short
-/// of it is re-evaluated with [`certify_slack`]), and so is the distance over every
-/// interval between samples. An interval passes on its samples alone when their
+/// certified to `tol`: the distance over every interval between samples, ends included,
+/// is at least `m - tol` (a segment's lone sample is re-evaluated with
+/// [`certify_slack`] if its own bound falls short). An interval passes on its samples alone when their
 /// Lipschitz bound `(l_k + l_{k+1} - B h) / 2` clears `m - tol`, else by a sweep of
 /// the robot over it ([`Bvh::clear_over`], which counts only the motion towards the
 /// world), else it is split at its middle. `m` only falls as samples are added, so
@@ -601,6 +645,7 @@ fn certify_minimum(
         let mut ctx = Certify {
             a: &path[i],
             b: &path[i + 1],
+            turn: turn_of(&path[i], &path[i + 1]),
             bound: bounds[i],
             tol,
             tight,
@@ -609,8 +654,11 @@ fn certify_minimum(
             eval: &mut *eval,
         };
         let mut out = Vec::with_capacity(samples.len());
+        let alone = samples.len() == 1;
         for s in samples {
-            let s = ctx.tighten(s);
+            // A sample between two intervals is covered by their certification (both
+            // bounds hold at the ends); only a sample alone needs its own.
+            let s = if alone { ctx.tighten(s) } else { s };
             if let Some(&prev) = out.last() {
                 ctx.between(prev, s, &mut out, 0);
             }
@@ -620,10 +668,22 @@ fn certify_minimum(
     }
 }
 
+/// The rotation that slerp applies over a segment, as its axis in the world frame times
+/// its angle (the shorter arc): `q(t) = exp(t turn) q_a`.
+pub fn turn_of(a: &State, b: &State) -> Vector3<f64> {
+    let mut rel = a.orientation.inverse() * b.orientation;
+    if rel.w < 0.0 {
+        rel = UnitQuaternion::new_unchecked(-rel.into_inner());
+    }
+    a.orientation * rel.scaled_axis()
+}
+
 /// One segment's certification (see [`certify_minimum`]).
 struct Certify<'a> {
     a: &'a State,
     b: &'a State,
+    /// The segment's rotation, axis (world frame) times angle ([`turn_of`]).
+    turn: Vector3<f64>,
     bound: f64,
     tol: f64,
     tight: Slack,
@@ -663,7 +723,7 @@ impl Certify<'_> {
         let motion = bvh::Motion {
             pose: self.a.interpolate(self.b, mid.t).isometry(),
             half_dp: (self.b.position - self.a.position) * (0.5 * h),
-            half_angle: self.a.orientation.angle_to(&self.b.orientation) * 0.5 * h,
+            half_turn: self.turn * (0.5 * h),
         };
         let floor = self.floor();
         let sweep = (self.sweep)(&motion, floor);
@@ -805,6 +865,29 @@ mod tests {
             "certified {m}, dense {dense} (delta {delta}, tol {})",
             r.tolerance
         );
+    }
+
+    /// Slerp is a rotation about a fixed world axis at a constant rate: `turn_of`'s.
+    #[test]
+    fn slerp_turns_about_the_world_axis_of_turn_of() {
+        let a = State::new(
+            Vector3::zeros(),
+            UnitQuaternion::from_euler_angles(0.3, -1.1, 2.0),
+        );
+        // The far side of the double cover, to exercise the shorter arc.
+        let qb = UnitQuaternion::from_euler_angles(-2.5, 0.4, 0.9);
+        let b = State::new(
+            Vector3::x(),
+            UnitQuaternion::new_unchecked(-qb.into_inner()),
+        );
+        let turn = turn_of(&a, &b);
+        assert!(turn.norm() <= std::f64::consts::PI + 1e-12);
+        for k in 0..=10 {
+            let t = k as f64 / 10.0;
+            let q = a.interpolate(&b, t).orientation;
+            let expected = UnitQuaternion::from_scaled_axis(turn * t) * a.orientation;
+            assert!(q.angle_to(&expected) < 1e-12, "t = {t}");
+        }
     }
 
     /// A wall 0.1% of the path thick between two free states: caught, whatever the

@@ -1,6 +1,7 @@
 //! Closed triangle meshes of simple solids, for the analytic test cases and the shipped
 //! problems: boxes (with subdivided faces, so that contact is not only at corners),
-//! unions of boxes (walls with slots), and swept tubes (the alpha puzzle).
+//! unions of boxes (walls with slots), and swept tubes, closed loops or capped (the
+//! puzzles of [`super::puzzles`]).
 
 use nalgebra::{Point3, Vector3};
 
@@ -107,6 +108,57 @@ pub fn closed_tube(path: &[Point3<f64>], radius: f64, sides: usize) -> SurfaceMe
     m
 }
 
+/// A tube of circular cross-section `radius` (`sides` facets) swept along the open
+/// polyline `path` (parallel-transported frames), closed by flat caps at both ends, so
+/// that it bounds a solid.
+pub fn open_tube(path: &[Point3<f64>], radius: f64, sides: usize) -> SurfaceMesh {
+    let k = path.len();
+    let sides = sides.max(3);
+    let mut m = SurfaceMesh::default();
+    if k < 2 {
+        return m;
+    }
+    let tangent = |i: usize| (path[(i + 1).min(k - 1)] - path[i.saturating_sub(1)]).normalize();
+    let t0 = tangent(0);
+    let helper = if t0.x.abs() < 0.9 {
+        Vector3::x()
+    } else {
+        Vector3::y()
+    };
+    let mut normal = t0.cross(&helper).normalize();
+    for (i, p) in path.iter().enumerate() {
+        let t = tangent(i);
+        normal = (normal - t * t.dot(&normal)).normalize();
+        let binormal = t.cross(&normal);
+        for s in 0..sides {
+            let a = std::f64::consts::TAU * s as f64 / sides as f64;
+            m.vertices
+                .push(p + (normal * a.cos() + binormal * a.sin()) * radius);
+        }
+    }
+    for i in 0..k - 1 {
+        for s in 0..sides {
+            let a = i * sides + s;
+            let b = i * sides + (s + 1) % sides;
+            let c = (i + 1) * sides + s;
+            let d = (i + 1) * sides + (s + 1) % sides;
+            m.triangles.push([a, d, c]);
+            m.triangles.push([a, b, d]);
+        }
+    }
+    // The caps: a fan about each end's centre, facing away from the tube.
+    let first = m.vertices.len();
+    m.vertices.push(path[0]);
+    m.vertices.push(path[k - 1]);
+    let end = (k - 1) * sides;
+    for s in 0..sides {
+        let n = (s + 1) % sides;
+        m.triangles.push([first, n, s]);
+        m.triangles.push([first + 1, end + s, end + n]);
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +173,32 @@ mod tests {
         );
         let b = m.bounding_box();
         assert_eq!(b.min, Point3::new(0.5, 1.0, 1.0));
+    }
+
+    /// An open tube with caps is a closed solid: its signed volume is the cylinder's
+    /// (pi r^2 L, less the facetting), positive (outward facing).
+    #[test]
+    fn open_tubes_are_closed_solids() {
+        let path: Vec<Point3<f64>> = (0..=20)
+            .map(|i| Point3::new(0.1 * i as f64, 0.0, 0.0))
+            .collect();
+        let m = open_tube(&path, 0.1, 32);
+        let exact = std::f64::consts::PI * 0.01 * 2.0;
+        let v = m.signed_volume();
+        // 32 sides keep 99.4% of the circle's area (sin(2 pi / 32) 16 / pi).
+        assert!(
+            v > 0.0 && (v - exact).abs() / exact < 0.01,
+            "{v} vs {exact}"
+        );
+        // Every edge is shared by exactly two triangles.
+        let mut edges = std::collections::HashMap::new();
+        for t in &m.triangles {
+            for k in 0..3 {
+                let (a, b) = (t[k], t[(k + 1) % 3]);
+                *edges.entry((a.min(b), a.max(b))).or_insert(0) += 1;
+            }
+        }
+        assert!(edges.values().all(|&c| c == 2));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use haptics::check::ompl::{read_path, read_problem, State};
 use haptics::check::{check_path, robot_origin, CheckOptions, PathPos, Report, Robot, World};
 use haptics::mesh::collada::read_collada;
 use haptics::mesh::{read_obj, SurfaceMesh};
-use haptics::plot::{line_plot, Series};
+use haptics::plot::{shaded_line_plot, Band, Series};
 
 use super::range;
 
@@ -45,9 +45,15 @@ pub struct CheckArgs {
     /// contacts, sizes, timings).
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Plot the clearance along the path to this PNG.
+    /// Plot the clearance along the path to this PNG, the contact intervals shaded.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Render the worst pose (the minimum clearance, or the deepest penetration) to this
+    /// PNG, with the contact points marked (the closest points when free, the points
+    /// inside the other part when colliding), framed on the robot. Needs a GPU adapter
+    /// (software Vulkan will do).
+    #[arg(long)]
+    pub screenshot: Option<PathBuf>,
     /// The check's tolerance in the problem's units (default: 0.1% of the robot's
     /// bounding-box diagonal): closer than this counts as contact.
     #[arg(long, value_parser = range::positive(1e9))]
@@ -76,7 +82,8 @@ impl std::error::Error for BadInput {}
 /// The outcome: whether the path passed.
 pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
     let load_start = Instant::now();
-    let (robot, world, path, name) = load(a)?;
+    let loaded = load(a)?;
+    let (robot, world, path, name) = (&loaded.robot, &loaded.world, &loaded.path, &loaded.name);
     let load_s = load_start.elapsed().as_secs_f64();
     let segments = path.len().saturating_sub(1);
     let bar = a.progress.then(|| {
@@ -91,7 +98,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
         tolerance: a.tolerance,
         ..CheckOptions::default()
     };
-    let report = check_path(&robot, &world, &path, &options, &mut |i| {
+    let report = check_path(robot, world, path, &options, &mut |i| {
         if let Some(b) = &bar {
             b.set_position(i as u64 + 1);
         }
@@ -103,9 +110,9 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
         .min_clearance
         .is_none_or(|m| report.collision_free && report.min_clearance >= m);
     let passed = report.collision_free && clearance_ok && !report.incomplete;
-    print!("{}", summary(&name, &report, a.min_clearance, passed));
+    print!("{}", summary(name, &report, a.min_clearance, passed));
     if let Some(p) = &a.report {
-        let json = report_json(&name, &report, load_s, a.min_clearance, passed);
+        let json = report_json(name, &report, load_s, a.min_clearance, passed);
         haptics::io::write_bytes_atomic(p, json.as_bytes())
             .with_context(|| format!("writing {}", p.display()))?;
         println!("report -> {}", p.display());
@@ -114,10 +121,99 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
         plot(p, &report)?;
         println!("plot -> {}", p.display());
     }
+    if let Some(p) = &a.screenshot {
+        let points = screenshot(p, &loaded, &report)?;
+        println!(
+            "worst pose ({points} contact points marked) -> {}",
+            p.display()
+        );
+    }
     Ok(passed)
 }
 
-type Loaded = (Robot, World, Vec<State>, String);
+/// Renders the worst pose of `report` to `png`; returns the number of points marked.
+fn screenshot(png: &Path, l: &Loaded, report: &Report) -> anyhow::Result<usize> {
+    use crate::render::{
+        render_image, ContactMarker, FrameState, GpuContext, OrbitCamera, Overlays, RenderObject,
+        SceneRenderer, OFFSCREEN_FORMAT,
+    };
+    let at = report.min_clearance_at;
+    let state = if l.path.len() < 2 {
+        l.path[0]
+    } else {
+        l.path[at.segment].interpolate(&l.path[at.segment + 1], at.t)
+    };
+    let pose = state.isometry();
+    let points = haptics::check::contact_points(&l.robot, &l.world, &pose, 500);
+    let ctx = GpuContext::headless()?;
+    let environment: Vec<RenderObject> = l
+        .world_meshes
+        .iter()
+        .map(|(name, mesh)| RenderObject {
+            name,
+            mesh,
+            basis: &[],
+            r: 0,
+            pose: nalgebra::Isometry3::identity(),
+        })
+        .collect();
+    let robot = RenderObject {
+        name: "robot",
+        mesh: &l.robot_mesh,
+        basis: &[],
+        r: 0,
+        pose: nalgebra::Isometry3::identity(),
+    };
+    let mut renderer = SceneRenderer::from_objects(
+        &ctx.device,
+        &ctx.queue,
+        &environment,
+        &robot,
+        OFFSCREEN_FORMAT,
+    )?;
+    // Framed on the robot where it is worst, with a robot's size of margin around it.
+    let (mut lo, mut hi) = (
+        nalgebra::Point3::new(f32::MAX, f32::MAX, f32::MAX),
+        nalgebra::Point3::new(f32::MIN, f32::MIN, f32::MIN),
+    );
+    for v in &l.robot_mesh.vertices {
+        let p: nalgebra::Point3<f32> = (pose * v).cast();
+        lo = lo.inf(&p);
+        hi = hi.sup(&p);
+    }
+    let margin = nalgebra::Vector3::repeat(0.5 * (hi - lo).norm());
+    let camera = OrbitCamera::framing(lo - margin, hi + margin);
+    let frame = FrameState {
+        haptic_pose: pose.cast(),
+        contacts: points
+            .iter()
+            .map(|p| ContactMarker {
+                position: p.cast(),
+                force: nalgebra::Vector3::zeros(),
+            })
+            .collect(),
+        ..FrameState::default()
+    };
+    let overlays = Overlays {
+        ghost: false,
+        ..Overlays::default()
+    };
+    let image = render_image(&ctx, &mut renderer, &frame, &camera, &overlays, (1280, 720))?;
+    image.write_png(png)?;
+    Ok(points.len())
+}
+
+/// What a check runs on.
+struct Loaded {
+    robot: Robot,
+    world: World,
+    path: Vec<State>,
+    name: String,
+    /// The robot's surface in its own frame, and the world's objects in world
+    /// coordinates (for the screenshot).
+    robot_mesh: SurfaceMesh,
+    world_meshes: Vec<(String, SurfaceMesh)>,
+}
 
 fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
     if a.problem.extension().is_some_and(|e| e == "toml") {
@@ -134,13 +230,21 @@ fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
         .with_context(|| format!("the robot of {}", a.problem.display()))?;
     let (world_mesh, _) = read_mesh(&problem.world)
         .with_context(|| format!("the world of {}", a.problem.display()))?;
-    let robot = Robot::new(&robot_origin(&robot_mesh, &origin));
+    let robot_mesh = robot_origin(&robot_mesh, &origin);
+    let robot = Robot::new(&robot_mesh);
     let world = World::new(&world_mesh);
     let path = match &a.path {
         Some(p) => read_path(p)?,
         None => vec![problem.start, problem.goal],
     };
-    Ok((robot, world, path, problem.name))
+    Ok(Loaded {
+        robot,
+        world,
+        path,
+        name: problem.name,
+        robot_mesh,
+        world_meshes: vec![("world".into(), world_mesh)],
+    })
 }
 
 /// A scene: the haptic object (its surface, body frame) moves along the trajectory
@@ -189,7 +293,14 @@ fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
             a.problem.display()
         ),
     };
-    Ok((robot, world, path, scene.name))
+    Ok(Loaded {
+        robot,
+        world,
+        path,
+        name: scene.name,
+        robot_mesh: scene.haptic.surface.clone(),
+        world_meshes: objects,
+    })
 }
 
 /// A mesh and its OMPL.app origin (the mean of its imported vertices).
@@ -341,12 +452,22 @@ fn plot(png: &Path, r: &Report) -> anyhow::Result<()> {
         name: "tolerance".into(),
         points: vec![(0.0, r.tolerance), (1.0, r.tolerance)],
     };
-    line_plot(
+    let contacts: Vec<Band> = r
+        .contacts
+        .iter()
+        .map(|c| Band {
+            from: c.from.fraction(segments),
+            to: c.to.fraction(segments),
+        })
+        .collect();
+    shaded_line_plot(
         png,
         "Clearance along the path",
         "path fraction",
         "clearance",
         &[clearance, tol],
+        &contacts,
+        "in contact",
     )?;
     Ok(())
 }

@@ -305,20 +305,57 @@ pub fn flat_vertices(mesh: &SurfaceMesh) -> Vec<[f32; 6]> {
     out
 }
 
+/// An object to draw: its surface, its render basis and rank (empty and 0 for a rigid
+/// one), and its pose.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderObject<'a> {
+    /// A label (for GPU debugging).
+    pub name: &'a str,
+    /// The surface, in the object's frame.
+    pub mesh: &'a SurfaceMesh,
+    /// The render basis (rows of U at the surface vertices), empty for a rigid object.
+    pub basis: &'a [f32],
+    /// Its rank.
+    pub r: usize,
+    /// The pose of the object's frame.
+    pub pose: Isometry3<f64>,
+}
+
 /// World-space bounding box of the scene's surfaces at rest.
 pub fn scene_bounds(scene: &Scene) -> (Point3<f32>, Point3<f32>) {
+    let mut objects: Vec<RenderObject> = scene
+        .environment
+        .iter()
+        .map(|e| RenderObject {
+            name: &e.name,
+            mesh: &e.surface,
+            basis: &[],
+            r: 0,
+            pose: e.pose,
+        })
+        .collect();
+    objects.push(RenderObject {
+        name: "haptic object",
+        mesh: &scene.haptic.surface,
+        basis: &[],
+        r: 0,
+        pose: scene.haptic.pose,
+    });
+    objects_bounds(objects.iter())
+}
+
+/// World-space bounding box of objects' surfaces at their poses.
+pub fn objects_bounds<'a>(
+    objects: impl Iterator<Item = &'a RenderObject<'a>>,
+) -> (Point3<f32>, Point3<f32>) {
     let mut lo = Point3::new(f32::MAX, f32::MAX, f32::MAX);
     let mut hi = Point3::new(f32::MIN, f32::MIN, f32::MIN);
-    let mut grow = |pose: &Isometry3<f64>, mesh: &SurfaceMesh| {
-        for v in &mesh.vertices {
-            let p: Point3<f32> = (pose * v).cast();
+    for o in objects {
+        for v in &o.mesh.vertices {
+            let p: Point3<f32> = (o.pose * v).cast();
             lo = lo.inf(&p);
             hi = hi.sup(&p);
         }
-    };
-    grow(&scene.haptic.pose, &scene.haptic.surface);
-    for e in &scene.environment {
-        grow(&e.pose, &e.surface);
     }
     if lo.x > hi.x {
         (Point3::new(-1.0, -1.0, -1.0), Point3::new(1.0, 1.0, 1.0))
@@ -663,6 +700,38 @@ impl SceneRenderer {
         scene: &Scene,
         color_format: wgpu::TextureFormat,
     ) -> Result<SceneRenderer, RenderError> {
+        let environment: Vec<RenderObject> = scene
+            .environment
+            .iter()
+            .map(|e| RenderObject {
+                name: &e.name,
+                mesh: &e.surface,
+                basis: &e.render_basis,
+                r: e.dynamics.as_ref().map_or(0, |d| d.r()),
+                pose: e.pose,
+            })
+            .collect();
+        let haptic = RenderObject {
+            name: "haptic object",
+            mesh: &scene.haptic.surface,
+            basis: &scene.haptic.render_basis,
+            r: scene.haptic.field.r(),
+            pose: scene.haptic.pose,
+        };
+        SceneRenderer::from_objects(device, queue, &environment, &haptic, color_format)
+    }
+
+    /// A renderer for any set of objects: the environment's (drawn in the palette's
+    /// colours, at their poses) and the moving one (drawn as the haptic object, placed
+    /// by [`FrameState::haptic_pose`] each frame). `haptics check --screenshot` draws
+    /// an OMPL problem's world and robot this way.
+    pub fn from_objects(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        environment: &[RenderObject],
+        haptic: &RenderObject,
+        color_format: wgpu::TextureFormat,
+    ) -> Result<SceneRenderer, RenderError> {
         let uniforms = Uniforms::new(device);
         let pipelines = Pipelines::new(device, &uniforms, color_format);
         let camera_buffer = uniforms.buffer(
@@ -670,21 +739,20 @@ impl SceneRenderer {
             bytemuck::bytes_of(&CameraUniform::zeroed()),
         );
         let camera_group = uniforms.group("camera group", &uniforms.camera_layout, &camera_buffer);
-        let environment = scene
-            .environment
+        let bounds = objects_bounds(environment.iter().chain(std::iter::once(haptic)));
+        let environment = environment
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let r = e.dynamics.as_ref().map_or(0, |d| d.r());
                 upload_object(
                     device,
                     queue,
                     &uniforms,
                     &format!("environment {}", e.name),
                     ObjectSource {
-                        mesh: &e.surface,
-                        basis: &e.render_basis,
-                        r,
+                        mesh: e.mesh,
+                        basis: e.basis,
+                        r: e.r,
                         model: e.pose.cast::<f32>().to_homogeneous(),
                         color: ENVIRONMENT_PALETTE[i % ENVIRONMENT_PALETTE.len()],
                     },
@@ -695,12 +763,12 @@ impl SceneRenderer {
             device,
             queue,
             &uniforms,
-            "haptic object",
+            haptic.name,
             ObjectSource {
-                mesh: &scene.haptic.surface,
-                basis: &scene.haptic.render_basis,
-                r: scene.haptic.field.r(),
-                model: scene.haptic.pose.cast::<f32>().to_homogeneous(),
+                mesh: haptic.mesh,
+                basis: haptic.basis,
+                r: haptic.r,
+                model: haptic.pose.cast::<f32>().to_homogeneous(),
                 color: HAPTIC_COLOR,
             },
         )?;
@@ -738,7 +806,7 @@ impl SceneRenderer {
             points: DynamicVertices::new(device, "overlay points"),
             markers: DynamicVertices::new(device, "contact markers"),
             depth: None,
-            bounds: scene_bounds(scene),
+            bounds,
             scratch: Vec::new(),
             show_ghost: false,
             viewport: [0.0, 0.0, 1.0, 1.0],
