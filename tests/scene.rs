@@ -423,7 +423,10 @@ fn shipped_scenes_parse() {
         }
     }
     names.sort();
-    assert_eq!(names, ["bridge-probe", "hoses-gap", "peg-shaft"]);
+    assert_eq!(
+        names,
+        ["bridge-probe", "hose-disassembly", "hoses-gap", "peg-shaft"]
+    );
 }
 
 /// The shipped peg-in-shaft scene, loaded fully: centred in the shaft the peg touches no

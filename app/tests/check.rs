@@ -302,3 +302,80 @@ fn a_scene_trajectory_is_checked_through_the_workspace_mapping() {
     // The first contact is 134 samples in (sample 2734 of the whole recording).
     assert_eq!(j["first_collision"]["segment"], 134, "{j}");
 }
+
+/// The hose-disassembly scene (`assets/scenes/hose-disassembly.toml`): a 0.5-thick plate
+/// pulled up through a 0.3-wide gap between two deformable hoses. Rigid, the path
+/// collides (0.1 into each hose); compliant, it passes, the hoses pushed 0.1 aside, and
+/// the report gives the force; the limits turn it into a failure.
+#[test]
+fn hoses_give_way_in_the_compliant_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("haptics-cache");
+    let report = dir.path().join("r.json");
+    let base = [
+        "check",
+        "assets/scenes/hose-disassembly.toml",
+        "--path",
+        "assets/check/hose/pull.path",
+        "--cache",
+        cache.to_str().unwrap(),
+    ];
+    let o = haptics(&base);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("max penetration 0.1000"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Samples every 0.05 of motion (121 equilibria) keep the debug binary quick.
+    let compliant = [&base[..], &["--compliant", "--compliant-step", "0.05"]].concat();
+    let o = haptics(&[&compliant[..], &["--report", report.to_str().unwrap()]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let j = json(&report);
+    let c = &j["compliant"];
+    assert_eq!(c["unconverged"], 0, "{j}");
+    // Each hose gives the 0.1 of overlap, less the penalty's compression (a few
+    // thousandths), plus the ovalization of its cross-section: 0.095 to 0.125.
+    let d = c["max_displacement"].as_f64().unwrap();
+    assert!((0.095..0.125).contains(&d), "{j}");
+    // The force one hose pushes with: a clamped-clamped tube of E = 500 bent 0.1 at
+    // mid-span takes about 33 N as an Euler-Bernoulli beam (192 E I d / L^3); the
+    // crushing of its thick wall under a local load makes it softer. 5 to 33 N.
+    let f = c["max_force"].as_f64().unwrap();
+    assert!((5.0..33.0).contains(&f), "{j}");
+    let force = format!("{f}");
+
+    // The same path with a force limit below it, and a displacement limit below it.
+    let o = haptics(&[&compliant[..], &["--max-force", "5"]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("force limit 5 N: NOT met"),
+        "{}",
+        stdout(&o)
+    );
+    let o = haptics(&[&compliant[..], &["--max-displacement", "0.05"]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("displacement limit 0.05: NOT met"),
+        "{}",
+        stdout(&o)
+    );
+    let o = haptics(
+        &[
+            &compliant[..],
+            &["--max-force", "40", "--max-displacement", "0.2"],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), force);
+
+    // --compliant on an OMPL problem (no deformable objects): bad input.
+    let o = haptics(&["check", CFG, "--compliant"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("--compliant needs a scene"),
+        "{}",
+        stderr(&o)
+    );
+}

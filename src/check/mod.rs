@@ -41,6 +41,7 @@
 //! OBJ or STL.
 
 pub mod bvh;
+pub mod compliant;
 pub mod exact;
 pub mod ompl;
 pub mod puzzles;

@@ -23,7 +23,8 @@ use nalgebra::{Point3, UnitQuaternion, Vector3};
 use super::ompl::State;
 use super::shapes::{closed_tube, open_tube};
 use crate::mesh::collada::distinct_vertex_sum;
-use crate::mesh::SurfaceMesh;
+use crate::mesh::generate::box_hex_mesh;
+use crate::mesh::{Material, SurfaceMesh, VolumeMesh};
 
 /// A generated problem: meshes in world coordinates (the robot as it is at the start),
 /// the robot's origin, and two paths between the same start and goal.
@@ -136,6 +137,108 @@ pub fn alpha_puzzle() -> Puzzle {
     }
 }
 
+/// A hose for the compliant check (`assets/check/hose/`): a thick-walled tube along the
+/// body z axis, its simulation mesh of trilinear hexes (radial x angular x axial, the
+/// angular seam joined), its surface (the mesh's boundary), and the vertices of its two
+/// end rings, held fixed (clamped in their fittings).
+#[derive(Debug, Clone)]
+pub struct Hose {
+    /// The simulation mesh.
+    pub volume: VolumeMesh,
+    /// Its boundary, outward.
+    pub surface: SurfaceMesh,
+    /// The end rings' vertices (0-based).
+    pub fixed: Vec<usize>,
+}
+
+/// The hose's dimensions (scene units).
+pub mod hose {
+    /// Length along z, centred on the origin.
+    pub const LENGTH: f64 = 10.0;
+    /// Outer radius.
+    pub const OUTER: f64 = 1.5;
+    /// Bore radius.
+    pub const INNER: f64 = 0.9;
+    /// Hexes through the wall, around, and along.
+    pub const CELLS: [usize; 3] = [2, 24, 40];
+    /// Young's modulus (scene units: N per unit^2), a soft rubber hose, and Poisson's
+    /// ratio.
+    pub const YOUNGS_MODULUS: f64 = 500.0;
+    /// Poisson's ratio.
+    pub const POISSON_RATIO: f64 = 0.45;
+    /// Density (kg per unit^3).
+    pub const DENSITY: f64 = 1000.0;
+}
+
+/// The hose (see [`Hose`]).
+pub fn hose_model() -> Hose {
+    use std::f64::consts::TAU;
+    let [nr, nt, nz] = hose::CELLS;
+    let material = Material::new(
+        "rubber",
+        hose::DENSITY,
+        hose::YOUNGS_MODULUS,
+        hose::POISSON_RATIO,
+    );
+    // A box in (radius, angle, length), mapped to the annulus: the map's Jacobian is r > 0,
+    // so the hexes keep their orientation.
+    let boxed = box_hex_mesh(
+        Vector3::new(hose::OUTER - hose::INNER, TAU, hose::LENGTH),
+        hose::CELLS,
+        Point3::new(hose::INNER, 0.0, -0.5 * hose::LENGTH),
+        material,
+    );
+    let (vt, vz) = (nt + 1, nz + 1);
+    // Join the seam: the vertices at angle 2 pi are those at 0.
+    let mut index = vec![usize::MAX; boxed.vertices.len()];
+    let mut vertices = Vec::new();
+    for i in 0..=nr {
+        for j in 0..nt {
+            for k in 0..vz {
+                let old = (i * vt + j) * vz + k;
+                index[old] = vertices.len();
+                let p = boxed.vertices[old];
+                vertices.push(Point3::new(p.x * p.y.cos(), p.x * p.y.sin(), p.z));
+            }
+        }
+        for k in 0..vz {
+            index[(i * vt + nt) * vz + k] = index[(i * vt) * vz + k];
+        }
+    }
+    let volume = VolumeMesh {
+        vertices,
+        connectivity: boxed.connectivity.iter().map(|&v| index[v]).collect(),
+        ..boxed
+    };
+    let surface = SurfaceMesh {
+        vertices: volume.vertices.clone(),
+        triangles: volume.boundary_triangles(),
+    };
+    let fixed = (0..volume.vertices.len())
+        .filter(|&v| volume.vertices[v].z.abs() >= 0.5 * hose::LENGTH - 1e-9)
+        .collect();
+    Hose {
+        volume,
+        surface,
+        fixed,
+    }
+}
+
+/// The hose-disassembly path (`assets/check/hose/pull.path`): body poses of the scene's
+/// part, a 0.5-thick plate, pulled straight up from below the two hoses of
+/// `assets/scenes/hose-disassembly.toml` through the 0.3-wide gap between them, 0.1 too
+/// narrow on each side, and out above them.
+pub fn hose_pull() -> Vec<State> {
+    (0..=60)
+        .map(|k| {
+            State::new(
+                Vector3::new(0.0, -1.5 + 0.1 * k as f64, 0.0),
+                UnitQuaternion::identity(),
+            )
+        })
+        .collect()
+}
+
 /// The `.cfg` of a puzzle in OMPL.app's format: robot `robot.obj`, world `world.obj`,
 /// start and goal from the solution's ends, the volume bounding both paths' positions.
 pub fn problem_cfg(p: &Puzzle) -> String {
@@ -214,6 +317,55 @@ mod tests {
         let ends = [p.solution[0], p.solution[p.solution.len() - 1]];
         let r = check_path(&robot, &world, &ends, &options, &mut |_| {});
         assert!(!r.collision_free, "the pieces are not interlocked");
+    }
+
+    /// The hose is a closed, outward tube of the annulus's volume (less the facetting),
+    /// its hexes all positive, its two end rings fixed.
+    #[test]
+    fn the_hose_is_a_clamped_tube() {
+        let h = hose_model();
+        assert!(h.volume.element_defects().is_empty());
+        let exact =
+            std::f64::consts::PI * (hose::OUTER.powi(2) - hose::INNER.powi(2)) * hose::LENGTH;
+        let v = h.surface.signed_volume();
+        // 24 sides keep sin(2 pi / 24) 12 / pi = 98.9% of each circle's area.
+        assert!((v - exact).abs() / exact < 0.015, "{v} vs {exact}");
+        let (boundary, nonmanifold) = h.surface.boundary_and_nonmanifold_edges();
+        assert_eq!((boundary, nonmanifold), (0, 0));
+        // Two rings of (radial layers + 1) x angles vertices.
+        let [nr, nt, _] = hose::CELLS;
+        assert_eq!(h.fixed.len(), 2 * (nr + 1) * nt);
+    }
+
+    /// The hose files in `assets/check/hose/` are [`hose_model`]'s output
+    /// (`HAPTICS_WRITE_PUZZLES=1` rewrites them), and `pull.path` is [`hose_pull`].
+    #[test]
+    fn the_shipped_hose_is_the_generated_one() {
+        let h = hose_model();
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/check/hose");
+        if std::env::var_os("HAPTICS_WRITE_PUZZLES").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            crate::mesh::write_veg(&dir.join("hose.veg"), &h.volume).unwrap();
+            crate::mesh::write_bou(&dir.join("hose.bou"), &h.fixed).unwrap();
+            crate::mesh::write_obj(&dir.join("hose.obj"), &h.surface).unwrap();
+            std::fs::write(dir.join("pull.path"), format_path(&hose_pull())).unwrap();
+        }
+        let v = crate::mesh::read_veg(&dir.join("hose.veg")).unwrap();
+        assert_eq!(v.connectivity, h.volume.connectivity);
+        assert_eq!(v.materials, h.volume.materials);
+        for (a, b) in v.vertices.iter().zip(&h.volume.vertices) {
+            assert!((a - b).norm() <= 1e-12);
+        }
+        let fixed = crate::mesh::read_bou(&dir.join("hose.bou"), Some(v.vertices.len())).unwrap();
+        assert_eq!(fixed, h.fixed);
+        assert_meshes_equal(
+            &read_obj(&dir.join("hose.obj")).unwrap(),
+            &h.surface,
+            "hose",
+        );
+        let bytes = std::fs::read(dir.join("pull.path")).unwrap();
+        let read = parse_path(&bytes, &dir.join("pull.path")).unwrap();
+        assert_eq!(read, hose_pull());
     }
 
     fn assert_meshes_equal(a: &SurfaceMesh, b: &SurfaceMesh, what: &str) {

@@ -85,6 +85,32 @@ impl HapticField {
         }
     }
 
+    /// The signed distance at body-frame point `p` (negative inside).
+    pub fn distance(&self, p: &Point3<f64>) -> f64 {
+        use crate::contact::distance::DistanceQuery;
+        match self {
+            HapticField::Rigid(sdf) => sdf.distance(p),
+            HapticField::Deformable { field, .. } => field.distance(p),
+        }
+    }
+
+    /// The gradient of [`HapticField::distance`] at body-frame point `p`: the rigid
+    /// field's own (of its trilinear interpolant), central differences of the deformed
+    /// one (a step of 1e-4 of a cell).
+    pub fn gradient(&self, p: &Point3<f64>) -> nalgebra::Vector3<f64> {
+        match self {
+            HapticField::Rigid(sdf) => sdf.gradient(p),
+            HapticField::Deformable { field, .. } => {
+                use crate::contact::distance::DistanceQuery;
+                let h = 1e-4 * field.rest_field().spacing;
+                nalgebra::Vector3::from_fn(|i, _| {
+                    let e = nalgebra::Vector3::ith(i, h);
+                    (field.distance(&(p + e)) - field.distance(&(p - e))) / (2.0 * h)
+                })
+            }
+        }
+    }
+
     /// Traverses an environment pointshell against this field (thesis 3.10), statically
     /// dispatched to the rigid or the deformed field.
     pub fn traverse(

@@ -64,6 +64,23 @@ pub struct CheckArgs {
     /// Show a progress bar over the path's segments.
     #[arg(long)]
     pub progress: bool,
+    /// For a scene with deformable environment objects (hoses, cables): let them give
+    /// way. Each is solved for its quasi-static reduced equilibrium under the part's
+    /// contact along the path; the report adds the largest contact force and
+    /// displacement. The collision verdict then covers the rigid objects only.
+    #[arg(long)]
+    pub compliant: bool,
+    /// With --compliant: fail (exit 1) when the contact force exceeds this (N).
+    #[arg(long, requires = "compliant", value_parser = range::positive(1e12))]
+    pub max_force: Option<f64>,
+    /// With --compliant: fail (exit 1) when a deformable surface moves more than this
+    /// (scene units).
+    #[arg(long, requires = "compliant", value_parser = range::positive(1e12))]
+    pub max_displacement: Option<f64>,
+    /// With --compliant: the motion between equilibrium samples (scene units; default
+    /// 1% of the part's bounding-box diagonal).
+    #[arg(long, requires = "compliant", value_parser = range::positive(1e12))]
+    pub compliant_step: Option<f64>,
 }
 
 /// An error that ends `check` with exit status 2 (bad input or a failure), as opposed to
@@ -109,26 +126,284 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
     let clearance_ok = a
         .min_clearance
         .is_none_or(|m| report.collision_free && report.min_clearance >= m);
-    let passed = report.collision_free && clearance_ok && !report.incomplete;
+    let compliant = if a.compliant {
+        let Some(scene) = loaded.scene.as_ref() else {
+            return Err(BadInput(anyhow::anyhow!(
+                "{}: --compliant needs a scene (.toml) with deformable environment objects",
+                a.problem.display()
+            ))
+            .into());
+        };
+        if scene.environment.iter().all(|e| e.dynamics.is_none()) {
+            return Err(BadInput(anyhow::anyhow!(
+                "{}: --compliant: the scene has no deformable environment object",
+                a.problem.display()
+            ))
+            .into());
+        }
+        let step = a.compliant_step.unwrap_or(1e-2 * robot.diagonal);
+        let bar = a.progress.then(|| {
+            let b = indicatif::ProgressBar::new(segments as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "equilibria {bar:40} {pos}/{len} segments {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        let start = Instant::now();
+        let c = haptics::check::compliant::check_compliant(scene, path, step, &mut |i| {
+            if let Some(b) = &bar {
+                b.set_position(i as u64 + 1);
+            }
+        });
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        Some((c, start.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
+    let limits_ok = compliant.as_ref().is_none_or(|(c, _)| {
+        c.unconverged == 0
+            && a.max_force.is_none_or(|f| c.max_force <= f)
+            && a.max_displacement.is_none_or(|d| c.max_displacement <= d)
+    });
+    let passed = report.collision_free && clearance_ok && limits_ok && !report.incomplete;
     print!("{}", summary(name, &report, a.min_clearance, passed));
+    if let Some((c, seconds)) = &compliant {
+        print!("{}", compliant_summary(c, *seconds, a, segments));
+    }
     if let Some(p) = &a.report {
-        let json = report_json(name, &report, load_s, a.min_clearance, passed);
+        let mut json = report_json(name, &report, load_s, a.min_clearance, passed);
+        if let Some((c, seconds)) = &compliant {
+            json = add_compliant_json(&json, c, *seconds, a);
+        }
         haptics::io::write_bytes_atomic(p, json.as_bytes())
             .with_context(|| format!("writing {}", p.display()))?;
         println!("report -> {}", p.display());
     }
     if let Some(p) = &a.plot {
-        plot(p, &report)?;
+        match &compliant {
+            Some((c, _)) => compliant_plot(p, c, segments)?,
+            None => plot(p, &report)?,
+        }
         println!("plot -> {}", p.display());
     }
     if let Some(p) = &a.screenshot {
-        let points = screenshot(p, &loaded, &report)?;
+        let points = match (&compliant, loaded.scene.as_ref()) {
+            (Some((c, _)), Some(scene)) if c.max_force > 0.0 => {
+                compliant_screenshot(p, scene, path, c)?
+            }
+            _ => screenshot(p, &loaded, &report)?,
+        };
         println!(
             "worst pose ({points} contact points marked) -> {}",
             p.display()
         );
     }
     Ok(passed)
+}
+
+/// The compliant part of the summary.
+fn compliant_summary(
+    c: &haptics::check::compliant::CompliantReport,
+    seconds: f64,
+    a: &CheckArgs,
+    segments: usize,
+) -> String {
+    let at = |p: &PathPos| {
+        format!(
+            "segment {} t = {:.4} ({:.1}% of the path)",
+            p.segment,
+            p.t,
+            100.0 * p.fraction(segments)
+        )
+    };
+    let mut s = format!(
+        "  compliant       {} equilibria (every {:.4} of motion), {:.3} s{}\n",
+        c.samples.len(),
+        c.step,
+        seconds,
+        if c.unconverged > 0 {
+            format!(", {} NOT converged", c.unconverged)
+        } else {
+            String::new()
+        }
+    );
+    s.push_str(&format!(
+        "  max force       {:.4} N at {}\n",
+        c.max_force,
+        at(&c.max_force_at)
+    ));
+    s.push_str(&format!(
+        "  max displacement {:.4} of {} at {}, at ({:.3}, {:.3}, {:.3})\n",
+        c.max_displacement,
+        c.max_displacement_object,
+        at(&c.max_displacement_at),
+        c.max_displacement_point.x,
+        c.max_displacement_point.y,
+        c.max_displacement_point.z
+    ));
+    s.push_str(&format!(
+        "  max depth       {:.4} (the penalty's compression)\n",
+        c.max_depth
+    ));
+    if let Some(f) = a.max_force {
+        s.push_str(&format!(
+            "  force limit {f} N: {}\n",
+            if c.max_force <= f { "met" } else { "NOT met" }
+        ));
+    }
+    if let Some(d) = a.max_displacement {
+        s.push_str(&format!(
+            "  displacement limit {d}: {}\n",
+            if c.max_displacement <= d {
+                "met"
+            } else {
+                "NOT met"
+            }
+        ));
+    }
+    s
+}
+
+/// The report with the compliant figures added under `"compliant"`.
+fn add_compliant_json(
+    json: &str,
+    c: &haptics::check::compliant::CompliantReport,
+    seconds: f64,
+    a: &CheckArgs,
+) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    let p = c.max_displacement_point;
+    v["compliant"] = serde_json::json!({
+        "max_force": num(c.max_force),
+        "max_force_at": pos(&c.max_force_at),
+        "max_displacement": num(c.max_displacement),
+        "max_displacement_at": pos(&c.max_displacement_at),
+        "max_displacement_object": c.max_displacement_object,
+        "max_displacement_point": [num(p.x), num(p.y), num(p.z)],
+        "max_depth": num(c.max_depth),
+        "equilibria": c.samples.len(),
+        "unconverged": c.unconverged,
+        "step": num(c.step),
+        "max_force_limit": a.max_force.map(num),
+        "max_displacement_limit": a.max_displacement.map(num),
+        "units": {"force": "N", "length": "the scene's unit"},
+        "seconds": num(seconds),
+    });
+    let mut text = serde_json::to_string_pretty(&v).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The compliant plot: contact force and largest displacement along the path.
+fn compliant_plot(
+    png: &Path,
+    c: &haptics::check::compliant::CompliantReport,
+    segments: usize,
+) -> anyhow::Result<()> {
+    let force = Series {
+        name: "contact force (N)".into(),
+        points: c
+            .samples
+            .iter()
+            .map(|s| (s.at.fraction(segments), s.force))
+            .collect(),
+    };
+    let scale = if c.max_displacement > 0.0 {
+        c.max_force.max(1e-300) / c.max_displacement
+    } else {
+        1.0
+    };
+    let displacement = Series {
+        name: format!("largest displacement x {scale:.4}"),
+        points: c
+            .samples
+            .iter()
+            .map(|s| (s.at.fraction(segments), s.displacement * scale))
+            .collect(),
+    };
+    // Shade where the part touches a deformable object.
+    let mut bands = Vec::new();
+    let mut open: Option<f64> = None;
+    for s in &c.samples {
+        let x = s.at.fraction(segments);
+        match (s.force > 0.0, open) {
+            (true, None) => open = Some(x),
+            (false, Some(from)) => {
+                bands.push(Band { from, to: x });
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = open {
+        bands.push(Band { from, to: 1.0 });
+    }
+    shaded_line_plot(
+        png,
+        "Compliant check: contact force and displacement along the path",
+        "path fraction",
+        "force (N)",
+        &[force, displacement],
+        &bands,
+        "in contact",
+    )?;
+    Ok(())
+}
+
+/// Renders the compliant check's state of largest force: the scene with its deformable
+/// objects deformed, the part there, the points pressed into it marked.
+fn compliant_screenshot(
+    png: &Path,
+    scene: &haptics::scene::Scene,
+    path: &[State],
+    c: &haptics::check::compliant::CompliantReport,
+) -> anyhow::Result<usize> {
+    use crate::render::{
+        render_image, ContactMarker, FrameState, GpuContext, Overlays, SceneRenderer,
+        OFFSCREEN_FORMAT,
+    };
+    let at = c.max_force_at;
+    let state = if path.len() < 2 {
+        path[0]
+    } else {
+        path[at.segment].interpolate(&path[at.segment + 1], at.t)
+    };
+    let ctx = GpuContext::headless()?;
+    let mut renderer = SceneRenderer::new(&ctx.device, &ctx.queue, scene, OFFSCREEN_FORMAT)?;
+    let camera = crate::ui::headless::default_camera(&renderer);
+    let mut environment_q: Vec<Vec<f32>> = scene
+        .environment
+        .iter()
+        .map(|e| vec![0.0; e.dynamics.as_ref().map_or(0, |d| d.r())])
+        .collect();
+    for (i, q) in &c.worst {
+        environment_q[*i] = q.iter().map(|&x| x as f32).collect();
+    }
+    let frame = FrameState {
+        haptic_pose: state.isometry().cast(),
+        environment_q,
+        contacts: c
+            .worst_contacts
+            .iter()
+            .map(|p| ContactMarker {
+                position: p.cast(),
+                force: nalgebra::Vector3::zeros(),
+            })
+            .collect(),
+        ..FrameState::default()
+    };
+    let overlays = Overlays {
+        ghost: false,
+        ..Overlays::for_scene(scene)
+    };
+    let image = render_image(&ctx, &mut renderer, &frame, &camera, &overlays, (1280, 720))?;
+    image.write_png(png)?;
+    Ok(c.worst_contacts.len())
 }
 
 /// Renders the worst pose of `report` to `png`; returns the number of points marked.
@@ -213,6 +488,8 @@ struct Loaded {
     /// coordinates (for the screenshot).
     robot_mesh: SurfaceMesh,
     world_meshes: Vec<(String, SurfaceMesh)>,
+    /// The scene, for a scene's check (the compliant check needs its models).
+    scene: Option<haptics::scene::Scene>,
 }
 
 fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
@@ -244,6 +521,7 @@ fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
         name: problem.name,
         robot_mesh,
         world_meshes: vec![("world".into(), world_mesh)],
+        scene: None,
     })
 }
 
@@ -256,6 +534,8 @@ fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
     let objects: Vec<(String, SurfaceMesh)> = scene
         .environment
         .iter()
+        // Compliant: the deformable objects give way, the rigid ones are checked.
+        .filter(|e| !(a.compliant && e.dynamics.is_some()))
         .map(|e| {
             let mesh = SurfaceMesh {
                 vertices: e.surface.vertices.iter().map(|v| e.pose * v).collect(),
@@ -297,9 +577,10 @@ fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
         robot,
         world,
         path,
-        name: scene.name,
+        name: scene.name.clone(),
         robot_mesh: scene.haptic.surface.clone(),
         world_meshes: objects,
+        scene: Some(scene),
     })
 }
 
@@ -403,7 +684,10 @@ pub fn summary(name: &str, r: &Report, min_clearance: Option<f64>, passed: bool)
         r.sweeps,
         r.seconds
     );
-    s.push_str(&format!(
+    if !r.min_clearance.is_finite() {
+        s.push_str("  min clearance   none: no rigid object in the world\n");
+    } else {
+        s.push_str(&format!(
         "  min clearance   {:.6} at segment {} t = {:.4} ({:.1}% of the path); tolerance {:.3e}\n",
         r.min_clearance,
         r.min_clearance_at.segment,
@@ -411,6 +695,7 @@ pub fn summary(name: &str, r: &Report, min_clearance: Option<f64>, passed: bool)
         100.0 * r.min_clearance_at.fraction(segments),
         r.tolerance
     ));
+    }
     if let Some(f) = &r.first_collision {
         s.push_str(&format!(
             "  first contact   segment {} t = {:.6} ({:.2}% of the path)\n  max penetration {:.6}\n  contacts        {} interval(s)\n",
