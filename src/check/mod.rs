@@ -66,12 +66,37 @@ pub struct Robot {
     pub radius: f64,
     /// The bounding-box diagonal (m).
     pub diagonal: f64,
+    /// Edges used by one triangle only: a mesh with any is not closed, and points
+    /// inside it, hence penetration depths, are not defined.
+    pub open_edges: usize,
+}
+
+/// Edges of `mesh` used by one triangle only (by position: OBJ and COLLADA files often
+/// repeat vertices along seams).
+pub fn open_edges(mesh: &SurfaceMesh) -> usize {
+    let key = |p: &Point3<f64>| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()];
+    let mut count = std::collections::HashMap::new();
+    for t in &mesh.triangles {
+        for k in 0..3 {
+            let (a, b) = (
+                key(&mesh.vertices[t[k]]),
+                key(&mesh.vertices[t[(k + 1) % 3]]),
+            );
+            if a != b {
+                *count
+                    .entry(if a < b { (a, b) } else { (b, a) })
+                    .or_insert(0usize) += 1;
+            }
+        }
+    }
+    count.values().filter(|&&c| c == 1).count()
 }
 
 impl Robot {
     /// A robot from its mesh, in its own frame.
     pub fn new(mesh: &SurfaceMesh) -> Robot {
         Robot {
+            open_edges: open_edges(mesh),
             bvh: Bvh::new(mesh),
             vertices: mesh.vertices.clone(),
             radius: mesh
@@ -94,6 +119,8 @@ pub struct World {
     /// Each object's name and hierarchy, to say which one a contact is with (empty for
     /// a single-object world, named "world").
     pub objects: Vec<(String, Bvh)>,
+    /// Edges used by one triangle only (see [`Robot::open_edges`]).
+    pub open_edges: usize,
 }
 
 impl World {
@@ -103,6 +130,7 @@ impl World {
             bvh: Bvh::new(mesh),
             vertices: mesh.vertices.clone(),
             objects: Vec::new(),
+            open_edges: open_edges(mesh),
         }
     }
 
@@ -112,6 +140,7 @@ impl World {
         let all = shapes::union(&meshes);
         World {
             bvh: Bvh::new(&all),
+            open_edges: open_edges(&all),
             vertices: all.vertices,
             objects: objects
                 .iter()
@@ -866,6 +895,21 @@ mod tests {
             "certified {m}, dense {dense} (delta {delta}, tol {})",
             r.tolerance
         );
+    }
+
+    /// A box is closed; a face split off with its own copies of the seam's vertices is
+    /// still closed (edges are matched by position); a missing triangle leaves three.
+    #[test]
+    fn open_edges_are_counted_by_position() {
+        let m = box_surface(Point3::origin(), Vector3::repeat(1.0), 2);
+        assert_eq!(
+            open_edges(&m),
+            0,
+            "box_surface repeats vertices along its edges"
+        );
+        let mut cut = m.clone();
+        cut.triangles.pop();
+        assert_eq!(open_edges(&cut), 3);
     }
 
     /// Slerp is a rotation about a fixed world axis at a constant rate: `turn_of`'s.

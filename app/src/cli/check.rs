@@ -172,11 +172,22 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
     });
     let passed = report.collision_free && clearance_ok && limits_ok && !report.incomplete;
     print!("{}", summary(name, &report, a.min_clearance, passed));
+    if robot.open_edges > 0 || world.open_edges > 0 {
+        println!(
+            "  note            not closed: robot {} open edges, world {}; a penetration depth is\n                  only measured inside closed meshes (touching and crossing are still found)",
+            robot.open_edges, world.open_edges
+        );
+    }
     if let Some((c, seconds)) = &compliant {
         print!("{}", compliant_summary(c, *seconds, a, segments));
     }
     if let Some(p) = &a.report {
         let mut json = report_json(name, &report, load_s, a.min_clearance, passed);
+        if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&json) {
+            v["open_edges"] =
+                serde_json::json!({"robot": robot.open_edges, "world": world.open_edges});
+            json = serde_json::to_string_pretty(&v).unwrap_or(json) + "\n";
+        }
         if let Some((c, seconds)) = &compliant {
             json = add_compliant_json(&json, c, *seconds, a);
         }
@@ -689,7 +700,7 @@ pub fn summary(name: &str, r: &Report, min_clearance: Option<f64>, passed: bool)
     } else {
         s.push_str(&format!(
         "  min clearance   {:.6} at segment {} t = {:.4} ({:.1}% of the path); tolerance {:.3e}\n",
-        r.min_clearance,
+        r.min_clearance + 0.0, // no "-0.000000" when touching
         r.min_clearance_at.segment,
         r.min_clearance_at.t,
         100.0 * r.min_clearance_at.fraction(segments),
