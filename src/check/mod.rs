@@ -198,6 +198,15 @@ pub struct PathPos {
     pub t: f64,
 }
 
+/// The state at `at` on `path` (at least one state; a path of one state is that state).
+pub fn state_at(path: &[State], at: PathPos) -> State {
+    if path.len() < 2 {
+        path[0]
+    } else {
+        path[at.segment].interpolate(&path[at.segment + 1], at.t)
+    }
+}
+
 impl PathPos {
     /// The position as a fraction of the whole path's parameter (segments count equally).
     pub fn fraction(&self, segments: usize) -> f64 {
@@ -466,11 +475,7 @@ pub fn check_path(
     let mut scratch = bvh::PairScratch::default();
     let mut eval = |at: PathPos, slack: Slack, evaluations: &mut usize| -> Sample {
         *evaluations += 1;
-        let s = if segments == 0 {
-            path[0]
-        } else {
-            path[at.segment].interpolate(&path[at.segment + 1], at.t)
-        };
+        let s = state_at(path, at);
         let mut sample = evaluate(robot, world, &s, slack, &mut scratch);
         if sample.lower <= tol && sample.clearance > tol {
             // Contact or not is decided on the exact distance.
@@ -556,8 +561,7 @@ pub fn check_path(
             samples[k].at
         } else {
             bisect(samples[k - 1].at, samples[k].at, &|at| {
-                let s = path[at.segment].interpolate(&path[at.segment + 1], at.t);
-                clearance(robot, world, &s) <= tol
+                clearance(robot, world, &state_at(path, at)) <= tol
             })
         };
         let mut e = k;
@@ -567,18 +571,12 @@ pub fn check_path(
         let end = if e + 1 < samples.len() && samples[e + 1].at.segment == samples[e].at.segment {
             // The first free parameter after the contact.
             bisect(samples[e].at, samples[e + 1].at, &|at| {
-                let s = path[at.segment].interpolate(&path[at.segment + 1], at.t);
-                clearance(robot, world, &s) > tol
+                clearance(robot, world, &state_at(path, at)) > tol
             })
         } else {
             samples[e].at
         };
-        let at = &path[begin.segment.min(path.len() - 1)];
-        let state = if segments == 0 {
-            *at
-        } else {
-            at.interpolate(&path[begin.segment + 1], begin.t)
-        };
+        let state = state_at(path, begin);
         contacts.push(Contact {
             from: begin,
             to: end,

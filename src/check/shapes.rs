@@ -58,15 +58,19 @@ pub fn union(parts: &[SurfaceMesh]) -> SurfaceMesh {
     m
 }
 
-/// A closed tube of circular cross-section `radius` (`sides` facets) swept along the
-/// closed polyline `path` (the frames follow the polyline; consecutive points should be
-/// close compared with the radius).
-pub fn closed_tube(path: &[Point3<f64>], radius: f64, sides: usize) -> SurfaceMesh {
+/// The rings of a tube of `sides` facets and `radius` swept along `path`, one ring per
+/// point, in parallel-transported frames (each frame's normal is the previous one's
+/// made perpendicular to the new tangent); the tangent at an end of an open path is the
+/// one-sided difference, a closed path's wraps around.
+fn tube_rings(path: &[Point3<f64>], radius: f64, sides: usize, closed: bool) -> Vec<Point3<f64>> {
     let k = path.len();
-    let sides = sides.max(3);
-    let mut m = SurfaceMesh::default();
-    // Parallel-transported frames around the loop.
-    let tangent = |i: usize| (path[(i + 1) % k] - path[(i + k - 1) % k]).normalize();
+    let tangent = |i: usize| {
+        if closed {
+            (path[(i + 1) % k] - path[(i + k - 1) % k]).normalize()
+        } else {
+            (path[(i + 1).min(k - 1)] - path[i.saturating_sub(1)]).normalize()
+        }
+    };
     let t0 = tangent(0);
     let helper = if t0.x.abs() < 0.9 {
         Vector3::x()
@@ -74,16 +78,42 @@ pub fn closed_tube(path: &[Point3<f64>], radius: f64, sides: usize) -> SurfaceMe
         Vector3::y()
     };
     let mut normal = t0.cross(&helper).normalize();
-    for i in 0..k {
+    let mut rings = Vec::with_capacity(k * sides);
+    for (i, p) in path.iter().enumerate() {
         let t = tangent(i);
         normal = (normal - t * t.dot(&normal)).normalize();
         let binormal = t.cross(&normal);
         for s in 0..sides {
             let a = std::f64::consts::TAU * s as f64 / sides as f64;
-            m.vertices
-                .push(path[i] + (normal * a.cos() + binormal * a.sin()) * radius);
+            rings.push(p + (normal * a.cos() + binormal * a.sin()) * radius);
         }
     }
+    rings
+}
+
+/// Two triangles per quad between ring `i` and ring `next` (`sides` vertices each), the
+/// next ring's indices rotated by `shift`.
+fn stitch(m: &mut SurfaceMesh, i: usize, next: usize, sides: usize, shift: usize) {
+    for s in 0..sides {
+        let a = i * sides + s;
+        let b = i * sides + (s + 1) % sides;
+        let c = next * sides + (s + shift) % sides;
+        let d = next * sides + (s + 1 + shift) % sides;
+        m.triangles.push([a, d, c]);
+        m.triangles.push([a, b, d]);
+    }
+}
+
+/// A closed tube of circular cross-section `radius` (`sides` facets) swept along the
+/// closed polyline `path` (the frames follow the polyline; consecutive points should be
+/// close compared with the radius).
+pub fn closed_tube(path: &[Point3<f64>], radius: f64, sides: usize) -> SurfaceMesh {
+    let k = path.len();
+    let sides = sides.max(3);
+    let mut m = SurfaceMesh {
+        vertices: tube_rings(path, radius, sides, true),
+        triangles: Vec::new(),
+    };
     // The loop closes with a twist of the frame: match the last ring to the first by the
     // nearest rotation of indices.
     let last = k - 1;
@@ -95,15 +125,7 @@ pub fn closed_tube(path: &[Point3<f64>], radius: f64, sides: usize) -> SurfaceMe
         .unwrap_or(0);
     for i in 0..k {
         let next = (i + 1) % k;
-        let off = if next == 0 { shift } else { 0 };
-        for s in 0..sides {
-            let a = i * sides + s;
-            let b = i * sides + (s + 1) % sides;
-            let c = next * sides + (s + off) % sides;
-            let d = next * sides + (s + 1 + off) % sides;
-            m.triangles.push([a, d, c]);
-            m.triangles.push([a, b, d]);
-        }
+        stitch(&mut m, i, next, sides, if next == 0 { shift } else { 0 });
     }
     m
 }
@@ -114,37 +136,15 @@ pub fn closed_tube(path: &[Point3<f64>], radius: f64, sides: usize) -> SurfaceMe
 pub fn open_tube(path: &[Point3<f64>], radius: f64, sides: usize) -> SurfaceMesh {
     let k = path.len();
     let sides = sides.max(3);
-    let mut m = SurfaceMesh::default();
     if k < 2 {
-        return m;
+        return SurfaceMesh::default();
     }
-    let tangent = |i: usize| (path[(i + 1).min(k - 1)] - path[i.saturating_sub(1)]).normalize();
-    let t0 = tangent(0);
-    let helper = if t0.x.abs() < 0.9 {
-        Vector3::x()
-    } else {
-        Vector3::y()
+    let mut m = SurfaceMesh {
+        vertices: tube_rings(path, radius, sides, false),
+        triangles: Vec::new(),
     };
-    let mut normal = t0.cross(&helper).normalize();
-    for (i, p) in path.iter().enumerate() {
-        let t = tangent(i);
-        normal = (normal - t * t.dot(&normal)).normalize();
-        let binormal = t.cross(&normal);
-        for s in 0..sides {
-            let a = std::f64::consts::TAU * s as f64 / sides as f64;
-            m.vertices
-                .push(p + (normal * a.cos() + binormal * a.sin()) * radius);
-        }
-    }
     for i in 0..k - 1 {
-        for s in 0..sides {
-            let a = i * sides + s;
-            let b = i * sides + (s + 1) % sides;
-            let c = (i + 1) * sides + s;
-            let d = (i + 1) * sides + (s + 1) % sides;
-            m.triangles.push([a, d, c]);
-            m.triangles.push([a, b, d]);
-        }
+        stitch(&mut m, i, i + 1, sides, 0);
     }
     // The caps: a fan about each end's centre, facing away from the tube.
     let first = m.vertices.len();

@@ -378,12 +378,7 @@ fn compliant_screenshot(
         render_image, ContactMarker, FrameState, GpuContext, Overlays, SceneRenderer,
         OFFSCREEN_FORMAT,
     };
-    let at = c.max_force_at;
-    let state = if path.len() < 2 {
-        path[0]
-    } else {
-        path[at.segment].interpolate(&path[at.segment + 1], at.t)
-    };
+    let state = haptics::check::state_at(path, c.max_force_at);
     let ctx = GpuContext::headless()?;
     let mut renderer = SceneRenderer::new(&ctx.device, &ctx.queue, scene, OFFSCREEN_FORMAT)?;
     let camera = crate::ui::headless::default_camera(&renderer);
@@ -423,12 +418,7 @@ fn screenshot(png: &Path, l: &Loaded, report: &Report) -> anyhow::Result<usize> 
         render_image, ContactMarker, FrameState, GpuContext, OrbitCamera, Overlays, RenderObject,
         SceneRenderer, OFFSCREEN_FORMAT,
     };
-    let at = report.min_clearance_at;
-    let state = if l.path.len() < 2 {
-        l.path[0]
-    } else {
-        l.path[at.segment].interpolate(&l.path[at.segment + 1], at.t)
-    };
+    let state = haptics::check::state_at(&l.path, report.min_clearance_at);
     let pose = state.isometry();
     let points = haptics::check::contact_points(&l.robot, &l.world, &pose, 500);
     let ctx = GpuContext::headless()?;
