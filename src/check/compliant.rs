@@ -41,7 +41,7 @@ pub struct Equilibrium {
     pub depth: f64,
     /// Newton iterations.
     pub iterations: usize,
-    /// The residual `|R~(q) - f~_c|` met the tolerance.
+    /// The residual (the energy's gradient, `R~(q) - f~_c`) met [`TOL`].
     pub converged: bool,
 }
 
@@ -53,9 +53,9 @@ pub struct CompliantSolver<'a> {
     out: ContactOutput,
 }
 
-/// Relative tolerance of the equilibrium: `|R~ - f~_c| <= TOL * max(|f~_c|, |R~|)`
-/// (or absolutely tiny forces). The modes are stored in single precision (about 1e-7
-/// relative), and the distance field is interpolated: 1e-6 is what the data supports.
+/// Relative tolerance of the equilibrium: the residual `|R~ - f~_c|` (the energy's
+/// gradient) at most `TOL * max(|R~|, |f~_c|)`, or absolutely tiny. The modes are stored
+/// in single precision (about 1e-7 relative): 1e-6 is what the data supports.
 pub const TOL: f64 = 1e-6;
 
 impl<'a> CompliantSolver<'a> {
