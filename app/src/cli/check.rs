@@ -374,10 +374,7 @@ fn compliant_screenshot(
     path: &[State],
     c: &haptics::check::compliant::CompliantReport,
 ) -> anyhow::Result<usize> {
-    use crate::render::{
-        render_image, ContactMarker, FrameState, GpuContext, Overlays, SceneRenderer,
-        OFFSCREEN_FORMAT,
-    };
+    use crate::render::{FrameState, GpuContext, Overlays, SceneRenderer, OFFSCREEN_FORMAT};
     let state = haptics::check::state_at(path, c.max_force_at);
     let ctx = GpuContext::headless()?;
     let mut renderer = SceneRenderer::new(&ctx.device, &ctx.queue, scene, OFFSCREEN_FORMAT)?;
@@ -393,30 +390,48 @@ fn compliant_screenshot(
     let frame = FrameState {
         haptic_pose: state.isometry().cast(),
         environment_q,
-        contacts: c
-            .worst_contacts
-            .iter()
-            .map(|p| ContactMarker {
-                position: p.cast(),
-                force: nalgebra::Vector3::zeros(),
-            })
-            .collect(),
+        contacts: markers(&c.worst_contacts),
         ..FrameState::default()
     };
     let overlays = Overlays {
         ghost: false,
         ..Overlays::for_scene(scene)
     };
-    let image = render_image(&ctx, &mut renderer, &frame, &camera, &overlays, (1280, 720))?;
-    image.write_png(png)?;
+    render_png(png, &ctx, &mut renderer, &frame, &camera, &overlays)?;
     Ok(c.worst_contacts.len())
+}
+
+/// Contact markers (crosses, no force arrows) at world points.
+fn markers(points: &[nalgebra::Point3<f64>]) -> Vec<crate::render::ContactMarker> {
+    points
+        .iter()
+        .map(|p| crate::render::ContactMarker {
+            position: p.cast(),
+            force: nalgebra::Vector3::zeros(),
+        })
+        .collect()
+}
+
+/// One 1280 x 720 offscreen frame, written to `png`.
+fn render_png(
+    png: &Path,
+    ctx: &crate::render::GpuContext,
+    renderer: &mut crate::render::SceneRenderer,
+    frame: &crate::render::FrameState,
+    camera: &crate::render::OrbitCamera,
+    overlays: &crate::render::Overlays,
+) -> anyhow::Result<()> {
+    let image = crate::render::render_image(ctx, renderer, frame, camera, overlays, (1280, 720))?;
+    image.write_png(png)?;
+    Ok(())
 }
 
 /// Renders the worst pose of `report` to `png`; returns the number of points marked.
 fn screenshot(png: &Path, l: &Loaded, report: &Report) -> anyhow::Result<usize> {
+    use crate::render::renderer::objects_bounds;
     use crate::render::{
-        render_image, ContactMarker, FrameState, GpuContext, OrbitCamera, Overlays, RenderObject,
-        SceneRenderer, OFFSCREEN_FORMAT,
+        FrameState, GpuContext, OrbitCamera, Overlays, RenderObject, SceneRenderer,
+        OFFSCREEN_FORMAT,
     };
     let state = haptics::check::state_at(&l.path, report.min_clearance_at);
     let pose = state.isometry();
@@ -448,34 +463,20 @@ fn screenshot(png: &Path, l: &Loaded, report: &Report) -> anyhow::Result<usize> 
         OFFSCREEN_FORMAT,
     )?;
     // Framed on the robot where it is worst, with a robot's size of margin around it.
-    let (mut lo, mut hi) = (
-        nalgebra::Point3::new(f32::MAX, f32::MAX, f32::MAX),
-        nalgebra::Point3::new(f32::MIN, f32::MIN, f32::MIN),
-    );
-    for v in &l.robot_mesh.vertices {
-        let p: nalgebra::Point3<f32> = (pose * v).cast();
-        lo = lo.inf(&p);
-        hi = hi.sup(&p);
-    }
+    let placed = RenderObject { pose, ..robot };
+    let (lo, hi) = objects_bounds(std::iter::once(&placed));
     let margin = nalgebra::Vector3::repeat(0.5 * (hi - lo).norm());
     let camera = OrbitCamera::framing(lo - margin, hi + margin);
     let frame = FrameState {
         haptic_pose: pose.cast(),
-        contacts: points
-            .iter()
-            .map(|p| ContactMarker {
-                position: p.cast(),
-                force: nalgebra::Vector3::zeros(),
-            })
-            .collect(),
+        contacts: markers(&points),
         ..FrameState::default()
     };
     let overlays = Overlays {
         ghost: false,
         ..Overlays::default()
     };
-    let image = render_image(&ctx, &mut renderer, &frame, &camera, &overlays, (1280, 720))?;
-    image.write_png(png)?;
+    render_png(png, &ctx, &mut renderer, &frame, &camera, &overlays)?;
     Ok(points.len())
 }
 
