@@ -307,9 +307,16 @@ impl Bvh {
         );
         // The pair's bound over the interval.
         let mut over = |i: usize, j: usize| {
-            let b = &other.nodes[j];
+            let (a, b) = (&self.nodes[i], &other.nodes[j]);
             let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
-            frame.bound_over(&self.nodes[i], b, &mb, motion)
+            // A cheap first test: the axis-aligned boxes' distance at the middle, less the
+            // farthest the node can move.
+            let center = mb.center - motion.pose.translation.vector;
+            let far = box_box_distance(&a.aabb, &mb.aabb) - motion.reach(&center.coords, b.radius);
+            if far >= floor {
+                return far;
+            }
+            frame.bound_over(a, b, &mb, motion)
         };
         let stack = &mut scratch.stack;
         stack.clear();
@@ -371,6 +378,124 @@ impl Bvh {
                             if d <= 0.0
                                 || d - motion.toward(&((on_b - on_a) / d), &center, radius) < floor
                             {
+                                sweep.clear = false;
+                                return sweep;
+                            }
+                        }
+                    }
+                }
+                (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
+                    push_children(stack, (left, j), (right, j));
+                }
+                (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
+                    push_children(stack, (i, left), (i, right));
+                }
+                (
+                    Kind::Inner { left, right },
+                    Kind::Inner {
+                        left: l2,
+                        right: r2,
+                    },
+                ) => {
+                    if a.radius >= b.radius {
+                        push_children(stack, (left, j), (right, j));
+                    } else {
+                        push_children(stack, (i, l2), (i, r2));
+                    }
+                }
+            }
+        }
+        sweep
+    }
+
+    /// Whether `other`, placed by `pose`, is at least `floor` from this mesh: a decision,
+    /// as [`Bvh::clear_over`] with no motion, but with the static bounds only (a sphere
+    /// test, then the oriented boxes' face axes), depth first, the nearer pair first,
+    /// ending at the first pair of triangles closer than `floor`. This is the planner's
+    /// state validity query; it visits far fewer pairs than a distance query (a pair
+    /// farther than `floor` is never opened) and costs a fraction of a sweep per pair.
+    /// The returned sweep's `upper` is the least triangle distance met.
+    pub fn separated(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        floor: f64,
+        scratch: &mut PairScratch,
+    ) -> Sweep {
+        let mut sweep = Sweep {
+            clear: true,
+            upper: f64::INFINITY,
+        };
+        if self.is_empty() || other.is_empty() {
+            return sweep;
+        }
+        scratch.prepare(other.triangles.len());
+        let frame = PairFrame::new(pose);
+        scratch.prepare_nodes(other.nodes.len());
+        let (node_cache, node_stamp, generation) = (
+            &mut scratch.node_cache,
+            &mut scratch.node_stamp,
+            scratch.generation,
+        );
+        let mut bound = |i: usize, j: usize| {
+            let (a, b) = (&self.nodes[i], &other.nodes[j]);
+            let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
+            // The spheres and the axis-aligned boxes first: most pairs far apart end
+            // here.
+            let sphere = (a.center - mb.center).norm() - a.radius - b.radius;
+            if sphere >= floor {
+                return sphere;
+            }
+            let boxes = box_box_distance(&a.aabb, &mb.aabb);
+            if boxes >= floor {
+                return boxes;
+            }
+            frame.gaps(a, b, &mb).value()
+        };
+        let stack = &mut scratch.stack;
+        stack.clear();
+        if bound(0, 0) < floor {
+            stack.push((0, 0));
+        }
+        let mut push_children =
+            |stack: &mut Vec<(u32, u32)>, p: (usize, usize), q: (usize, usize)| {
+                let (bp, bq) = (bound(p.0, p.1), bound(q.0, q.1));
+                let (first, second) = if bp <= bq {
+                    ((p, bp), (q, bq))
+                } else {
+                    ((q, bq), (p, bp))
+                };
+                if second.1 < floor {
+                    stack.push((second.0 .0 as u32, second.0 .1 as u32));
+                }
+                if first.1 < floor {
+                    stack.push((first.0 .0 as u32, first.0 .1 as u32));
+                }
+            };
+        while let Some((i, j)) = stack.pop() {
+            let (i, j) = (i as usize, j as usize);
+            let (a, b) = (&self.nodes[i], &other.nodes[j]);
+            match (a.kind, b.kind) {
+                (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
+                    for ib in s2..e2 {
+                        let (tb, bb, pb) = scratch_moved(
+                            &mut scratch.cache,
+                            &mut scratch.stamp,
+                            scratch.generation,
+                            other,
+                            pose,
+                            ib,
+                        );
+                        for ia in start..end {
+                            if box_box_distance(&self.boxes[ia], &bb) >= floor
+                                || pb.gap(&self.triangles[ia]) >= floor
+                                || self.planes[ia].gap(&tb) >= floor
+                            {
+                                continue;
+                            }
+                            let (d, _, _) = triangle_distance(&self.triangles[ia], &tb);
+                            sweep.upper = sweep.upper.min(d);
+                            if d < floor {
                                 sweep.clear = false;
                                 return sweep;
                             }
@@ -643,6 +768,9 @@ struct MovedNode {
     center: Point3<f64>,
     axes: Matrix3<f64>,
     obb_center: Point3<f64>,
+    /// The moved oriented box's axis-aligned bounding box (a cheap first test against the
+    /// other tree's boxes, tight where both are nearly axis-aligned).
+    aabb: Aabb,
 }
 
 impl MovedNode {
@@ -650,6 +778,10 @@ impl MovedNode {
         center: Point3::new(0.0, 0.0, 0.0),
         axes: Matrix3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
         obb_center: Point3::new(0.0, 0.0, 0.0),
+        aabb: Aabb {
+            min: Point3::new(0.0, 0.0, 0.0),
+            max: Point3::new(0.0, 0.0, 0.0),
+        },
     };
 }
 
@@ -664,10 +796,17 @@ fn moved_node(
 ) -> MovedNode {
     if stamp[j] != generation {
         let b = &other.nodes[j];
+        let axes = frame.rot * b.axes;
+        let obb_center = frame.pose * b.obb_center;
+        let reach = axes.abs() * b.half;
         cache[j] = MovedNode {
             center: frame.pose * b.center,
-            axes: frame.rot * b.axes,
-            obb_center: frame.pose * b.obb_center,
+            axes,
+            obb_center,
+            aabb: Aabb {
+                min: obb_center - reach,
+                max: obb_center + reach,
+            },
         };
         stamp[j] = generation;
     }
