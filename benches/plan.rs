@@ -1,0 +1,75 @@
+//! The planner on the shipped alpha puzzle (`assets/check/alpha`: an 18,040-triangle
+//! helix screwed out of a 7,680-triangle ring, OMPL.app's format): a whole search with
+//! seed 1 (single-threaded, so every iteration explores the same tree), and the state
+//! validity query it makes at each sample (two depth-first threshold decisions) on 1,000
+//! uniform states of the puzzle's box.
+//!
+//! The comparison with OMPL.app on its own problems is `benches/compare/plan_vs_ompl.sh`
+//! (by hand, outside the test suite; docs/plan.md).
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use haptics::check::ompl::{read_problem, State};
+use haptics::check::{robot_origin, Robot, World};
+use haptics::mesh::collada::distinct_vertex_sum;
+use haptics::mesh::read_obj;
+use haptics::plan::space::Space;
+use haptics::plan::validity::Checker;
+use haptics::plan::{default_clearance, plan, PlanOptions, Problem};
+use nalgebra::Point3;
+use rand::SeedableRng;
+
+fn alpha() -> (Robot, World, State, State, Space) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = read_problem(&root.join("assets/check/alpha/alpha.cfg")).unwrap();
+    let mesh = read_obj(&p.robot).unwrap();
+    let (sum, count) = distinct_vertex_sum(mesh.vertices.iter().copied());
+    let robot = Robot::new(&robot_origin(&mesh, &Point3::from(sum / count as f64)));
+    let world = World::new(&read_obj(&p.world).unwrap());
+    let (min, max) = p.volume.unwrap();
+    let radius = robot.radius;
+    (robot, world, p.start, p.goal, Space { min, max, radius })
+}
+
+fn bench(c: &mut Criterion) {
+    let (robot, world, start, goal, space) = alpha();
+    let problem = Problem {
+        robot: &robot,
+        world: &world,
+        space,
+        start,
+        goal,
+    };
+    let options = PlanOptions {
+        time_limit: 60.0,
+        ..PlanOptions::default()
+    };
+    let first = plan(&problem, &options, &|_| {}).unwrap();
+    println!(
+        "alpha puzzle, seed 1: {} states, {} samples, {} distance queries, {} motions, {} sweeps, path {} states",
+        first.states,
+        first.samples,
+        first.work.queries,
+        first.work.motions,
+        first.work.sweeps,
+        first.path.len()
+    );
+    let mut g = c.benchmark_group("plan");
+    g.sample_size(10);
+    g.bench_function("alpha_puzzle_seed_1", |b| {
+        b.iter(|| plan(&problem, &options, &|_| {}).unwrap())
+    });
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let states: Vec<State> = (0..1000).map(|_| space.uniform(&mut rng)).collect();
+    let mut checker = Checker::new(&robot, &world, default_clearance(&robot));
+    checker.enough = 0.03 * space.extent();
+    g.sample_size(20);
+    g.bench_function("state_validity_1000_uniform", |b| {
+        b.iter(|| states.iter().filter(|s| checker.valid(s).is_some()).count())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,821 @@
+//! Path planning for a rigid part in SE(3): a bidirectional sampling planner
+//! (RRT-Connect, Kuffner and LaValle 2000) whose states and motions are validated by
+//! exact mesh distances ([`validity`]), with the distance and its gradient steering it
+//! through narrow passages, where collision-only planners sample blindly.
+//!
+//! **RRT-Connect.** Two trees, rooted at the start and the goal, take turns: one grows a
+//! step of at most `range` (in the metric of [`space`]) towards a sample, and the other
+//! then grows towards the new state, step after step, until it reaches it (a path) or is
+//! trapped. Motions are certified continuously ([`validity::Checker::motion`]): a
+//! returned path never clips an obstacle between its states, and there is no resolution
+//! to choose.
+//!
+//! **What the distance adds** (the field's value and gradient, free with every query):
+//! - *Sliding*: when a step is blocked, the blocked motion is projected on the tangent
+//!   space of the nearest contact: the component of the motion `v = (dp, dw)` along the
+//!   distance's gradient `g = (n, (r - c) x n)` (translation, rotation; `n` the unit
+//!   normal from the world's closest point to the robot's, `r` the robot's closest point,
+//!   `c` its origin) is removed, as a retraction onto the contact space (Zhang and
+//!   Manocha 2008, retraction-based RRT). Trees then follow walls into passages instead
+//!   of stopping at them.
+//! - *Obstacle-based samples*: a colliding sample is retracted onto the free space's
+//!   boundary along the segment to a free Gaussian neighbour, by conservative advancement
+//!   on the distance (one query per step, no resolution), and pushed out along the
+//!   gradient to a clearance of a few tolerances.
+//! - *Bridge samples* (Hsu et al. 2003): the midpoint of two colliding states close to
+//!   each other, kept when it is free: states in narrow passages.
+//! - *Guidance*: a rough path (recorded with the haptic device) biases the samples to a
+//!   Gaussian tube around it; its states that collide are retracted the same way.
+//!
+//! **Simplification** ([`simplify`]): random shortcuts between states and between points
+//! on the path's segments, each certified by the same continuous check, so the returned
+//! path is as valid as the tree's.
+//!
+//! **Reproducibility.** One thread's run is a function of the seed (a ChaCha8 stream)
+//! unless the time limit ends it. `threads > 1` runs independent restarts (thread `k`
+//! seeded with `seed + k`) and returns the first solution found.
+
+pub mod simplify;
+pub mod space;
+pub mod validity;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use nalgebra::{UnitQuaternion, Vector3};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::check::ompl::State;
+use crate::check::{turn_of, Robot, World};
+use space::Space;
+use validity::{Checker, Clearance, Work};
+
+/// What to plan: a robot, a world, the state space, the start and the goal.
+#[derive(Debug, Clone, Copy)]
+pub struct Problem<'a> {
+    /// The moving part.
+    pub robot: &'a Robot,
+    /// The fixed world.
+    pub world: &'a World,
+    /// The state space (the box of positions).
+    pub space: Space,
+    /// The start state.
+    pub start: State,
+    /// The goal state.
+    pub goal: State,
+}
+
+/// The planner's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanOptions {
+    /// Wall-clock limit of the search (s); simplification comes on top.
+    pub time_limit: f64,
+    /// The random seed of thread 0.
+    pub seed: u64,
+    /// Parallel restarts (1: a single, reproducible run).
+    pub threads: usize,
+    /// The clearance a state needs, in problem units; motions keep three quarters of it
+    /// (default: 0.2% of the robot's bounding-box diagonal, so that motions keep 0.15%,
+    /// above the 0.1% default tolerance of `haptics check`: its check passes every
+    /// planned path).
+    pub clearance: Option<f64>,
+    /// The longest step of a tree, in the metric of [`space`] (default: 3% of the
+    /// space's extent).
+    pub range: Option<f64>,
+    /// A rough path to bias the samples around (empty: none).
+    pub guide: Vec<State>,
+    /// Shortcut attempts of the simplification (0: return the tree's path).
+    pub shortcuts: usize,
+    /// Where the samples come from (besides the guide).
+    pub sampler: Sampler,
+}
+
+/// The samples the trees grow towards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sampler {
+    /// Uniform in the box and on SO(3): with sliding, the fastest on OMPL.app's
+    /// problems (see the README's planning table).
+    #[default]
+    Uniform,
+    /// Obstacle-based: the free space's boundary between a colliding sample and a free
+    /// Gaussian neighbour, found by conservative advancement on the distance.
+    Obstacle,
+    /// Bridge test: the free midpoint of two colliding states close together.
+    Bridge,
+    /// Half uniform, 30% obstacle-based, 20% bridge.
+    Mixed,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            time_limit: 10.0,
+            seed: 1,
+            threads: 1,
+            clearance: None,
+            range: None,
+            guide: Vec::new(),
+            shortcuts: 100,
+            sampler: Sampler::Uniform,
+        }
+    }
+}
+
+/// Why a problem cannot be planned (the command exits 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    /// A state's position is outside the box.
+    #[error("the {which} state is outside the bounds: position {position:?} not in the box {min:?} .. {max:?}")]
+    OutsideBounds {
+        /// "start" or "goal".
+        which: &'static str,
+        /// Its position.
+        position: [f64; 3],
+        /// The box's lower corner.
+        min: [f64; 3],
+        /// The box's upper corner.
+        max: [f64; 3],
+    },
+    /// A state collides, or is closer to the world than the clearance.
+    #[error("the {which} state is in collision: its distance to the world is {distance:.6}, and a state needs more than the clearance {clearance:.6}")]
+    InCollision {
+        /// "start" or "goal".
+        which: &'static str,
+        /// Its distance to the world (0: the meshes intersect).
+        distance: f64,
+        /// The clearance needed.
+        clearance: f64,
+    },
+    /// A state lies inside a closed obstacle (its surfaces do not meet the world's, but
+    /// the robot is enclosed by it).
+    #[error("the {which} state is inside an obstacle: the robot is enclosed by the world's closed surface")]
+    InsideObstacle {
+        /// "start" or "goal".
+        which: &'static str,
+    },
+    /// An option is out of range.
+    #[error("{0}")]
+    Options(String),
+}
+
+/// The outcome of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// A path from the start to the goal was found.
+    pub solved: bool,
+    /// The path (start first, goal last), simplified; empty when not solved.
+    pub path: Vec<State>,
+    /// The states of the tree's path before simplification.
+    pub raw_states: usize,
+    /// States in the trees (all threads).
+    pub states: usize,
+    /// Samples drawn (all threads).
+    pub samples: usize,
+    /// Seconds of search.
+    pub solve_seconds: f64,
+    /// Seconds of simplification.
+    pub simplify_seconds: f64,
+    /// The path's length in the metric of [`space`] (robot-point motion bound).
+    pub length: f64,
+    /// The path's length before simplification.
+    pub raw_length: f64,
+    /// The clearance used (problem units).
+    pub clearance: f64,
+    /// The step used.
+    pub range: f64,
+    /// The thread whose tree found the path.
+    pub thread: usize,
+    /// The validity checker's work (all threads).
+    pub work: Work,
+}
+
+/// Progress of a search, reported about ten times a second by thread 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Seconds since the start.
+    pub seconds: f64,
+    /// States in the trees (all threads).
+    pub states: usize,
+}
+
+/// The default clearance: 0.2% of the robot's bounding-box diagonal.
+pub fn default_clearance(robot: &Robot) -> f64 {
+    2e-3 * robot.diagonal
+}
+
+/// Checks that `problem` can be planned: start and goal in the box, clear of the world
+/// by more than `clearance`, and not inside a closed obstacle.
+pub fn validate(problem: &Problem, clearance: f64) -> Result<(), PlanError> {
+    let mut checker = Checker::new(problem.robot, problem.world, clearance);
+    for (which, s) in [("start", &problem.start), ("goal", &problem.goal)] {
+        if !problem.space.contains(s) {
+            return Err(PlanError::OutsideBounds {
+                which,
+                position: s.position.into(),
+                min: problem.space.min.into(),
+                max: problem.space.max.into(),
+            });
+        }
+        let c = checker.clearance_at(s);
+        if c.lower <= clearance {
+            let distance = crate::check::clearance(problem.robot, problem.world, s).max(0.0);
+            return Err(PlanError::InCollision {
+                which,
+                distance,
+                clearance,
+            });
+        }
+        // A robot enclosed by a closed world: one of its vertices is inside (its
+        // surface meets none of the world's, so all are).
+        if problem.world.open_edges == 0 {
+            if let Some(v) = problem.robot.vertices.first() {
+                if problem.world.bvh.contains(&(s.isometry() * v)) {
+                    return Err(PlanError::InsideObstacle { which });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Plans a path for `problem`; `progress` is called about ten times a second.
+pub fn plan(
+    problem: &Problem,
+    options: &PlanOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Plan, PlanError> {
+    let clearance = options
+        .clearance
+        .unwrap_or_else(|| default_clearance(problem.robot));
+    if !(clearance > 0.0 && clearance.is_finite()) {
+        return Err(PlanError::Options(format!(
+            "the clearance must be positive, not {clearance}"
+        )));
+    }
+    let range = options.range.unwrap_or(0.03 * problem.space.extent());
+    if !(range > 0.0 && range.is_finite()) {
+        return Err(PlanError::Options(format!(
+            "the range must be positive, not {range}"
+        )));
+    }
+    validate(problem, clearance)?;
+    let threads = options.threads.max(1);
+    let start = Instant::now();
+    let stop = AtomicBool::new(false);
+    let states = AtomicUsize::new(0);
+    let shared = Shared {
+        start,
+        stop: &stop,
+        states: &states,
+        progress,
+    };
+    let mut outcomes: Vec<Search> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let shared = &shared;
+                scope.spawn(move || {
+                    let seed = options.seed.wrapping_add(k as u64);
+                    let mut s = Search::new(problem, options, clearance, range, seed, k);
+                    s.run(shared);
+                    s
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a planner thread panicked"))
+            .collect()
+    });
+    let solve_seconds = start.elapsed().as_secs_f64();
+    let total_states = outcomes
+        .iter()
+        .map(|s| s.trees[0].len() + s.trees[1].len())
+        .sum();
+    let samples = outcomes.iter().map(|s| s.samples).sum();
+    let winner = outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| s.solution_time.map(|t| (t, k)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k);
+    let mut work = Work::default();
+    let mut result = Plan {
+        solved: false,
+        path: Vec::new(),
+        raw_states: 0,
+        states: total_states,
+        samples,
+        solve_seconds,
+        simplify_seconds: 0.0,
+        length: 0.0,
+        raw_length: 0.0,
+        clearance,
+        range,
+        thread: winner.unwrap_or(0),
+        work,
+    };
+    if let Some(k) = winner {
+        let s = &mut outcomes[k];
+        let raw = std::mem::take(&mut s.solution);
+        result.raw_states = raw.len();
+        result.raw_length = length(&problem.space, raw.iter().map(|n| &n.0));
+        let t = Instant::now();
+        let path = simplify::simplify(
+            raw,
+            &problem.space,
+            &mut s.checker,
+            &mut s.rng,
+            options.shortcuts,
+        );
+        result.simplify_seconds = t.elapsed().as_secs_f64();
+        result.path = path.into_iter().map(|n| n.0).collect();
+        result.length = length(&problem.space, result.path.iter());
+        result.solved = true;
+    }
+    for s in &outcomes {
+        work.queries += s.checker.work.queries;
+        work.sweeps += s.checker.work.sweeps;
+        work.motions += s.checker.work.motions;
+    }
+    result.work = work;
+    Ok(result)
+}
+
+/// The length of a path in the space's metric.
+pub fn length<'s>(space: &Space, path: impl Iterator<Item = &'s State>) -> f64 {
+    let states: Vec<&State> = path.collect();
+    states.windows(2).map(|w| space.distance(w[0], w[1])).sum()
+}
+
+/// What the threads share.
+struct Shared<'a> {
+    start: Instant,
+    stop: &'a AtomicBool,
+    states: &'a AtomicUsize,
+    progress: &'a (dyn Fn(Progress) + Sync),
+}
+
+/// A node of a tree.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    state: State,
+    /// The parent's index (`usize::MAX` at the root).
+    parent: usize,
+    /// A lower bound of its distance to the world.
+    lower: f64,
+    /// Its nearest contact (closest points), queried the first time a step from it is
+    /// blocked.
+    contact: Option<Clearance>,
+}
+
+/// The result of growing a tree towards a state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grow {
+    Trapped,
+    Advanced,
+    Reached,
+}
+
+/// The sampling strategies, drawn in turn by weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strategy {
+    Uniform,
+    Obstacle,
+    Bridge,
+    Guide,
+}
+
+/// One thread's search.
+struct Search<'a> {
+    problem: Problem<'a>,
+    checker: Checker<'a>,
+    rng: ChaCha8Rng,
+    range: f64,
+    /// The trees: 0 grows from the start, 1 from the goal.
+    trees: [Vec<Node>; 2],
+    guide: Vec<State>,
+    time_limit: f64,
+    samples: usize,
+    thread: usize,
+    solution: Vec<(State, f64)>,
+    solution_time: Option<f64>,
+    sampler: Sampler,
+}
+
+impl<'a> Search<'a> {
+    fn new(
+        problem: &Problem<'a>,
+        options: &PlanOptions,
+        clearance: f64,
+        range: f64,
+        seed: u64,
+        thread: usize,
+    ) -> Search<'a> {
+        let mut checker = Checker::new(problem.robot, problem.world, clearance);
+        checker.enough = range;
+        let root = |checker: &mut Checker, s: &State| Node {
+            state: *s,
+            parent: usize::MAX,
+            lower: checker.valid(s).unwrap_or(0.0),
+            contact: None,
+        };
+        let trees = [
+            vec![root(&mut checker, &problem.start)],
+            vec![root(&mut checker, &problem.goal)],
+        ];
+        Search {
+            problem: *problem,
+            checker,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            range,
+            trees,
+            guide: densify(&options.guide, &problem.space, 0.25 * range),
+            time_limit: options.time_limit,
+            samples: 0,
+            thread,
+            solution: Vec::new(),
+            solution_time: None,
+            sampler: options.sampler,
+        }
+    }
+
+    fn run(&mut self, shared: &Shared) {
+        let mut last_report = 0.0;
+        let mut from = 0usize;
+        loop {
+            if shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let now = shared.start.elapsed().as_secs_f64();
+            if now >= self.time_limit {
+                return;
+            }
+            if self.thread == 0 && now - last_report >= 0.1 {
+                last_report = now;
+                (shared.progress)(Progress {
+                    seconds: now,
+                    states: shared.states.load(Ordering::Relaxed),
+                });
+            }
+            let target = self.sample();
+            self.samples += 1;
+            let before = self.trees[0].len() + self.trees[1].len();
+            let grown = self.grow(from, &target);
+            if grown != Grow::Trapped {
+                // The other tree connects to the new state, step after step.
+                let new = self.trees[from].len() - 1;
+                let goal_state = self.trees[from][new].state;
+                let other = 1 - from;
+                // Every step gets closer by a tenth of a step at least: a bounded loop.
+                let mut g = Grow::Advanced;
+                while g == Grow::Advanced {
+                    g = self.grow(other, &goal_state);
+                }
+                if g == Grow::Reached {
+                    let reached = self.trees[other].len() - 1;
+                    self.solution = self.join(from, new, other, reached);
+                    self.solution_time = Some(shared.start.elapsed().as_secs_f64());
+                    shared.stop.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+            let after = self.trees[0].len() + self.trees[1].len();
+            shared.states.fetch_add(after - before, Ordering::Relaxed);
+            from = 1 - from;
+        }
+    }
+
+    /// The path from the start's root to the goal's, through the nodes `a` of tree
+    /// `ta` and `b` of tree `tb` (the same state), with each state's distance bound.
+    fn join(&self, ta: usize, a: usize, tb: usize, b: usize) -> Vec<(State, f64)> {
+        let chain = |t: usize, mut i: usize| {
+            let mut out = Vec::new();
+            while i != usize::MAX {
+                let n = &self.trees[t][i];
+                out.push((n.state, n.lower));
+                i = n.parent;
+            }
+            out
+        };
+        let (mut s, g) = if ta == 0 {
+            (chain(ta, a), chain(tb, b))
+        } else {
+            (chain(tb, b), chain(ta, a))
+        };
+        // s runs from the meeting state to the start, g from it to the goal.
+        s.reverse();
+        s.extend(g.into_iter().skip(1));
+        s
+    }
+
+    fn nearest(&self, tree: usize, target: &State) -> usize {
+        let space = &self.problem.space;
+        let mut best = (f64::INFINITY, 0);
+        for (i, n) in self.trees[tree].iter().enumerate() {
+            // The position part alone is a lower bound of the distance.
+            let dp = (n.state.position - target.position).norm();
+            if dp >= best.0 {
+                continue;
+            }
+            let d = dp + space.radius * n.state.orientation.angle_to(&target.orientation);
+            if d < best.0 {
+                best = (d, i);
+            }
+        }
+        best.1
+    }
+
+    /// Grows `tree` by one step towards `target` (sliding along the contact when the
+    /// step is blocked).
+    fn grow(&mut self, tree: usize, target: &State) -> Grow {
+        let near = self.nearest(tree, target);
+        let n = self.trees[tree][near];
+        let d = self.problem.space.distance(&n.state, target);
+        if d <= 1e-12 * self.range {
+            return Grow::Reached;
+        }
+        let (new, reaches) = if d > self.range {
+            (n.state.interpolate(target, self.range / d), false)
+        } else {
+            (*target, true)
+        };
+        if let Some(lower) = self.checker.valid(&new) {
+            if self.checker.motion(&n.state, n.lower, &new, lower) {
+                self.trees[tree].push(Node {
+                    state: new,
+                    parent: near,
+                    lower,
+                    contact: None,
+                });
+                return if reaches {
+                    Grow::Reached
+                } else {
+                    Grow::Advanced
+                };
+            }
+        }
+        // Blocked: slide along the nearest contact instead, if that gets closer.
+        let contact = match n.contact {
+            Some(c) => c,
+            None => {
+                let c = self.checker.clearance_at(&n.state);
+                self.trees[tree][near].contact = Some(c);
+                c
+            }
+        };
+        if let Some(slid) = self
+            .slide(&n.state, &contact, &new)
+            .filter(|s| self.problem.space.distance(s, target) < d - 0.1 * self.range)
+        {
+            if let Some(lower) = self.checker.valid(&slid) {
+                if self.checker.motion(&n.state, n.lower, &slid, lower) {
+                    self.trees[tree].push(Node {
+                        state: slid,
+                        parent: near,
+                        lower,
+                        contact: None,
+                    });
+                    return Grow::Advanced;
+                }
+            }
+        }
+        Grow::Trapped
+    }
+
+    /// The motion from `n` towards `to` with its component into the nearest contact
+    /// removed (see the module docs), or `None` when the motion moves away from it
+    /// anyway or nothing is near.
+    fn slide(&self, from: &State, contact: &Clearance, to: &State) -> Option<State> {
+        let normal = contact.normal()?;
+        let (_, on_robot) = contact.closest?;
+        let lever = on_robot.coords - from.position;
+        let m = lever.cross(&normal);
+        let dp = to.position - from.position;
+        let dw = turn_of(from, to);
+        let r2 = self.problem.space.radius.powi(2).max(f64::MIN_POSITIVE);
+        let into = normal.dot(&dp) + m.dot(&dw);
+        if into >= 0.0 {
+            return None;
+        }
+        // Remove the component along the gradient in the metric (translation weight 1,
+        // rotation R^2), keeping a small motion away from the contact.
+        let gg = 1.0 + m.norm_squared() / r2;
+        let away = 0.1 * self.checker.clearance;
+        let k = (into - away) / gg;
+        let dp2 = dp - normal * k;
+        let dw2 = dw - m * (k / r2);
+        let state = State::new(
+            from.position + dp2,
+            UnitQuaternion::from_scaled_axis(dw2) * from.orientation,
+        );
+        self.problem.space.contains(&state).then_some(state)
+    }
+
+    fn strategy(&mut self) -> Strategy {
+        let u: f64 = self.rng.random();
+        if !self.guide.is_empty() && u < 0.5 {
+            return Strategy::Guide;
+        }
+        match self.sampler {
+            Sampler::Uniform => Strategy::Uniform,
+            Sampler::Obstacle => Strategy::Obstacle,
+            Sampler::Bridge => Strategy::Bridge,
+            Sampler::Mixed => {
+                let u: f64 = self.rng.random();
+                if u < 0.5 {
+                    Strategy::Uniform
+                } else if u < 0.8 {
+                    Strategy::Obstacle
+                } else {
+                    Strategy::Bridge
+                }
+            }
+        }
+    }
+
+    /// A sample to grow towards.
+    fn sample(&mut self) -> State {
+        let space = self.problem.space;
+        let sigma = 0.02 * space.extent();
+        match self.strategy() {
+            Strategy::Uniform => space.uniform(&mut self.rng),
+            Strategy::Guide => {
+                let i = self.rng.random_range(0..self.guide.len());
+                let around = self.guide[i];
+                space.gaussian(&around, 0.5 * sigma, &mut self.rng)
+            }
+            Strategy::Obstacle => {
+                // A colliding state and a free neighbour: the boundary between them.
+                for _ in 0..8 {
+                    let a = space.uniform(&mut self.rng);
+                    let b = space.gaussian(&a, sigma, &mut self.rng);
+                    let (ca, cb) = (self.checker.clearance_at(&a), self.checker.clearance_at(&b));
+                    let free = |c: &Clearance| c.lower > self.checker.clearance;
+                    match (free(&ca), free(&cb)) {
+                        (true, false) => return self.retract(&a, ca, &b),
+                        (false, true) => return self.retract(&b, cb, &a),
+                        _ => {}
+                    }
+                }
+                space.uniform(&mut self.rng)
+            }
+            Strategy::Bridge => {
+                for _ in 0..8 {
+                    let a = space.uniform(&mut self.rng);
+                    if self.checker.valid(&a).is_some() {
+                        continue;
+                    }
+                    let b = space.gaussian(&a, sigma, &mut self.rng);
+                    if self.checker.valid(&b).is_some() {
+                        continue;
+                    }
+                    let mid = a.interpolate(&b, 0.5);
+                    if self.checker.valid(&mid).is_some() {
+                        return mid;
+                    }
+                }
+                space.uniform(&mut self.rng)
+            }
+        }
+    }
+
+    /// From the free state `free` (its clearance `c`) towards the colliding `into`:
+    /// conservative advancement on the distance until it is a few clearances, then a push
+    /// back along the gradient to that clearance (a state on the free space's boundary).
+    fn retract(&mut self, free: &State, mut c: Clearance, into: &State) -> State {
+        let target = 4.0 * self.checker.clearance;
+        let bound = self.problem.space.distance(free, into);
+        let mut t = 0.0;
+        let mut s = *free;
+        for _ in 0..64 {
+            if c.lower <= 2.0 * target || bound <= 0.0 {
+                break;
+            }
+            t += (c.lower - target) / bound;
+            if t >= 1.0 {
+                break;
+            }
+            s = free.interpolate(into, t);
+            c = self.checker.clearance_at(&s);
+        }
+        if let Some(n) = c.normal() {
+            if c.lower < target {
+                let pushed = State::new(s.position + n * (target - c.lower), s.orientation);
+                if self.problem.space.contains(&pushed) {
+                    return pushed;
+                }
+            }
+        }
+        s
+    }
+}
+
+/// `path` with states inserted so that consecutive ones are at most `step` apart.
+fn densify(path: &[State], space: &Space, step: f64) -> Vec<State> {
+    let mut out = Vec::new();
+    for w in path.windows(2) {
+        let n = (space.distance(&w[0], &w[1]) / step).ceil().max(1.0) as usize;
+        for i in 0..n {
+            out.push(w[0].interpolate(&w[1], i as f64 / n as f64));
+        }
+    }
+    out.extend(path.last());
+    out
+}
+
+/// A state at `position` with the identity orientation.
+pub fn at(position: Vector3<f64>) -> State {
+    State::new(position, UnitQuaternion::identity())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::shapes::box_surface;
+    use nalgebra::Point3;
+
+    /// The sliding direction is the distance's gradient: `n` in translation and
+    /// `(r - c) x n` in rotation (about world axes through the robot's origin), checked
+    /// against central differences of the exact distance. A tilted cube's lowest corner
+    /// is its unique closest point to a floor, so the distance is smooth there; steps of
+    /// 1e-6 give differences good to about 1e-9, and 1e-6 leaves room for rounding.
+    #[test]
+    fn the_contact_gradient_matches_finite_differences() {
+        let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.1), 1));
+        let floor = box_surface(Point3::new(0.0, -1.0, 0.0), Vector3::new(2.0, 0.5, 2.0), 1);
+        let world = World::new(&floor);
+        let tilt = UnitQuaternion::from_euler_angles(0.3, 0.2, 0.4);
+        let s = State::new(Vector3::new(0.1, -0.25, 0.05), tilt);
+        let mut checker = Checker::new(&robot, &world, 1e-4);
+        let c = checker.clearance_at(&s);
+        let exact = |s: &State| crate::check::clearance(&robot, &world, s);
+        let d0 = exact(&s);
+        assert!(d0 > 0.0 && d0 < 0.2, "{d0}");
+        let n = c.normal().unwrap();
+        let (_, r) = c.closest.unwrap();
+        let m = (r.coords - s.position).cross(&n);
+        let h = 1e-6;
+        for k in 0..3 {
+            let e = Vector3::ith(k, h);
+            let moved = |sign: f64| State::new(s.position + e * sign, s.orientation);
+            let fd = (exact(&moved(1.0)) - exact(&moved(-1.0))) / (2.0 * h);
+            assert!(
+                (fd - n[k]).abs() < 1e-6,
+                "translation {k}: {fd} vs {}",
+                n[k]
+            );
+            let turned = |sign: f64| {
+                State::new(
+                    s.position,
+                    UnitQuaternion::from_scaled_axis(e * sign) * s.orientation,
+                )
+            };
+            let fd = (exact(&turned(1.0)) - exact(&turned(-1.0))) / (2.0 * h);
+            assert!((fd - m[k]).abs() < 1e-6, "rotation {k}: {fd} vs {}", m[k]);
+        }
+    }
+
+    /// A slid step has no component into the contact (to first order it moves away by a
+    /// tenth of the clearance) and keeps the translation along the contact.
+    #[test]
+    fn a_slid_step_keeps_its_tangential_part() {
+        let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.1), 1));
+        let floor = box_surface(Point3::new(0.0, -1.0, 0.0), Vector3::new(2.0, 0.5, 2.0), 1);
+        let world = World::new(&floor);
+        let space = Space {
+            min: Vector3::repeat(-2.0),
+            max: Vector3::repeat(2.0),
+            radius: robot.radius,
+        };
+        let start = State::new(Vector3::new(0.0, -0.39, 0.0), UnitQuaternion::identity());
+        let problem = Problem {
+            robot: &robot,
+            world: &world,
+            space,
+            start,
+            goal: start,
+        };
+        let search = Search::new(&problem, &PlanOptions::default(), 1e-3, 0.5, 1, 0);
+        let mut checker = Checker::new(&robot, &world, 1e-3);
+        let contact = checker.clearance_at(&start);
+        // Down and sideways: the floor's normal is +y.
+        let to = State::new(Vector3::new(0.3, -0.6, 0.0), UnitQuaternion::identity());
+        let slid = search.slide(&start, &contact, &to).unwrap();
+        let dp = slid.position - start.position;
+        let dw = slid.orientation.scaled_axis();
+        let n = contact.normal().unwrap();
+        assert!((n - Vector3::y()).norm() < 1e-12, "{n}");
+        let (_, r) = contact.closest.unwrap();
+        let m = (r.coords - start.position).cross(&n);
+        // The first-order change of the distance along the slid step: the tenth of the
+        // clearance kept away from the contact.
+        let change = n.dot(&dp) + m.dot(&dw);
+        assert!((change - 1e-4).abs() < 1e-12, "{change}");
+        // The part of the translation along the floor is kept as it was.
+        assert!((dp.x - 0.3).abs() < 1e-12 && dp.z.abs() < 1e-12, "{dp}");
+        // Moving away already: nothing to remove.
+        let up = State::new(Vector3::new(0.3, 0.0, 0.0), UnitQuaternion::identity());
+        assert!(search.slide(&start, &contact, &up).is_none());
+    }
+}
