@@ -504,12 +504,7 @@ fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
             a.problem.display()
         );
     }
-    let problem = read_problem(&a.problem)?;
-    let (robot_mesh, origin) = read_mesh(&problem.robot)
-        .with_context(|| format!("the robot of {}", a.problem.display()))?;
-    let (world_mesh, _) = read_mesh(&problem.world)
-        .with_context(|| format!("the world of {}", a.problem.display()))?;
-    let robot_mesh = robot_origin(&robot_mesh, &origin);
+    let (problem, robot_mesh, world_mesh) = load_problem(&a.problem)?;
     let robot = Robot::new(&robot_mesh);
     let world = World::new(&world_mesh);
     let path = match &a.path {
@@ -527,17 +522,30 @@ fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
     })
 }
 
-/// A scene: the haptic object (its surface, body frame) moves along the trajectory
-/// mapped through the workspace, or along `--path` body poses; the environment objects'
-/// surfaces, placed at their poses, are the world (deformable ones at rest).
-fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
-    let scene = super::replay::load_with_progress(&a.problem, &a.cache)?;
-    let robot = Robot::new(&scene.haptic.surface);
-    let objects: Vec<(String, SurfaceMesh)> = scene
+/// An OMPL.app problem with its robot (in its own frame, about OMPL.app's origin) and
+/// world meshes.
+pub fn load_problem(
+    cfg: &Path,
+) -> anyhow::Result<(haptics::check::ompl::Problem, SurfaceMesh, SurfaceMesh)> {
+    let problem = read_problem(cfg)?;
+    let (robot_mesh, origin) =
+        read_mesh(&problem.robot).with_context(|| format!("the robot of {}", cfg.display()))?;
+    let (world_mesh, _) =
+        read_mesh(&problem.world).with_context(|| format!("the world of {}", cfg.display()))?;
+    let robot_mesh = robot_origin(&robot_mesh, &origin);
+    Ok((problem, robot_mesh, world_mesh))
+}
+
+/// A scene's environment objects placed at their poses (world coordinates), the
+/// deformable ones left out when `rigid_only`.
+pub fn scene_objects(
+    scene: &haptics::scene::Scene,
+    rigid_only: bool,
+) -> Vec<(String, SurfaceMesh)> {
+    scene
         .environment
         .iter()
-        // Compliant: the deformable objects give way, the rigid ones are checked.
-        .filter(|e| !(a.compliant && e.dynamics.is_some()))
+        .filter(|e| !(rigid_only && e.dynamics.is_some()))
         .map(|e| {
             let mesh = SurfaceMesh {
                 vertices: e.surface.vertices.iter().map(|v| e.pose * v).collect(),
@@ -545,30 +553,20 @@ fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
             };
             (e.name.clone(), mesh)
         })
-        .collect();
+        .collect()
+}
+
+/// A scene: the haptic object (its surface, body frame) moves along the trajectory
+/// mapped through the workspace, or along `--path` body poses; the environment objects'
+/// surfaces, placed at their poses, are the world (deformable ones at rest).
+fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
+    let scene = super::replay::load_with_progress(&a.problem, &a.cache)?;
+    let robot = Robot::new(&scene.haptic.surface);
+    // Compliant: the deformable objects give way, the rigid ones are checked.
+    let objects = scene_objects(&scene, a.compliant);
     let world = World::from_objects(&objects);
     let path = match (&a.trajectory, &a.path) {
-        (Some(t), _) => {
-            let traj = haptics_devices::trajectory::read_trajectory(t)?;
-            let grasp = nalgebra::Translation3::from(scene.haptic.grasp.coords);
-            let mut workspace =
-                haptics::coupling::Workspace::new(scene.workspace_scale, scene.haptic.pose * grasp);
-            let mut states = Vec::with_capacity(traj.samples.len());
-            for (i, s) in traj.samples.iter().enumerate() {
-                let clutch = s.buttons & haptics::haptic::thread::CLUTCH_BUTTON != 0;
-                let m = workspace
-                    .try_manipulandum(&s.pose.isometry(), clutch)
-                    .with_context(|| {
-                        format!("{}: sample {} maps outside the scene", t.display(), i + 1)
-                    })?;
-                let body = m * grasp.inverse();
-                states.push(State::new(body.translation.vector, body.rotation));
-            }
-            if states.is_empty() {
-                anyhow::bail!("{}: the trajectory has no samples", t.display());
-            }
-            states
-        }
+        (Some(t), _) => trajectory_states(&scene, t)?,
         (None, Some(p)) => read_path(p)?,
         (None, None) => anyhow::bail!(
             "{}: a scene needs --trajectory TRAJ.csv or --path P.path to check",
@@ -584,6 +582,28 @@ fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
         world_meshes: objects,
         scene: Some(scene),
     })
+}
+
+/// The haptic object's body-frame poses along a recorded stylus trajectory (CSV, device
+/// metres), mapped through the scene's workspace (scale, grasp frame, clutch).
+pub fn trajectory_states(scene: &haptics::scene::Scene, t: &Path) -> anyhow::Result<Vec<State>> {
+    let traj = haptics_devices::trajectory::read_trajectory(t)?;
+    let grasp = nalgebra::Translation3::from(scene.haptic.grasp.coords);
+    let mut workspace =
+        haptics::coupling::Workspace::new(scene.workspace_scale, scene.haptic.pose * grasp);
+    let mut states = Vec::with_capacity(traj.samples.len());
+    for (i, s) in traj.samples.iter().enumerate() {
+        let clutch = s.buttons & haptics::haptic::thread::CLUTCH_BUTTON != 0;
+        let m = workspace
+            .try_manipulandum(&s.pose.isometry(), clutch)
+            .with_context(|| format!("{}: sample {} maps outside the scene", t.display(), i + 1))?;
+        let body = m * grasp.inverse();
+        states.push(State::new(body.translation.vector, body.rotation));
+    }
+    if states.is_empty() {
+        anyhow::bail!("{}: the trajectory has no samples", t.display());
+    }
+    Ok(states)
 }
 
 /// A mesh and its OMPL.app origin (the mean of its imported vertices).
@@ -724,7 +744,7 @@ pub fn summary(name: &str, r: &Report, min_clearance: Option<f64>, passed: bool)
     s
 }
 
-fn plot(png: &Path, r: &Report) -> anyhow::Result<()> {
+pub fn plot(png: &Path, r: &Report) -> anyhow::Result<()> {
     let segments = r.states.saturating_sub(1);
     let clearance = Series {
         name: "clearance (minus penetration)".into(),

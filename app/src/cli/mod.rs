@@ -9,6 +9,7 @@ pub mod demo;
 pub mod devices;
 pub mod inspect;
 pub mod live;
+pub mod plan;
 pub mod pointshell;
 pub mod progress;
 pub mod range;
@@ -76,6 +77,10 @@ pub enum Command {
     /// Check a rigid part's path for collision, continuously (not sampled): clearance,
     /// first contact, penetration, contact intervals; OMPL.app problems and paths.
     Check(check::CheckArgs),
+    /// Plan a collision-free path for a rigid part (RRT-Connect steered by exact
+    /// distances, motions certified continuously) on an OMPL.app problem or a scene;
+    /// writes an OMPL .path.
+    Plan(plan::PlanArgs),
 }
 
 /// An exit status without a message (`check`: 1 when the path collides; the summary has
@@ -117,6 +122,11 @@ pub fn run() -> anyhow::Result<()> {
             Ok(true) => Ok(()),
             Ok(false) => Err(Exit(1).into()),
             // Bad input or a failure: exit status 2, not the 1 of a colliding path.
+            Err(e) => Err(check::BadInput(e).into()),
+        },
+        Command::Plan(a) => match plan::run(&a) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Exit(1).into()),
             Err(e) => Err(check::BadInput(e).into()),
         },
     }
