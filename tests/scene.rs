@@ -425,7 +425,13 @@ fn shipped_scenes_parse() {
     names.sort();
     assert_eq!(
         names,
-        ["bridge-probe", "hose-disassembly", "hoses-gap", "peg-shaft"]
+        [
+            "alpha-puzzle",
+            "bridge-probe",
+            "hose-disassembly",
+            "hoses-gap",
+            "peg-shaft"
+        ]
     );
 }
 

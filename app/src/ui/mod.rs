@@ -16,6 +16,7 @@
 //! - [`window`]: the winit + wgpu + egui window.
 
 pub mod frame;
+pub mod guide;
 pub mod headless;
 pub mod input;
 mod panels;

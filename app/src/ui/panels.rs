@@ -27,6 +27,10 @@ pub enum Action {
     StartRecording,
     /// Stop recording and write the trajectory to this file.
     StopRecording(PathBuf),
+    /// Start recording a guide path (the held object's poses).
+    StartGuide,
+    /// Stop recording the guide path and export it as an OMPL .path to this file.
+    StopGuide(PathBuf),
     /// Restart the scene with a recorded trajectory as the device.
     Replay(PathBuf),
     /// Back to the live (mouse-driven) device, restarting the scene.
@@ -112,6 +116,8 @@ pub struct Status {
     pub level_of_detail: usize,
     pub clutch: bool,
     pub recording: Option<(usize, u64)>,
+    /// Poses kept by the guide recorder, while it runs.
+    pub guiding: Option<usize>,
     pub replaying: Option<PathBuf>,
     pub message: Option<String>,
 }
@@ -126,6 +132,7 @@ pub struct UiState {
     pub views: DebugViews,
     pub pointshell_levels_max: usize,
     pub record_path: String,
+    pub guide_path: String,
     pub replay_path: String,
     pub plots: Plots,
     pub status: Status,
@@ -341,6 +348,19 @@ fn record_replay(ui: &mut egui::Ui, state: &mut UiState, actions: &mut Vec<Actio
                 }
             } else if ui.button("Record").clicked() {
                 actions.push(Action::StartRecording);
+            }
+            ui.separator();
+            ui.label("Guide path: drag the object through the scene, feeling the walls; export its poses for haptics plan --guide");
+            ui.horizontal(|ui| {
+                ui.label("export to");
+                ui.text_edit_singleline(&mut state.guide_path);
+            });
+            if let Some(n) = state.status.guiding {
+                if ui.button(format!("Stop and export ({n} poses)")).clicked() {
+                    actions.push(Action::StopGuide(PathBuf::from(&state.guide_path)));
+                }
+            } else if ui.button("Record guide path").clicked() {
+                actions.push(Action::StartGuide);
             }
             ui.separator();
             ui.horizontal(|ui| {

@@ -127,6 +127,8 @@ struct Session {
     tap: Arc<TapControl>,
     tap_rx: Receiver<(TrajectorySample, Wrench)>,
     recorded: Option<Vec<(TrajectorySample, Wrench)>>,
+    /// The guide path being recorded (the held object's poses, one per frame it moved).
+    guide: Option<super::guide::GuideRecorder>,
     device_name: String,
     replaying: Option<PathBuf>,
     workspace_scale: f64,
@@ -202,6 +204,7 @@ impl Session {
             tap: control,
             tap_rx,
             recorded: None,
+            guide: None,
             device_name,
             replaying: replay.map(Path::to_path_buf),
             workspace_scale,
@@ -512,6 +515,20 @@ impl App {
                     path.display()
                 )));
             }
+            Action::StartGuide => {
+                session.guide = Some(super::guide::GuideRecorder::default());
+            }
+            Action::StopGuide(path) => {
+                let guide = session.guide.take().unwrap_or_default();
+                guide.export(&path)?;
+                return Ok(Some(format!(
+                    "exported {} poses to {}; plan with: haptics plan {} --guide {} --out planned.path",
+                    guide.len(),
+                    path.display(),
+                    self.config.scene_path.display(),
+                    path.display()
+                )));
+            }
             Action::Replay(path) => {
                 let scene = session.scene.clone();
                 self.restart(scene, Some(&path))?;
@@ -667,6 +684,16 @@ impl App {
         };
         st.clutch = self.input.clutch;
         st.replaying = s.replaying.clone();
+        if let Some(g) = &mut s.guide {
+            // A thousandth of the scene's object size, or a tenth of a degree.
+            let size = s.scene.haptic.surface.bounding_box().extent().norm();
+            g.push(
+                &snapshot.haptic_pose,
+                1e-3 * size,
+                1e-3 * std::f64::consts::PI,
+            );
+        }
+        st.guiding = s.guide.as_ref().map(|g| g.len());
         st.recording = s.recorded.as_mut().map(|rec| {
             rec.extend(s.tap_rx.try_iter());
             (rec.len(), s.tap.dropped())
@@ -716,6 +743,7 @@ fn ui_state(config: &WindowConfig, scene: &Scene, adapter: &str) -> UiState {
         views: DebugViews::default(),
         pointshell_levels_max: levels,
         record_path: "target/recordings/session.csv".into(),
+        guide_path: "target/recordings/guide.path".into(),
         replay_path: "assets/trajectories/bridge-probe-poke.csv".into(),
         plots: Plots::default(),
         status: Status {
