@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Planning against OMPL.app, side by side in one run on one machine: `haptics plan` vs
+# OMPL's RRTConnect in OMPL.app's own SE3 setup (benches/compare/ompl_plan.cpp, FCL
+# checker, discrete motion validation). By hand, outside the test suite:
+#
+#   benches/compare/build_ompl_plan.sh /path/to/omplapp-checkout   # once
+#   cargo build --release
+#   benches/compare/plan_vs_ompl.sh
+#
+# For each problem and seed both planners run, interleaved (which goes first alternates
+# with the seed), pinned to the same core (taskset -c $CORE), with the cfg's [benchmark]
+# time_limit passed to both. Then every OMPL path is checked continuously with
+# `haptics check` (exit 0 collision-free, 1 collides) and a summary is printed: per
+# problem, solved counts, median planning time (solve only, no simplification; a failed
+# run counts at the time limit), the ratio OMPL/ours, and OMPL paths that collide.
+#
+# Env: OMPLAPP_RESOURCES  folder of the .cfg files (default /tmp/omplapp)
+#      PROBLEMS           default "Easy cubicles Twistycool alpha-1.5"
+#      SEEDS              default "1 2 3 4 5 6 7 8 9 10"
+#      PLAN_OUT           output folder (default /tmp/plan-out)
+#      OMPL_PLAN          OMPL's program (default target/compare/ompl_plan_ndebug, the
+#                         variant on FCL built without assertions, else ompl_plan)
+#      HAPTICS            our binary (default target/release/haptics)
+#      CORE               the core both sides run on (default 1)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+
+RES=${OMPLAPP_RESOURCES:-/tmp/omplapp}
+PROBLEMS=${PROBLEMS:-Easy cubicles Twistycool alpha-1.5}
+SEEDS=${SEEDS:-1 2 3 4 5 6 7 8 9 10}
+OUT=${PLAN_OUT:-/tmp/plan-out}
+HAPTICS=${HAPTICS:-$ROOT/target/release/haptics}
+CORE=${CORE:-1}
+if [ -z "${OMPL_PLAN:-}" ]; then
+    if [ -x "$ROOT/target/compare/ompl_plan_ndebug" ]; then
+        OMPL_PLAN=$ROOT/target/compare/ompl_plan_ndebug
+    else
+        OMPL_PLAN=$ROOT/target/compare/ompl_plan
+    fi
+fi
+for f in "$OMPL_PLAN" "$HAPTICS"; do
+    [ -x "$f" ] || { echo "missing $f (see the header of $0)" >&2; exit 2; }
+done
+RUN="nice -n 10 taskset -c $CORE"
+mkdir -p "$OUT"
+RUNS=$OUT/runs.tsv          # problem seed side rc file time_limit
+: > "$RUNS"
+: > "$OUT/ompl.jsonl"
+: > "$OUT/ompl.log"
+: > "$OUT/ours.log"
+
+time_limit() {  # the cfg's [benchmark] time_limit
+    awk -F= '/^\[/{sec=$0} sec=="[benchmark]" && $1 ~ /^[ \t]*time_limit[ \t]*$/ {gsub(/[ \t]/,"",$2); print $2; exit}' "$1"
+}
+
+run_ompl() {  # problem seed cfg tl
+    local p=$1 s=$2 cfg=$3 tl=$4 path=$OUT/ompl-$1-$2.path json=$OUT/ompl-$1-$2.json
+    rm -f "$path" "$json"
+    timeout $(( ${tl%.*} * 3 + 60 )) $RUN "$OMPL_PLAN" "$cfg" --seed "$s" --time-limit "$tl" --out "$path" \
+        > "$json" 2>> "$OUT/ompl.log"
+    local rc=$?
+    cat "$json" >> "$OUT/ompl.jsonl"
+    printf '%s\t%s\tompl\t%s\t%s\t%s\n' "$p" "$s" "$rc" "$json" "$tl" >> "$RUNS"
+    echo "  ompl $p seed $s: rc $rc $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("solved" if d["solved"] else "FAILED", "%.3f s" % d["time_s"])' "$json" 2>/dev/null)"
+}
+
+run_ours() {  # problem seed cfg tl
+    local p=$1 s=$2 cfg=$3 tl=$4 path=$OUT/ours-$1-$2.path json=$OUT/ours-$1-$2.json
+    rm -f "$path" "$json"
+    timeout $(( ${tl%.*} * 3 + 60 )) $RUN "$HAPTICS" plan "$cfg" --seed "$s" --time-limit "$tl" \
+        --out "$path" --report "$json" --quiet >> "$OUT/ours.log" 2>&1
+    local rc=$?
+    printf '%s\t%s\tours\t%s\t%s\t%s\n' "$p" "$s" "$rc" "$json" "$tl" >> "$RUNS"
+    echo "  ours $p seed $s: rc $rc $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("solved" if d["solved"] else "FAILED", "%.3f s" % d["seconds"])' "$json" 2>/dev/null)"
+}
+
+echo "OMPL: $OMPL_PLAN"
+echo "ours: $HAPTICS"
+echo "problems: $PROBLEMS; seeds: $SEEDS; core $CORE; out $OUT"
+for s in $SEEDS; do
+    for p in $PROBLEMS; do
+        cfg=$RES/$p.cfg
+        [ -f "$cfg" ] || { echo "missing $cfg" >&2; exit 2; }
+        tl=$(time_limit "$cfg")
+        tl=${tl:-20}
+        if [ $((s % 2)) -eq 1 ]; then
+            run_ompl "$p" "$s" "$cfg" "$tl"; run_ours "$p" "$s" "$cfg" "$tl"
+        else
+            run_ours "$p" "$s" "$cfg" "$tl"; run_ompl "$p" "$s" "$cfg" "$tl"
+        fi
+    done
+done
+
+# Continuous check of every OMPL path (not timed).
+CHECKS=$OUT/checks.tsv      # problem seed rc
+: > "$CHECKS"
+for s in $SEEDS; do
+    for p in $PROBLEMS; do
+        path=$OUT/ompl-$p-$s.path
+        [ -s "$path" ] || continue
+        nice -n 10 "$HAPTICS" check "$RES/$p.cfg" --path "$path" \
+            --report "$OUT/check-ompl-$p-$s.json" > "$OUT/check-ompl-$p-$s.txt" 2>&1
+        printf '%s\t%s\t%s\n' "$p" "$s" "$?" >> "$CHECKS"
+    done
+done
+
+python3 - "$RUNS" "$CHECKS" "$PROBLEMS" "$OUT" <<'EOF'
+import json, statistics, sys
+runs_file, checks_file, problems, out = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4]
+rows = {}
+for line in open(runs_file):
+    p, s, side, rc, f, tl = line.rstrip("\n").split("\t")
+    tl = float(tl)
+    try:
+        d = json.load(open(f))
+    except Exception:
+        d = {}
+    solved = bool(d.get("solved")) and rc == "0"
+    t = d.get("time_s" if side == "ompl" else "seconds")
+    t = float(t) if (solved and t is not None) else tl
+    rows.setdefault((p, side), []).append((int(s), solved, t, d.get("path_length")))
+checks, pens = {}, {}
+for line in open(checks_file):
+    p, s, rc = line.split()
+    checks.setdefault(p, []).append(rc)
+    if rc == "1":
+        try:
+            pen = json.load(open(f"{out}/check-ompl-{p}-{s}.json")).get("max_penetration") or 0.0
+        except Exception:
+            pen = 0.0
+        pens.setdefault(p, []).append((int(s), pen))
+
+print()
+print(f"{'problem':<11} {'OMPL solved':>11} {'median s':>9} {'ours solved':>11} {'median s':>9}"
+      f" {'OMPL/ours':>9} {'OMPL paths colliding':>21}")
+tot_coll = tot_checked = 0
+for p in problems:
+    o, u = rows.get((p, "ompl"), []), rows.get((p, "ours"), [])
+    if not o and not u:
+        continue
+    mo = statistics.median(t for _, _, t, _ in o) if o else float("nan")
+    mu = statistics.median(t for _, _, t, _ in u) if u else float("nan")
+    so, su = sum(x[1] for x in o), sum(x[1] for x in u)
+    ratio = mo / mu if mu > 0 else float("nan")
+    c = checks.get(p, [])
+    coll, bad = c.count("1"), sum(1 for r in c if r not in ("0", "1"))
+    tot_coll += coll
+    tot_checked += len(c) - bad
+    cs = f"{coll}/{len(c) - bad}" + (f" ({bad} check errors)" if bad else "")
+    print(f"{p:<11} {so:>5}/{len(o):<5} {mo:>9.4f} {su:>5}/{len(u):<5} {mu:>9.4f} {ratio:>9.2f} {cs:>21}")
+print(f"\nOMPL paths that collide (continuous check, `haptics check` exit 1: closer than its"
+      f" tolerance): {tot_coll} of {tot_checked}")
+for p in problems:
+    for s, pen in pens.get(p, []):
+        print(f"  {p} seed {s}: max penetration {pen:.4g}" + ("" if pen > 0 else " (touching)"))
+print("times: planning only (OMPL: solve(); ours: report 'seconds'), no simplification;"
+      " a failed run counts at the time limit")
+EOF
