@@ -318,93 +318,49 @@ impl Bvh {
             }
             frame.bound_over(a, b, &mb, motion)
         };
-        let stack = &mut scratch.stack;
-        stack.clear();
-        if over(0, 0) < floor {
-            stack.push((0, 0));
-        }
-        // Depth first, the nearer child first: a pair that fails is found early.
-        let mut push_children =
-            |stack: &mut Vec<(u32, u32)>, p: (usize, usize), q: (usize, usize)| {
-                let (bp, bq) = (over(p.0, p.1), over(q.0, q.1));
-                let (first, second) = if bp <= bq {
-                    ((p, bp), (q, bq))
-                } else {
-                    ((q, bq), (p, bp))
-                };
-                if second.1 < floor {
-                    stack.push((second.0 .0 as u32, second.0 .1 as u32));
-                }
-                if first.1 < floor {
-                    stack.push((first.0 .0 as u32, first.0 .1 as u32));
-                }
-            };
-        while let Some((i, j)) = stack.pop() {
-            let (i, j) = (i as usize, j as usize);
-            let (a, b) = (&self.nodes[i], &other.nodes[j]);
-            match (a.kind, b.kind) {
-                (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
-                    for ib in s2..e2 {
-                        let (tb, bb, pb) = scratch_moved(
-                            &mut scratch.cache,
-                            &mut scratch.stamp,
-                            scratch.generation,
-                            other,
-                            pose,
-                            ib,
-                        );
-                        // The triangle as a body: a ball about its centroid.
-                        let centroid = (tb[0].coords + tb[1].coords + tb[2].coords) / 3.0;
-                        let radius = tb
-                            .iter()
-                            .map(|v| (v.coords - centroid).norm())
-                            .fold(0.0, f64::max);
-                        let center = centroid - pose.translation.vector;
-                        // The full motion, for the box filter without a direction.
-                        let needed = floor + motion.reach(&center, radius);
-                        let toward_b = motion.toward(&pb.normal, &center, radius);
-                        for ia in start..end {
-                            // Each triangle's plane is a separating direction fixed over
-                            // the interval: only the motion along its normal counts.
-                            let pa = &self.planes[ia];
-                            if box_box_distance(&self.boxes[ia], &bb) >= needed
-                                || pb.gap(&self.triangles[ia]) - toward_b >= floor
-                                || pa.gap(&tb) - motion.toward(&pa.normal, &center, radius) >= floor
-                            {
-                                continue;
-                            }
-                            let (d, on_a, on_b) = triangle_distance(&self.triangles[ia], &tb);
-                            sweep.upper = sweep.upper.min(d);
-                            if d <= 0.0
-                                || d - motion.toward(&((on_b - on_a) / d), &center, radius) < floor
-                            {
-                                sweep.clear = false;
-                                return sweep;
-                            }
+        let (cache, stamp) = (&mut scratch.cache, &mut scratch.stamp);
+        descend(
+            self,
+            other,
+            floor,
+            &mut scratch.stack,
+            &mut over,
+            &mut |leaf_a: (usize, usize), leaf_b: (usize, usize)| {
+                for ib in leaf_b.0..leaf_b.1 {
+                    let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
+                    // The triangle as a body: a ball about its centroid.
+                    let centroid = (tb[0].coords + tb[1].coords + tb[2].coords) / 3.0;
+                    let radius = tb
+                        .iter()
+                        .map(|v| (v.coords - centroid).norm())
+                        .fold(0.0, f64::max);
+                    let center = centroid - pose.translation.vector;
+                    // The full motion, for the box filter without a direction.
+                    let needed = floor + motion.reach(&center, radius);
+                    let toward_b = motion.toward(&pb.normal, &center, radius);
+                    for ia in leaf_a.0..leaf_a.1 {
+                        // Each triangle's plane is a separating direction fixed over
+                        // the interval: only the motion along its normal counts.
+                        let pa = &self.planes[ia];
+                        if box_box_distance(&self.boxes[ia], &bb) >= needed
+                            || pb.gap(&self.triangles[ia]) - toward_b >= floor
+                            || pa.gap(&tb) - motion.toward(&pa.normal, &center, radius) >= floor
+                        {
+                            continue;
+                        }
+                        let (d, on_a, on_b) = triangle_distance(&self.triangles[ia], &tb);
+                        sweep.upper = sweep.upper.min(d);
+                        if d <= 0.0
+                            || d - motion.toward(&((on_b - on_a) / d), &center, radius) < floor
+                        {
+                            sweep.clear = false;
+                            return false;
                         }
                     }
                 }
-                (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
-                    push_children(stack, (left, j), (right, j));
-                }
-                (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
-                    push_children(stack, (i, left), (i, right));
-                }
-                (
-                    Kind::Inner { left, right },
-                    Kind::Inner {
-                        left: l2,
-                        right: r2,
-                    },
-                ) => {
-                    if a.radius >= b.radius {
-                        push_children(stack, (left, j), (right, j));
-                    } else {
-                        push_children(stack, (i, l2), (i, r2));
-                    }
-                }
-            }
-        }
+                true
+            },
+        );
         sweep
     }
 
@@ -452,77 +408,34 @@ impl Bvh {
             }
             frame.gaps(a, b, &mb).value()
         };
-        let stack = &mut scratch.stack;
-        stack.clear();
-        if bound(0, 0) < floor {
-            stack.push((0, 0));
-        }
-        let mut push_children =
-            |stack: &mut Vec<(u32, u32)>, p: (usize, usize), q: (usize, usize)| {
-                let (bp, bq) = (bound(p.0, p.1), bound(q.0, q.1));
-                let (first, second) = if bp <= bq {
-                    ((p, bp), (q, bq))
-                } else {
-                    ((q, bq), (p, bp))
-                };
-                if second.1 < floor {
-                    stack.push((second.0 .0 as u32, second.0 .1 as u32));
-                }
-                if first.1 < floor {
-                    stack.push((first.0 .0 as u32, first.0 .1 as u32));
-                }
-            };
-        while let Some((i, j)) = stack.pop() {
-            let (i, j) = (i as usize, j as usize);
-            let (a, b) = (&self.nodes[i], &other.nodes[j]);
-            match (a.kind, b.kind) {
-                (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
-                    for ib in s2..e2 {
-                        let (tb, bb, pb) = scratch_moved(
-                            &mut scratch.cache,
-                            &mut scratch.stamp,
-                            scratch.generation,
-                            other,
-                            pose,
-                            ib,
-                        );
-                        for ia in start..end {
-                            if box_box_distance(&self.boxes[ia], &bb) >= floor
-                                || pb.gap(&self.triangles[ia]) >= floor
-                                || self.planes[ia].gap(&tb) >= floor
-                            {
-                                continue;
-                            }
-                            let (d, _, _) = triangle_distance(&self.triangles[ia], &tb);
-                            sweep.upper = sweep.upper.min(d);
-                            if d < floor {
-                                sweep.clear = false;
-                                return sweep;
-                            }
+        let (cache, stamp) = (&mut scratch.cache, &mut scratch.stamp);
+        descend(
+            self,
+            other,
+            floor,
+            &mut scratch.stack,
+            &mut bound,
+            &mut |leaf_a: (usize, usize), leaf_b: (usize, usize)| {
+                for ib in leaf_b.0..leaf_b.1 {
+                    let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
+                    for ia in leaf_a.0..leaf_a.1 {
+                        if box_box_distance(&self.boxes[ia], &bb) >= floor
+                            || pb.gap(&self.triangles[ia]) >= floor
+                            || self.planes[ia].gap(&tb) >= floor
+                        {
+                            continue;
+                        }
+                        let (d, _, _) = triangle_distance(&self.triangles[ia], &tb);
+                        sweep.upper = sweep.upper.min(d);
+                        if d < floor {
+                            sweep.clear = false;
+                            return false;
                         }
                     }
                 }
-                (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
-                    push_children(stack, (left, j), (right, j));
-                }
-                (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
-                    push_children(stack, (i, left), (i, right));
-                }
-                (
-                    Kind::Inner { left, right },
-                    Kind::Inner {
-                        left: l2,
-                        right: r2,
-                    },
-                ) => {
-                    if a.radius >= b.radius {
-                        push_children(stack, (left, j), (right, j));
-                    } else {
-                        push_children(stack, (i, l2), (i, r2));
-                    }
-                }
-            }
-        }
+                true
+            },
+        );
         sweep
     }
 
@@ -758,6 +671,68 @@ impl PairFrame {
             gap_a,
             t_b,
             gap_b,
+        }
+    }
+}
+
+/// The depth-first descent of [`Bvh::clear_over`] and [`Bvh::separated`]: pairs of
+/// nodes of `a` and `b` whose `bound` is below `floor`, the larger node split, the nearer
+/// child pair visited first (a pair that fails is found early); `leaves` gets each pair
+/// of leaves' triangle ranges and returns `false` to end the descent.
+fn descend(
+    a: &Bvh,
+    b: &Bvh,
+    floor: f64,
+    stack: &mut Vec<(u32, u32)>,
+    bound: &mut impl FnMut(usize, usize) -> f64,
+    leaves: &mut impl FnMut((usize, usize), (usize, usize)) -> bool,
+) {
+    stack.clear();
+    if bound(0, 0) < floor {
+        stack.push((0, 0));
+    }
+    let mut push_children = |stack: &mut Vec<(u32, u32)>, p: (usize, usize), q: (usize, usize)| {
+        let (bp, bq) = (bound(p.0, p.1), bound(q.0, q.1));
+        let (first, second) = if bp <= bq {
+            ((p, bp), (q, bq))
+        } else {
+            ((q, bq), (p, bp))
+        };
+        if second.1 < floor {
+            stack.push((second.0 .0 as u32, second.0 .1 as u32));
+        }
+        if first.1 < floor {
+            stack.push((first.0 .0 as u32, first.0 .1 as u32));
+        }
+    };
+    while let Some((i, j)) = stack.pop() {
+        let (i, j) = (i as usize, j as usize);
+        let (na, nb) = (&a.nodes[i], &b.nodes[j]);
+        match (na.kind, nb.kind) {
+            (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
+                if !leaves((start, end), (s2, e2)) {
+                    return;
+                }
+            }
+            (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
+                push_children(stack, (left, j), (right, j));
+            }
+            (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
+                push_children(stack, (i, left), (i, right));
+            }
+            (
+                Kind::Inner { left, right },
+                Kind::Inner {
+                    left: l2,
+                    right: r2,
+                },
+            ) => {
+                if na.radius >= nb.radius {
+                    push_children(stack, (left, j), (right, j));
+                } else {
+                    push_children(stack, (i, l2), (i, r2));
+                }
+            }
         }
     }
 }

@@ -413,7 +413,7 @@ fn markers(points: &[nalgebra::Point3<f64>]) -> Vec<crate::render::ContactMarker
 }
 
 /// One 1280 x 720 offscreen frame, written to `png`.
-fn render_png(
+pub fn render_png(
     png: &Path,
     ctx: &crate::render::GpuContext,
     renderer: &mut crate::render::SceneRenderer,
@@ -424,6 +424,20 @@ fn render_png(
     let image = crate::render::render_image(ctx, renderer, frame, camera, overlays, (1280, 720))?;
     image.write_png(png)?;
     Ok(())
+}
+
+/// Rigid render objects of world meshes (world coordinates, no deformation basis).
+pub fn rigid_objects(meshes: &[(String, SurfaceMesh)]) -> Vec<crate::render::RenderObject<'_>> {
+    meshes
+        .iter()
+        .map(|(name, mesh)| crate::render::RenderObject {
+            name,
+            mesh,
+            basis: &[],
+            r: 0,
+            pose: nalgebra::Isometry3::identity(),
+        })
+        .collect()
 }
 
 /// Renders the worst pose of `report` to `png`; returns the number of points marked.
@@ -437,17 +451,7 @@ fn screenshot(png: &Path, l: &Loaded, report: &Report) -> anyhow::Result<usize> 
     let pose = state.isometry();
     let points = haptics::check::contact_points(&l.robot, &l.world, &pose, 500);
     let ctx = GpuContext::headless()?;
-    let environment: Vec<RenderObject> = l
-        .world_meshes
-        .iter()
-        .map(|(name, mesh)| RenderObject {
-            name,
-            mesh,
-            basis: &[],
-            r: 0,
-            pose: nalgebra::Isometry3::identity(),
-        })
-        .collect();
+    let environment = rigid_objects(&l.world_meshes);
     let robot = RenderObject {
         name: "robot",
         mesh: &l.robot_mesh,

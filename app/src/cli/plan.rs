@@ -507,17 +507,7 @@ fn screenshot(png: &Path, l: &Loaded, path: &[State]) -> anyhow::Result<()> {
         poses.push(state.isometry());
     }
     let ctx = GpuContext::headless()?;
-    let mut environment: Vec<RenderObject> = l
-        .world_meshes
-        .iter()
-        .map(|(name, mesh)| RenderObject {
-            name,
-            mesh,
-            basis: &[],
-            r: 0,
-            pose: nalgebra::Isometry3::identity(),
-        })
-        .collect();
+    let mut environment = super::check::rigid_objects(&l.world_meshes);
     let copy_names: Vec<String> = (0..poses.len()).map(|k| format!("robot {k}")).collect();
     for (pose, name) in poses.iter().zip(&copy_names).skip(1) {
         environment.push(RenderObject {
@@ -552,10 +542,7 @@ fn screenshot(png: &Path, l: &Loaded, path: &[State]) -> anyhow::Result<()> {
         ghost: false,
         ..Overlays::default()
     };
-    let image =
-        crate::render::render_image(&ctx, &mut renderer, &frame, &camera, &overlays, (1280, 720))?;
-    image.write_png(png)?;
-    Ok(())
+    super::check::render_png(png, &ctx, &mut renderer, &frame, &camera, &overlays)
 }
 
 #[cfg(test)]
