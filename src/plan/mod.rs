@@ -42,7 +42,7 @@ pub mod validity;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use nalgebra::{UnitQuaternion, Vector3};
+use nalgebra::UnitQuaternion;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -724,16 +724,11 @@ fn densify(path: &[State], space: &Space, step: f64) -> Vec<State> {
     out
 }
 
-/// A state at `position` with the identity orientation.
-pub fn at(position: Vector3<f64>) -> State {
-    State::new(position, UnitQuaternion::identity())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::check::shapes::box_surface;
-    use nalgebra::Point3;
+    use nalgebra::{Point3, Vector3};
 
     /// The sliding direction is the distance's gradient: `n` in translation and
     /// `(r - c) x n` in rotation (about world axes through the robot's origin), checked
