@@ -77,6 +77,7 @@ pub mod geometry;
 pub mod haptic;
 pub mod io;
 pub mod mesh;
+pub mod muscle;
 pub mod plan;
 pub mod plot;
 pub mod progress;

@@ -9,10 +9,13 @@
 
 pub mod edge;
 pub mod fvm;
+pub mod hyperelastic;
+pub mod muscle;
 pub mod model;
 pub mod quadrature;
 pub mod sparse;
 pub mod stvk;
 
+pub use hyperelastic::{StvkMaterial, TetKernel, TetMaterial};
 pub use model::{FemError, FemModel, HexQuadrature, MassKind, MaterialLaw, UnknownMassKind};
 pub use sparse::{BlockSparseMatrix, FreeDofSolver, SolveError};

@@ -72,6 +72,9 @@ pub enum FemError {
     /// The mesh has no elements.
     #[error("the mesh has no elements")]
     Empty,
+    /// The kernel needs linear tetrahedra and the mesh has hexahedra.
+    #[error("this model needs a tetrahedral mesh; the mesh has hexahedra")]
+    NotTets,
 }
 
 /// Mass matrix type. Files (bake manifests, scene files) name it `"consistent"` or

@@ -9,7 +9,7 @@
 //! search.
 
 use faer::linalg::solvers::Solve;
-use faer::sparse::linalg::solvers::{Llt, SymbolicLlt};
+use faer::sparse::linalg::solvers::{Llt, Lu, SymbolicLlt, SymbolicLu};
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMat};
 use faer::Side;
 
@@ -206,6 +206,9 @@ pub struct FreeDofSolver {
     values: Vec<f64>,
     llt_symbolic: SymbolicLlt<usize>,
     llt: Option<Llt<usize, f64>>,
+    /// LU with partial pivoting, for indefinite matrices ([`Self::factor_indefinite`]).
+    lu_symbolic: Option<SymbolicLu<usize>>,
+    lu: Option<Lu<usize, f64>>,
 }
 
 impl FreeDofSolver {
@@ -246,6 +249,8 @@ impl FreeDofSolver {
             values,
             llt_symbolic,
             llt: None,
+            lu_symbolic: None,
+            lu: None,
         })
     }
 
@@ -273,18 +278,41 @@ impl FreeDofSolver {
         let llt = Llt::try_new_with_symbolic(self.llt_symbolic.clone(), mat, Side::Lower)
             .map_err(|e| SolveError::NotPositiveDefinite(format!("{e:?}")))?;
         self.llt = Some(llt);
+        self.lu = None;
+        Ok(())
+    }
+
+    /// Numerically factors the free submatrix by sparse LU with partial pivoting, which
+    /// accepts indefinite matrices (an unstable equilibrium, where a Cholesky fails).
+    /// Fails only on a singular matrix.
+    pub fn factor_indefinite(&mut self, matrix: &BlockSparseMatrix) -> Result<(), SolveError> {
+        for (v, &k) in self.values.iter_mut().zip(&self.gather) {
+            *v = matrix.values[k];
+        }
+        if self.lu_symbolic.is_none() {
+            self.lu_symbolic = Some(
+                SymbolicLu::try_new(self.symbolic.as_ref())
+                    .map_err(|e| SolveError::Factorization(format!("{e:?}")))?,
+            );
+        }
+        let symbolic = self.lu_symbolic.clone().expect("set above");
+        let mat = SparseColMatRef::new(self.symbolic.as_ref(), &self.values);
+        let lu = Lu::try_new_with_symbolic(symbolic, mat)
+            .map_err(|e| SolveError::Factorization(format!("{e:?}")))?;
+        self.lu = Some(lu);
+        self.llt = None;
         Ok(())
     }
 
     /// Solves A x = b on the free dofs; `b` and `x` are full-length vectors, the fixed
     /// entries of `x` are set to zero.
     pub fn solve(&self, b: &[f64], x: &mut [f64]) {
-        let llt = self
-            .llt
-            .as_ref()
-            .expect("factor() must be called before solve()");
         let mut rhs: Vec<f64> = self.free_dofs.iter().map(|&d| b[d]).collect();
-        llt.solve_in_place(faer::ColMut::from_slice_mut(&mut rhs));
+        match (&self.llt, &self.lu) {
+            (Some(llt), _) => llt.solve_in_place(faer::ColMut::from_slice_mut(&mut rhs)),
+            (None, Some(lu)) => lu.solve_in_place(faer::ColMut::from_slice_mut(&mut rhs)),
+            (None, None) => panic!("factor() or factor_indefinite() must be called before solve()"),
+        }
         x.iter_mut().for_each(|v| *v = 0.0);
         for (i, &d) in self.free_dofs.iter().enumerate() {
             x[d] = rhs[i];

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod devices;
 pub mod inspect;
 pub mod live;
+pub mod muscle;
 pub mod plan;
 pub mod pointshell;
 pub mod progress;
@@ -81,6 +82,8 @@ pub enum Command {
     /// distances, motions certified continuously) on an OMPL.app problem or a scene;
     /// writes an OMPL .path.
     Plan(plan::PlanArgs),
+    /// Active skeletal muscle: isometric tension-length experiments.
+    Muscle(muscle::MuscleArgs),
 }
 
 /// An exit status without a message (`check`: 1 when the path collides; the summary has
@@ -124,6 +127,7 @@ pub fn run() -> anyhow::Result<()> {
             // Bad input or a failure: exit status 2, not the 1 of a colliding path.
             Err(e) => Err(check::BadInput(e).into()),
         },
+        Command::Muscle(a) => muscle::run(&a).map_err(|e| check::BadInput(e).into()),
         Command::Plan(a) => match plan::run(&a) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Exit(1).into()),

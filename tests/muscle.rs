@@ -1,0 +1,184 @@
+//! Active muscle: the finite element solution of the isometric experiment against the
+//! independent homogeneous solution, FVM = FEM with the muscle material, the tangent of
+//! the assembled model against finite differences, and inverted tets that recover.
+
+use haptics::fem::muscle::{FibreParams, MuscleMaterial};
+use haptics::fem::TetKernel;
+use haptics::muscle::{homogeneous_uniaxial, isometric_block, run_isometric, IsometricSetup};
+use haptics::progress::NoProgress;
+use nalgebra::Vector3;
+
+#[test]
+fn isometric_curve_matches_the_homogeneous_solution() {
+    // Linear tets reproduce a homogeneous state exactly, so the only differences are
+    // Newton's residual (below 1e-10 N) and round-off: 1e-6 relative to the force, or
+    // 1e-6 of sigma_max times the section where the force passes near zero.
+    let p = FibreParams::default();
+    let stretches = [0.5, 0.7, 0.85, 1.0, 1.15, 1.3, 1.45, 1.6];
+    let activations = [0.0, 0.5, 1.0];
+    let curve = run_isometric(
+        &p,
+        &IsometricSetup::default(),
+        &stretches,
+        &activations,
+        &NoProgress,
+    )
+    .unwrap();
+    assert_eq!(curve.points.len(), 24);
+    let area = 1e-4;
+    for pt in &curve.points {
+        let (s, p11) = homogeneous_uniaxial(&p, pt.stretch, pt.activation);
+        let reference = p11 * area;
+        let tol = 1e-6 * reference.abs().max(1e-6 * p.sigma_max * area);
+        assert!(
+            (pt.force_n - reference).abs() <= tol,
+            "stretch {} activation {}: {} N vs {} N",
+            pt.stretch,
+            pt.activation,
+            pt.force_n,
+            reference
+        );
+        assert!(
+            (pt.lateral_stretch - s).abs() <= 1e-9,
+            "s {} vs {s}",
+            pt.lateral_stretch
+        );
+    }
+    // The active curve peaks at the optimal length; the descending limb is reported.
+    let at = |l: f64, a: f64| {
+        curve
+            .points
+            .iter()
+            .find(|p| p.stretch == l && p.activation == a)
+            .unwrap()
+            .force_n
+    };
+    let active = |l: f64| at(l, 1.0) - at(l, 0.0);
+    assert!(active(1.0) > active(0.85) && active(1.0) > active(1.15));
+    assert!(active(1.3) < active(1.15), "descending limb");
+    assert!(at(0.7, 0.0) < 0.0, "compression is negative");
+}
+
+#[test]
+fn fvm_equals_fem_with_the_muscle_material() {
+    // Teran's FVM forces and the Total Lagrangian forces are the same sums in a
+    // different order: equal to 1e-12 of the largest force.
+    let mesh = isometric_block(&IsometricSetup::default());
+    let kernel = TetKernel::new(&mesh).unwrap();
+    let mut m = MuscleMaterial::uniform(
+        FibreParams::default(),
+        Vector3::new(1.0, 0.2, 0.1),
+        mesh.num_elements(),
+    );
+    m.activation = 0.7;
+    let u: Vec<f64> = (0..kernel.num_dofs())
+        .map(|i| 1.5e-3 * ((i as f64) * 0.37).sin())
+        .collect();
+    let (mut a, mut b) = (vec![0.0; u.len()], vec![0.0; u.len()]);
+    kernel.internal_forces(&m, &u, &mut a);
+    kernel.internal_forces_fvm(&m, &u, &mut b);
+    let scale = a.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+    assert!(scale > 1.0);
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x - y).abs() <= 1e-12 * scale, "{x} vs {y}");
+    }
+}
+
+#[test]
+fn assembled_stiffness_is_the_force_derivative() {
+    // Central differences of the assembled forces along random directions: h = 1e-8 m on
+    // 1 mm displacements gives truncation ~1e-10 relative; round-off of forces ~1e2 N at
+    // eps / h ~ 1e-8 relative; tolerance 1e-6 of the largest entry.
+    let mesh = isometric_block(&IsometricSetup::default());
+    let kernel = TetKernel::new(&mesh).unwrap();
+    let mut m = MuscleMaterial::uniform(
+        FibreParams::default(),
+        Vector3::new(1.0, 0.3, -0.2),
+        mesh.num_elements(),
+    );
+    m.activation = 1.0;
+    let n = kernel.num_dofs();
+    let u: Vec<f64> = (0..n).map(|i| 1e-3 * ((i as f64) * 0.91).cos()).collect();
+    let mut k = kernel.new_matrix();
+    kernel.tangent_stiffness(&m, &u, &mut k);
+    let h = 1e-8;
+    for dir in 0..3 {
+        let d: Vec<f64> = (0..n)
+            .map(|i| ((i * (dir + 2)) as f64 * 0.53).sin())
+            .collect();
+        let up: Vec<f64> = u.iter().zip(&d).map(|(a, b)| a + h * b).collect();
+        let um: Vec<f64> = u.iter().zip(&d).map(|(a, b)| a - h * b).collect();
+        let (mut fp, mut fm, mut kd) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        kernel.internal_forces(&m, &up, &mut fp);
+        kernel.internal_forces(&m, &um, &mut fm);
+        k.mul_vec(&d, &mut kd);
+        let scale = kd.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+        for i in 0..n {
+            let fd = (fp[i] - fm[i]) / (2.0 * h);
+            assert!(
+                (fd - kd[i]).abs() <= 1e-6 * scale,
+                "dof {i}: {fd} vs {}",
+                kd[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn inverted_tets_recover() {
+    // Crush the block's middle so that tets invert (the top nodes of the middle section
+    // mirrored through the bottom face), then relax it with both ends held: every tet
+    // must end with positive volume (here J > 0.5 after 10,000 steps; it reaches 0.15
+    // after 5,000), and the forces stay finite throughout.
+    let mesh = isometric_block(&IsometricSetup {
+        resolution: 1,
+        ..Default::default()
+    });
+    let kernel = TetKernel::new(&mesh).unwrap();
+    let m = MuscleMaterial::uniform(FibreParams::default(), Vector3::x(), mesh.num_elements());
+    let n = kernel.num_dofs();
+    let mut u = vec![0.0; n];
+    let mut fixed = vec![false; n];
+    for (i, p) in mesh.vertices.iter().enumerate() {
+        if p.x < 1e-9 || p.x > 0.04 - 1e-9 {
+            fixed[3 * i..3 * i + 3].iter_mut().for_each(|f| *f = true);
+        }
+        // Mirror the top of the middle section through the bottom: z -> -z.
+        if (p.x - 0.02).abs() < 1e-9 && p.z > 0.005 {
+            u[3 * i + 2] = -2.0 * p.z;
+        }
+    }
+    let volume = |u: &[f64], e: usize| kernel.deformation_gradient(e, u).determinant();
+    let inverted = (0..kernel.num_elements())
+        .filter(|&e| volume(&u, e) <= 0.0)
+        .count();
+    assert!(inverted > 0, "the crush must invert tets");
+    // Overdamped relaxation (gradient flow of the forces), each step moving no node
+    // more than 2 um: robust whatever the local stiffness, so the test isolates the
+    // material's restoring forces from an integrator's stability.
+    let mut f = vec![0.0; n];
+    for _ in 0..10_000 {
+        kernel.internal_forces(&m, &u, &mut f);
+        let fmax = (0..n)
+            .filter(|&d| !fixed[d])
+            .fold(0.0f64, |a, d| a.max(f[d].abs()));
+        assert!(fmax.is_finite());
+        let eta = (2e-6 / fmax).min(1e-9);
+        for d in 0..n {
+            if !fixed[d] {
+                u[d] -= eta * f[d];
+            }
+        }
+    }
+    let still = (0..kernel.num_elements())
+        .filter(|&e| volume(&u, e) <= 0.0)
+        .count();
+    assert_eq!(
+        still, 0,
+        "{still} of {inverted} inverted tets did not recover"
+    );
+    let worst = (0..kernel.num_elements())
+        .map(|e| volume(&u, e))
+        .fold(f64::INFINITY, f64::min);
+    assert!(worst > 0.5, "smallest J {worst}");
+}
