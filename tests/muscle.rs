@@ -182,3 +182,37 @@ fn inverted_tets_recover() {
         .fold(f64::INFINITY, f64::min);
     assert!(worst > 0.5, "smallest J {worst}");
 }
+
+#[test]
+fn activation_stiffens_the_fusiform_muscle_and_changes_its_volume_slightly() {
+    use haptics::mesh::fusiform::FusiformSpec;
+    use haptics::muscle::{contract, FusiformModel, MaterialFile};
+    let spec = FusiformSpec {
+        cells_radial: 4,
+        cells_axial: 16,
+        ..Default::default()
+    };
+    let mut model = FusiformModel::new(&spec, &MaterialFile::default()).unwrap();
+    let steps = contract(&mut model, &[0.0, 0.25, 0.5, 1.0], &NoProgress).unwrap();
+    eprintln!("{steps:#?}");
+    // At rest and passive, nothing moves.
+    assert!(steps[0].max_displacement < 1e-9 && steps[0].volume_change.abs() < 1e-9);
+    // Activated with both tendons held, the belly pulls taut: the transverse stiffness
+    // under a palpating finger rises with activation, monotonically.
+    for w in steps.windows(2) {
+        assert!(
+            w[1].palpation_stiffness > w[0].palpation_stiffness,
+            "{} N/m at {} vs {} N/m at {}",
+            w[1].palpation_stiffness,
+            w[1].activation,
+            w[0].palpation_stiffness,
+            w[0].activation
+        );
+    }
+    assert!(steps[3].palpation_stiffness > 2.0 * steps[0].palpation_stiffness);
+    // The compressible model's volume change under full activation: of the order of
+    // sigma_max / (3 kappa) = 1%, positive (the fibre stress's deviatoric projection
+    // pushes the volume term outward), and small.
+    let dv = steps[3].volume_change;
+    assert!(dv > 0.0 && dv < 0.02, "volume change {dv}");
+}

@@ -84,3 +84,60 @@ fn bad_material_and_activation_are_refused() {
         stderr(&out)
     );
 }
+
+#[test]
+fn mesh_writes_the_veg_fibres_and_bou_and_contract_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let veg = dir.path().join("m.veg");
+    let out = haptics(&[
+        "muscle",
+        "mesh",
+        "--cells-radial",
+        "3",
+        "--cells-axial",
+        "10",
+        "--out",
+        veg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // 4 x 4 x 11 nodes, 6 x 3 x 3 x 10 tets.
+    assert!(
+        stdout(&out).contains("176 nodes, 540 linear tets"),
+        "{}",
+        stdout(&out)
+    );
+    let mesh = haptics::mesh::read_veg(&veg).unwrap();
+    let fibres =
+        haptics::mesh::fibres::read_fibres(&dir.path().join("m.fibres"), Some(540)).unwrap();
+    assert_eq!(mesh.num_elements(), fibres.len());
+    assert!(dir.path().join("m.bou").exists());
+    let csv = dir.path().join("c.csv");
+    let out = haptics(&[
+        "muscle",
+        "contract",
+        "--cells-radial",
+        "3",
+        "--cells-axial",
+        "10",
+        "--activation",
+        "0,1",
+        "--out",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<f64>> = body
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert!(
+        rows[1][3] > 2.0 * rows[0][3],
+        "activation stiffens: {rows:?}"
+    );
+    assert!(
+        rows[1][1] > 0.0 && rows[1][1] < 0.02,
+        "volume change {rows:?}"
+    );
+}

@@ -7,10 +7,12 @@
 //! geometry in [`crate::mesh::fusiform`]; the reduced real-time muscle uses the optimized
 //! cubature of [`crate::reduction::cubature`]. docs/muscle.md is the user's guide.
 
+pub mod contract;
 pub mod isometric;
 pub mod material_file;
 pub mod statics;
 
+pub use contract::{contract, Contraction, FusiformModel};
 pub use isometric::{
     homogeneous_uniaxial, isometric_block, run_isometric, IsometricCurve, IsometricPoint,
     IsometricSetup,
@@ -64,6 +66,9 @@ pub enum MuscleError {
     /// A stretch that is not a positive finite number.
     #[error("stretch {0} is not a positive number")]
     Stretch(f64),
+    /// The muscle geometry could not be built.
+    #[error("fusiform muscle: {0}")]
+    Geometry(String),
     /// The mesh cannot be simulated.
     #[error("{0}")]
     Fem(#[from] FemError),

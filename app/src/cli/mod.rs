@@ -82,7 +82,8 @@ pub enum Command {
     /// distances, motions certified continuously) on an OMPL.app problem or a scene;
     /// writes an OMPL .path.
     Plan(plan::PlanArgs),
-    /// Active skeletal muscle: isometric tension-length experiments.
+    /// Active skeletal muscle: isometric tension-length curves, the NURBS fusiform
+    /// muscle mesh with its fibres, and its contraction with fixed tendons.
     Muscle(muscle::MuscleArgs),
 }
 

@@ -31,6 +31,94 @@ pub struct MuscleArgs {
 pub enum MuscleCommand {
     /// Isometric tension-length curves of a 40 x 10 x 10 mm block along its fibres.
     Isometric(IsometricArgs),
+    /// Tet-mesh the NURBS fusiform muscle: writes the .veg, its fibre field (.fibres) and
+    /// its fixed tendon ends (.bou).
+    Mesh(MeshArgs),
+    /// Activate the fusiform muscle with both tendons fixed: its volume change and the
+    /// stiffness felt when palpating the belly, per activation.
+    Contract(ContractArgs),
+}
+
+/// The fusiform muscle's shape and mesh resolution.
+#[derive(Debug, Clone, Args)]
+pub struct ShapeArgs {
+    /// Length from tendon end to tendon end (m).
+    #[arg(long, default_value_t = 0.08, value_parser = range::positive(10.0))]
+    pub length: f64,
+    /// Radius of the belly at mid-length (m).
+    #[arg(long, default_value_t = 0.012, value_parser = range::positive(10.0))]
+    pub belly_radius: f64,
+    /// Radius at both tendon ends (m), at most the belly radius.
+    #[arg(long, default_value_t = 0.004, value_parser = range::positive(10.0))]
+    pub tendon_radius: f64,
+    /// Fraction of the length that is tendon at each end, in (0, 0.5).
+    #[arg(long, default_value_t = 0.15, value_parser = range::real(0.001, 0.499))]
+    pub tendon_fraction: f64,
+    /// Cells across the section in each direction, 1 to 64.
+    #[arg(long, default_value_t = 6, value_parser = range::count(1, 64))]
+    pub cells_radial: usize,
+    /// Cells along the axis, 1 to 512.
+    #[arg(long, default_value_t = 24, value_parser = range::count(1, 512))]
+    pub cells_axial: usize,
+}
+
+impl ShapeArgs {
+    fn spec(&self) -> haptics::mesh::fusiform::FusiformSpec {
+        haptics::mesh::fusiform::FusiformSpec {
+            length: self.length,
+            belly_radius: self.belly_radius,
+            tendon_radius: self.tendon_radius,
+            tendon_fraction: self.tendon_fraction,
+            cells_radial: self.cells_radial,
+            cells_axial: self.cells_axial,
+            ..Default::default()
+        }
+    }
+}
+
+/// Arguments of `haptics muscle mesh`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  haptics muscle mesh --out muscle.veg      # also writes muscle.fibres and muscle.bou
+
+The solid is a trivariate NURBS: a rational biquadratic disc across (exact circles),
+a cubic B-spline along the axis whose control layers follow a spindle radius profile.
+Tets come from a structured grid in parameter space, six per cell; each tet's fibre is
+the solid's parametric direction along the belly at its centroid. Elements within
+--tendon-fraction of either end get the material \"tendon\", the rest \"muscle\".
+docs/muscle-geometry.md documents the .fibres format.")]
+pub struct MeshArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Output .veg; the .fibres and .bou files take its stem.
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+}
+
+/// Arguments of `haptics muscle contract`.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  haptics muscle contract --activation 0,0.25,0.5,0.75,1 --out contract.csv
+
+Both tendon end faces are held; each activation is solved by full Newton (sparse LU),
+continuing from the previous one. volume_change is V/V0 - 1: the compressible model
+swells slightly under activation (the deviatoric split projects part of the fibre
+stress onto the volume term). palpation_stiffness_n_per_m is |f|^2 / (f . K^-1 f) for a
+small force pressing down on the top of the belly's middle.")]
+pub struct ContractArgs {
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Activations in [0, 1], comma-separated, solved in this order.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.25,0.5,0.75,1")]
+    pub activation: Vec<f64>,
+    /// Material file (TOML: the muscle's keys at the top level, an optional [tendon]
+    /// table). Default: the built-in muscle and tendon.
+    #[arg(long)]
+    pub material: Option<PathBuf>,
+    /// Output CSV: activation,volume_change,max_displacement_m,
+    /// palpation_stiffness_n_per_m,newton_iterations.
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `haptics muscle isometric`.
@@ -75,6 +163,8 @@ pub struct IsometricArgs {
 pub fn run(args: &MuscleArgs) -> anyhow::Result<()> {
     match &args.command {
         MuscleCommand::Isometric(a) => run_isometric_cmd(a),
+        MuscleCommand::Mesh(a) => run_mesh(a),
+        MuscleCommand::Contract(a) => run_contract(a),
     }
 }
 
@@ -161,5 +251,67 @@ fn run_isometric_cmd(args: &IsometricArgs) -> anyhow::Result<()> {
         println!("plot: {}", png.display());
     }
     std::io::stdout().flush().ok();
+    Ok(())
+}
+
+fn run_mesh(args: &MeshArgs) -> anyhow::Result<()> {
+    let muscle = haptics::mesh::fusiform::fusiform_muscle(&args.shape.spec())?;
+    let files = muscle.write(&args.out)?;
+    let tendon = muscle
+        .mesh
+        .element_material
+        .iter()
+        .filter(|&&m| m == haptics::mesh::fusiform::TENDON_MATERIAL)
+        .count();
+    println!(
+        "fusiform muscle {} m long, belly radius {} m: {} nodes, {} linear tets ({} tendon)",
+        args.shape.length,
+        args.shape.belly_radius,
+        muscle.mesh.vertices.len(),
+        muscle.mesh.num_elements(),
+        tendon
+    );
+    println!(
+        "wrote {}, {} and {} ({} fixed end vertices)",
+        files.veg.display(),
+        files.fibres.display(),
+        files.bou.display(),
+        muscle.fixed_vertices().len()
+    );
+    Ok(())
+}
+
+fn run_contract(args: &ContractArgs) -> anyhow::Result<()> {
+    let mat = material(&args.material)?;
+    let mut model = haptics::muscle::FusiformModel::new(&args.shape.spec(), &mat)?;
+    println!(
+        "fusiform muscle: {} nodes, {} linear tets, rest volume {:.4e} m^3",
+        model.muscle.mesh.vertices.len(),
+        model.kernel.num_elements(),
+        model.rest_volume()
+    );
+    let steps = haptics::muscle::contract(&mut model, &args.activation, &Bars::new())?;
+    let mut csv = String::from(
+        "activation,volume_change,max_displacement_m,palpation_stiffness_n_per_m,newton_iterations\n",
+    );
+    println!("activation  volume change  max displacement  palpation stiffness");
+    for s in &steps {
+        println!(
+            "{:>10}  {:>+12.4}%  {:>13.3} mm  {:>14.1} N/m",
+            s.activation,
+            100.0 * s.volume_change,
+            1e3 * s.max_displacement,
+            s.palpation_stiffness
+        );
+        csv.push_str(&format!(
+            "{},{:.9e},{:.9e},{:.9e},{}\n",
+            s.activation, s.volume_change, s.max_displacement, s.palpation_stiffness, s.iterations
+        ));
+    }
+    if let Some(out) = &args.out {
+        haptics::io::write_bytes_atomic(out, csv.as_bytes())
+            .with_context(|| format!("{}: cannot write", out.display()))?;
+        println!("wrote {}", out.display());
+    }
     Ok(())
 }
