@@ -7,9 +7,14 @@
 //! A = (a1 + a4 alpha) I + (1 + a4 beta) K~(q1), solved by a dense Cholesky
 //! factorization in place. The step allocates nothing. A non-finite or exploding state
 //! is detected, the object is reset to rest (as Vega does), and the step reports it.
+//!
+//! The forces are any [`ReducedInternalForces`]: the cubic StVK polynomial
+//! ([`ReducedForces`], the default type parameter, so `ReducedNewmark` alone names the
+//! polynomial integrator) or optimized cubature
+//! ([`crate::reduction::cubature::CubatureForces`], any hyperelastic material).
 
 use super::newmark::{NewmarkCoefficients, NewmarkParams};
-use crate::reduction::evaluator::{EvalScratch, ReducedForces};
+use crate::reduction::evaluator::{ReducedForces, ReducedInternalForces};
 
 /// Settings of the reduced integrator.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,6 +36,9 @@ pub struct ReducedParams {
     /// Modes in use: coordinates `q_j` with `j >= active_modes` are held at zero (the
     /// interactive "number of modes" setting; values >= r use every mode).
     pub active_modes: usize,
+    /// Activation in [0, 1] of an active (muscle) force model, handed to it before each
+    /// step ([`ReducedInternalForces::set_activation`]); passive models ignore it.
+    pub activation: f64,
 }
 
 impl Default for ReducedParams {
@@ -43,6 +51,7 @@ impl Default for ReducedParams {
             divergence_limit: 1e6,
             material_scale: 1.0,
             active_modes: usize::MAX,
+            activation: 0.0,
         }
     }
 }
@@ -57,11 +66,12 @@ pub enum StepEvent {
     DivergedAndReset,
 }
 
-/// Reduced implicit Newmark integrator with preallocated buffers.
+/// Reduced implicit Newmark integrator with preallocated buffers, generic over the
+/// reduced force model (the cubic polynomial by default).
 #[derive(Debug, Clone)]
-pub struct ReducedNewmark {
+pub struct ReducedNewmark<F: ReducedInternalForces = ReducedForces> {
     /// Evaluator of the reduced internal forces R~(q) and tangent stiffness K~(q).
-    pub forces: ReducedForces,
+    pub forces: F,
     /// Integrator settings. The Newmark constants are computed from `params.newmark` in
     /// [`Self::new`]; changing it afterwards has no effect.
     pub params: ReducedParams,
@@ -78,14 +88,14 @@ pub struct ReducedNewmark {
     a: Vec<f64>,
     res: Vec<f64>,
     kv: Vec<f64>,
-    scratch: EvalScratch,
+    scratch: F::Scratch,
     /// Number of divergence resets so far.
     pub resets: usize,
 }
 
-impl ReducedNewmark {
+impl<F: ReducedInternalForces> ReducedNewmark<F> {
     /// An integrator at rest for `forces`, with every buffer sized to its r modes.
-    pub fn new(forces: ReducedForces, params: ReducedParams) -> Self {
+    pub fn new(forces: F, params: ReducedParams) -> Self {
         let r = forces.r();
         ReducedNewmark {
             coeffs: params.newmark.coefficients(),
@@ -127,6 +137,7 @@ impl ReducedNewmark {
         let r = self.r();
         let c = self.coeffs;
         let (alpha, beta) = (self.params.damping_mass, self.params.damping_stiffness);
+        self.forces.set_activation(self.params.activation);
         self.q0.copy_from_slice(&self.q);
         for _ in 0..self.params.newton_iterations.max(1) {
             self.forces
@@ -201,9 +212,14 @@ impl ReducedNewmark {
         StepEvent::DivergedAndReset
     }
 
-    /// Reduced potential energy W(q) = int_0^1 R~(t q) . q dt, exact by 2-point Gauss
-    /// (the integrand is a cubic in t). Allocates; for monitors and tests.
+    /// Reduced potential energy W(q): the force model's closed form where it has one
+    /// ([`ReducedInternalForces::energy`]), else W = int_0^1 R~(t q) . q dt by 2-point
+    /// Gauss, exact when the integrand is a cubic in t (the StVK polynomial, StVK
+    /// cubature). Allocates; for monitors and tests.
     pub fn potential_energy(&self, q: &[f64]) -> f64 {
+        if let Some(w) = self.forces.energy(q) {
+            return w;
+        }
         let r = self.r();
         let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
         let mut scratch = self.forces.scratch();

@@ -279,7 +279,7 @@ impl Kinematics {
             return None;
         }
         let f_inv_t = f.try_inverse()?.transpose();
-        let j13 = j.powf(-1.0 / 3.0);
+        let j13 = j.cbrt().recip();
         let j23 = j13 * j13;
         let fa = f * a;
         let lam = fa.norm();
@@ -334,6 +334,96 @@ fn first_pk_differential_exact(
     df: &Matrix3<f64>,
 ) -> Option<Matrix3<f64>> {
     let k = Kinematics::new(f, a)?;
+    let fib = p.fibre_derivatives(k.l, alpha);
+    Some(differential_with(p, &k, fib, a, f, df))
+}
+
+/// The 9x9 tangent dP/dF by the exact formulas (det F > 0 required), in closed form: a
+/// few rank-one terms and the operator dF -> F^-T dF^T F^-T, the same differentials as
+/// [`differential_with`] written as matrices (the test `tangent_matrix_equals_the_differentials`
+/// holds them equal). Index `3 j + i` is entry (i, j) (column-major `vec`).
+fn tangent_exact(
+    p: &FibreParams,
+    alpha: f64,
+    a: &Vector3<f64>,
+    f: &Matrix3<f64>,
+) -> Option<nalgebra::SMatrix<f64, 9, 9>> {
+    let k = Kinematics::new(f, a)?;
+    let h = &k.f_inv_t;
+    let vh = h.as_slice();
+    let mut t = nalgebra::SMatrix::<f64, 9, 9>::zeros();
+    // Coefficient of the operator T_inv[(a,b),(d,c)] = H_ac H_db (dF -> H dF^T H, so
+    // d(F^-T)[dF] = -T_inv dF): every multiple of it, collected.
+    let mut c_inv = -p.kappa * k.ln_j;
+    // Volumetric: kappa vec(H) vec(H)^T.
+    let mut rank1: Vec<(f64, [f64; 9], [f64; 9])> = Vec::with_capacity(6);
+    let v = |m: &Matrix3<f64>| -> [f64; 9] { std::array::from_fn(|i| m.as_slice()[i]) };
+    let vh9: [f64; 9] = std::array::from_fn(|i| vh[i]);
+    rank1.push((p.kappa, vh9, vh9));
+    // Isochoric: (mu/2) [-(4/3) j23 vec(F) vec(H)^T + 2 j23 I - (2/3) vec(H) vec(D1)^T
+    // + (2/3) I~1 (H dF^T H)].
+    let d1 = f * (2.0 * k.j23) - h * (2.0 / 3.0 * k.i1_bar);
+    let half_mu = 0.5 * p.mu;
+    rank1.push((-half_mu * 4.0 / 3.0 * k.j23, v(f), vh9));
+    rank1.push((-half_mu * 2.0 / 3.0, vh9, v(&d1)));
+    c_inv += half_mu * 2.0 / 3.0 * k.i1_bar;
+    let diag = half_mu * 2.0 * k.j23;
+    // Fibre: wff vec(Dl) vec(Dl)^T + wf [-(m/3) vec(L) vec(H)^T + m (A - vec(L) vec(L)^T / lam)
+    // - (1/3) vec(H) vec(Dl)^T - (l/3) (H dF^T H)], L = (F a) a^T / lam, A[dF] = dF a a^T / lam.
+    let mut fibre_a = 0.0;
+    if k.lam > 0.0 {
+        let (wf, wff) = p.fibre_derivatives(k.l, alpha);
+        let m = k.l / k.lam;
+        let big_l = k.fa * a.transpose() / k.lam;
+        let d_l = big_l * m - h * (k.l / 3.0);
+        rank1.push((wff, v(&d_l), v(&d_l)));
+        rank1.push((-wf * m / 3.0, v(&big_l), vh9));
+        rank1.push((-wf * m / k.lam, v(&big_l), v(&big_l)));
+        rank1.push((-wf / 3.0, vh9, v(&d_l)));
+        c_inv += wf * k.l / 3.0;
+        fibre_a = wf * m / k.lam;
+    }
+    for (c, x, y) in &rank1 {
+        for col in 0..9 {
+            let cy = c * y[col];
+            for row in 0..9 {
+                t[(row, col)] += x[row] * cy;
+            }
+        }
+    }
+    // T_inv: row (a, b) = 3b + a, column (d, c) = 3c + d: H_ac H_db.
+    for c in 0..3 {
+        for d in 0..3 {
+            let col = 3 * c + d;
+            for b in 0..3 {
+                for a2 in 0..3 {
+                    t[(3 * b + a2, col)] += c_inv * h[(a2, c)] * h[(d, b)];
+                }
+            }
+            // A[dF]_(r,s) = sum_c dF_rc a_c a_s / lam: for dF = E_dc, row (d, s).
+            if fibre_a != 0.0 {
+                for s2 in 0..3 {
+                    t[(3 * s2 + d, col)] += fibre_a * a[c] * a[s2];
+                }
+            }
+        }
+    }
+    for i in 0..9 {
+        t[(i, i)] += diag;
+    }
+    Some(t)
+}
+
+/// dP[dF] given the kinematics of F and (W_f', W_f'') at its fibre stretch.
+#[inline]
+fn differential_with(
+    p: &FibreParams,
+    k: &Kinematics,
+    (wf, wff): (f64, f64),
+    a: &Vector3<f64>,
+    f: &Matrix3<f64>,
+    df: &Matrix3<f64>,
+) -> Matrix3<f64> {
     let fit = &k.f_inv_t;
     let tr = fit.dot(df); // d ln J = F^-T : dF
     let d_fit = -(fit * df.transpose() * fit);
@@ -347,7 +437,6 @@ fn first_pk_differential_exact(
     let d_iso = d_d1 * (0.5 * p.mu);
     // Fibre: Dl = m Lambda - l/3 F^-T, Lambda = (F a) a^T / lam, m = J^(-1/3).
     let d_fib = if k.lam > 0.0 {
-        let (wf, wff) = p.fibre_derivatives(k.l, alpha);
         let m = k.l / k.lam;
         let big_l = k.fa * a.transpose() / k.lam;
         let d_l = big_l * m - fit * (k.l / 3.0);
@@ -360,7 +449,7 @@ fn first_pk_differential_exact(
     } else {
         Matrix3::zeros()
     };
-    Some(d_iso + d_fib + d_vol)
+    d_iso + d_fib + d_vol
 }
 
 /// Whether F's smallest singular value is certainly at least the threshold, from
@@ -503,6 +592,26 @@ impl TetMaterial for MuscleMaterial {
     fn first_pk_differential(&self, e: usize, f: &Matrix3<f64>, df: &Matrix3<f64>) -> Matrix3<f64> {
         let (p, alpha) = self.params(e);
         first_pk_differential(p, alpha, &self.fibres[e], f, df)
+    }
+    fn first_pk_tangent(&self, e: usize, f: &Matrix3<f64>) -> nalgebra::SMatrix<f64, 9, 9> {
+        let (p, alpha) = self.params(e);
+        let a = &self.fibres[e];
+        if certainly_uninverted(f) {
+            if let Some(t) = tangent_exact(p, alpha, a, f) {
+                return t;
+            }
+        }
+        // Near inversion: the nine clamped differentials.
+        let mut t = nalgebra::SMatrix::<f64, 9, 9>::zeros();
+        for j in 0..3 {
+            for i in 0..3 {
+                let mut d = Matrix3::zeros();
+                d[(i, j)] = 1.0;
+                let dp = first_pk_differential(p, alpha, a, f, &d);
+                t.column_mut(3 * j + i).copy_from_slice(dp.as_slice());
+            }
+        }
+        t
     }
     /// Clamps to [0, 1] (the caller validates user input with [`check_activation`]).
     fn set_activation(&mut self, alpha: f64) {
@@ -750,6 +859,27 @@ mod tests {
             kernel.internal_forces(&m, &u, &mut r);
             assert!(r.iter().all(|v| v.is_finite()));
             assert!(-r[11] > 100.0, "apex at z = {z}: force {}", -r[11]);
+        }
+    }
+
+    #[test]
+    fn tangent_matrix_equals_the_differentials() {
+        let mut m = MuscleMaterial::uniform(FibreParams::default(), fibre(), 1);
+        m.set_activation(0.6);
+        let f = sample_f(11, 0.2);
+        let t = m.first_pk_tangent(0, &f);
+        for j in 0..3 {
+            for i in 0..3 {
+                let mut d = Matrix3::zeros();
+                d[(i, j)] = 1.0;
+                let dp = m.first_pk_differential(0, &f, &d);
+                for c in 0..9 {
+                    assert!(
+                        (t[(c, 3 * j + i)] - dp.as_slice()[c]).abs()
+                            <= 1e-9 * dp.abs().max().max(1.0)
+                    );
+                }
+            }
         }
     }
 }

@@ -96,19 +96,36 @@ impl FusiformModel {
             .sigma_max
             .max(self.material.groups[0].mu)
             * self.rest_volume().powf(2.0 / 3.0);
-        let sol = solve_static(
-            &self.kernel,
-            &self.material,
-            &self.fixed,
-            u0.unwrap_or_else(|| vec![0.0; n]),
-            None,
-            StaticOptions {
-                max_iterations: 60,
-                tolerance: 1e-10 * scale,
-            },
-            &format!("fusiform muscle at activation {activation}"),
-        )?;
-        Ok((sol.u, sol.iterations))
+        // From rest, continuation in quarter steps of activation: Newton from rest straight
+        // to full activation stalls.
+        let (mut u, steps) = match u0 {
+            Some(u) => (u, 1),
+            None => (vec![0.0; n], (activation / 0.25).ceil().max(1.0) as usize),
+        };
+        let mut iterations = 0;
+        for s in 1..=steps {
+            let a = if steps == 1 {
+                activation
+            } else {
+                activation * s as f64 / steps as f64
+            };
+            self.material.activation = a;
+            let sol = solve_static(
+                &self.kernel,
+                &self.material,
+                &self.fixed,
+                u,
+                None,
+                StaticOptions {
+                    max_iterations: 60,
+                    tolerance: 1e-10 * scale,
+                },
+                &format!("fusiform muscle at activation {a}"),
+            )?;
+            u = sol.u;
+            iterations += sol.iterations;
+        }
+        Ok((u, iterations))
     }
 
     /// The vertices pressed by a palpation: the surface vertices within `radius` of the

@@ -10,6 +10,7 @@
 pub mod contract;
 pub mod isometric;
 pub mod material_file;
+pub mod reduced;
 pub mod statics;
 
 pub use contract::{contract, Contraction, FusiformModel};

@@ -345,6 +345,56 @@ impl ReducedForces {
     }
 }
 
+/// A reduced internal force model: R~(q) and its tangent stiffness K~(q) = dR~/dq, as
+/// [`crate::dynamics::ReducedNewmark`] steps them. Implemented by the cubic polynomial
+/// ([`ReducedForces`]) and by optimized cubature
+/// ([`super::cubature::CubatureForces`]).
+pub trait ReducedInternalForces {
+    /// Preallocated buffers of one evaluation.
+    type Scratch: Clone + std::fmt::Debug + Send;
+    /// Number of reduced coordinates r.
+    fn r(&self) -> usize;
+    /// Buffers for [`Self::evaluate`].
+    fn scratch(&self) -> Self::Scratch;
+    /// R~(q) into `force` (length r) and K~(q) into `stiffness` (r x r column-major).
+    /// Must not allocate.
+    fn evaluate(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut Self::Scratch,
+    );
+    /// The reduced strain energy W(q) where the model has it in closed form; `None`
+    /// (the default) lets the caller integrate R~ along the ray from rest.
+    fn energy(&self, _q: &[f64]) -> Option<f64> {
+        None
+    }
+    /// Sets the run-time activation in [0, 1] of an active material (the muscle's);
+    /// passive models ignore it. Called by the integrator before each step; must not
+    /// allocate.
+    fn set_activation(&mut self, _alpha: f64) {}
+}
+
+impl ReducedInternalForces for ReducedForces {
+    type Scratch = EvalScratch;
+    fn r(&self) -> usize {
+        ReducedForces::r(self)
+    }
+    fn scratch(&self) -> EvalScratch {
+        ReducedForces::scratch(self)
+    }
+    fn evaluate(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut EvalScratch,
+    ) {
+        ReducedForces::evaluate(self, q, force, stiffness, scratch)
+    }
+}
+
 /// Buffers of one evaluation.
 #[derive(Debug, Clone)]
 pub struct EvalScratch {

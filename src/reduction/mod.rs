@@ -1,13 +1,17 @@
 //! Model reduction: reduced bases and the cubic reduced StVK force polynomials (thesis
-//! Ch. 2), and Vega FEM interoperability for bases and polynomials.
+//! Ch. 2), optimized cubature for reduced forces of any hyperelastic material (An, Kim
+//! and James 2008), and Vega FEM interoperability for bases and polynomials.
 
 pub mod bake;
 pub mod basis;
+pub mod cubature;
 pub mod evaluator;
 pub mod modes;
 pub mod polynomial;
 pub mod precompute;
 pub mod vega;
 
+pub use cubature::{CubatureForces, CubatureOptions, CubatureReport};
+pub use evaluator::ReducedInternalForces;
 pub use polynomial::CubicPolynomial;
 pub use precompute::{reduced_polynomial, MaterialGroupPolynomials, PrecomputeTimings};

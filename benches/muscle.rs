@@ -1,0 +1,76 @@
+//! The reduced muscle at r = 20 (`src/muscle/reduced.rs`): the default fusiform muscle
+//! (6 x 6 x 24 cells, 5,184 tets, both tendon ends fixed), its basis (linear modes and
+//! modal derivatives of the passive tangent, palpation snapshots, contracted shapes), its
+//! optimized cubature trained over activations [0, 1], and one reduced implicit Newmark
+//! step (dt = 1 ms, one Newton iteration) at activation 0.5 under a palpation-sized load.
+//! Single thread; the basis and the training run before the timed loop.
+//!
+//! - `muscle/step/20`: one reduced step (cubature force and stiffness, 20 x 20 solve).
+//! - `muscle/eval/20`: the cubature force and stiffness alone.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
+use haptics::mesh::fusiform::FusiformSpec;
+use haptics::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
+use haptics::muscle::{FusiformModel, MaterialFile};
+
+fn bench(c: &mut Criterion) {
+    faer::set_global_parallelism(faer::Par::Seq);
+    let model = FusiformModel::new(&FusiformSpec::default(), &MaterialFile::default())
+        .expect("fusiform muscle");
+    let t0 = std::time::Instant::now();
+    let basis = muscle_basis(
+        &model.muscle.mesh,
+        &model.kernel,
+        &model.material,
+        &model.fixed,
+        &MuscleBasisOptions::default(),
+    )
+    .expect("basis");
+    let t1 = std::time::Instant::now();
+    let (cub, report) =
+        muscle_cubature(&model.kernel, &model.material, &basis, 1).expect("cubature");
+    eprintln!(
+        "muscle: {} tets; basis {:.1} s, cubature {:.1} s: {} points, held-out force error mean {:.2}% max {:.2}%",
+        model.kernel.num_elements(),
+        (t1 - t0).as_secs_f64(),
+        t1.elapsed().as_secs_f64(),
+        report.points,
+        100.0 * report.held_out.mean,
+        100.0 * report.held_out.max
+    );
+    let r = basis.u.ncols();
+    let mut group = c.benchmark_group("muscle");
+    let q: Vec<f64> = (0..r).map(|i| 1e-4 * ((i as f64) * 0.7).sin()).collect();
+    let mut eval = cub.clone();
+    eval.set_activation(0.5);
+    let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+    let mut scratch = eval.scratch();
+    group.bench_function("eval/20", |b| {
+        b.iter(|| eval.evaluate(std::hint::black_box(&q), &mut f, &mut k, &mut scratch))
+    });
+    let params = ReducedParams {
+        newmark: NewmarkParams::average_acceleration(1e-3),
+        damping_stiffness: 0.01,
+        activation: 0.5,
+        ..ReducedParams::default()
+    };
+    let mut sim = ReducedNewmark::new(cub, params);
+    let mut step = 0u64;
+    let mut load = vec![0.0; r];
+    group.bench_function("step/20", |b| {
+        b.iter(|| {
+            step += 1;
+            load[0] = 1e-3 * (1e-3 * step as f64).sin();
+            sim.step(std::hint::black_box(&load))
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(50);
+    targets = bench
+}
+criterion_main!(benches);

@@ -1,0 +1,381 @@
+//! The reduced muscle for the 1 kHz loop: a basis of linear modes and modal derivatives
+//! of the muscle's own rest tangent (Barbic 2007, 2.5-2.6; the derivatives by central
+//! differences of the tangent, since the fibre law has no closed-form Hessian), and its
+//! internal forces by optimized cubature (An, Kim and James 2008,
+//! [`crate::reduction::cubature`]) trained over the whole activation range, so that the
+//! activation is a run-time input.
+//!
+//! Palpation is local: a finger pressed on the relaxed belly dents it over about its
+//! radius, which no handful of global modes spans (the modes-only basis came out 4.5x too
+//! stiff under the palpation load). So the basis also holds load-dependent Ritz vectors
+//! (Wilson, Yuan and Dickens 1982): the static responses K0^-1 f of the passive muscle to
+//! unit loads pressed on the belly's surface at [`MuscleBasisOptions::palpation_sites`],
+//! mass-orthonormalized against the PCA of the modes and derivatives.
+//!
+//! Why the muscle's own tangent and not an StVK proxy: the muscle is nearly
+//! incompressible (kappa / mu = 10^4); modes of a compressible proxy change volume, and
+//! the bulk modulus then locks them, so the reduced muscle would be far stiffer than the
+//! full one.
+
+use nalgebra::{DMatrix, DVector};
+
+use super::statics::{solve_static, StaticOptions, StaticSolution};
+use super::MuscleError;
+use crate::fem::muscle::MuscleMaterial;
+use crate::fem::{FemModel, FreeDofSolver, MassKind, MaterialLaw, TetKernel, TetMaterial};
+use crate::mesh::VolumeMesh;
+use crate::reduction::basis::{mass_pca, scaled_modes_and_derivatives};
+use crate::reduction::cubature::{train_cubature, CubatureForces, CubatureOptions, CubatureReport};
+use crate::reduction::modes::{linear_modes, ModesOptions};
+
+/// Settings of [`muscle_basis`].
+#[derive(Debug, Clone)]
+pub struct MuscleBasisOptions {
+    /// Linear modes k.
+    pub linear_modes: usize,
+    /// Basis size r: the mass-PCA of the modes and their derivatives fills what the
+    /// palpation responses leave.
+    pub r: usize,
+    /// Where static palpation responses join the basis: (axial fraction of the length,
+    /// angle around the axis from +z in radians); each loads the surface vertex nearest
+    /// that point along the inward normal.
+    pub palpation_sites: Vec<(f64, f64)>,
+    /// (activation, total load in N) of the nonlinear palpation snapshots per site.
+    pub snapshot_loads: Vec<(f64, f64)>,
+}
+
+impl Default for MuscleBasisOptions {
+    fn default() -> Self {
+        let third = std::f64::consts::FRAC_PI_3;
+        let sites = vec![
+            (0.4, 0.0),
+            (0.5, 0.0),
+            (0.6, 0.0),
+            (0.5, -third),
+            (0.5, third),
+        ];
+        MuscleBasisOptions {
+            linear_modes: 10,
+            r: 20,
+            palpation_sites: sites,
+            snapshot_loads: vec![(0.0, 0.02), (1.0, 0.5)],
+        }
+    }
+}
+
+/// A reduced muscle basis with its mass matrix.
+pub struct MuscleBasis {
+    /// Mass-orthonormal basis U (3n x r), zero on fixed dofs.
+    pub u: DMatrix<f64>,
+    /// Natural frequencies of the linear modes (Hz), passive.
+    pub frequencies_hz: Vec<f64>,
+    /// Mass-weighted variance kept by the PCA.
+    pub variance_kept: f64,
+    /// Full-space states the muscle is known to visit, with their activation: its
+    /// contracted equilibria and the palpation snapshots. [`muscle_cubature`] adds them
+    /// to its training poses.
+    pub training_states: Vec<(Vec<f64>, f64)>,
+    /// The unloaded full-space equilibria at activations 0, 0.25, ..., 1 (ascending), for
+    /// the equilibrium correction of [`MuscleForces`].
+    pub equilibria: Vec<(Vec<f64>, f64)>,
+}
+
+/// Linear modes of the passive muscle's rest tangent and their modal derivatives, by
+/// mass-PCA to r columns.
+pub fn muscle_basis(
+    mesh: &VolumeMesh,
+    kernel: &TetKernel,
+    material: &MuscleMaterial,
+    fixed: &[bool],
+    opts: &MuscleBasisOptions,
+) -> Result<MuscleBasis, MuscleError> {
+    let mut passive = material.clone();
+    passive.set_activation(0.0);
+    let n = kernel.num_dofs();
+    let zero = vec![0.0; n];
+    let mut k0 = kernel.new_matrix();
+    kernel.tangent_stiffness(&passive, &zero, &mut k0);
+    let fem = FemModel::new(mesh, MaterialLaw::Linear)?;
+    let m = fem.mass_matrix(MassKind::Consistent);
+    let modes = linear_modes(
+        &k0,
+        &m,
+        fixed,
+        &kernel.rest,
+        &ModesOptions {
+            count: opts.linear_modes,
+            unconstrained: false,
+            tolerance: 1e-10,
+        },
+    )
+    .map_err(|e| MuscleError::Geometry(format!("linear modes: {e}")))?;
+    let phi = &modes.vectors;
+    let k = phi.ncols();
+    // H(phi_i, phi_j) = dK/du[phi_j] phi_i by central differences of the tangent, with
+    // the step scaled so the largest nodal displacement is 1e-6 of the mesh size
+    // (truncation ~1e-12 relative, round-off ~eps / 1e-6 = 2e-10).
+    let size = {
+        let b = crate::mesh::Aabb::from_points(&kernel.rest);
+        (b.max - b.min).norm()
+    };
+    let mut solver = FreeDofSolver::new(&k0, fixed).map_err(|source| MuscleError::Solve {
+        case: "muscle basis".into(),
+        source,
+    })?;
+    solver.factor(&k0).map_err(|source| MuscleError::Solve {
+        case: "muscle basis".into(),
+        source,
+    })?;
+    let mut derivatives = vec![DVector::zeros(n); k * (k + 1) / 2];
+    let (mut kp, mut km) = (kernel.new_matrix(), kernel.new_matrix());
+    let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+    for j in 0..k {
+        let col = phi.column(j);
+        let amax = col
+            .iter()
+            .fold(0.0f64, |s, v| s.max(v.abs()))
+            .max(f64::MIN_POSITIVE);
+        let h = 1e-6 * size / amax;
+        let up: Vec<f64> = col.iter().map(|v| h * v).collect();
+        let um: Vec<f64> = col.iter().map(|v| -h * v).collect();
+        kernel.tangent_stiffness(&passive, &up, &mut kp);
+        kernel.tangent_stiffness(&passive, &um, &mut km);
+        for i in 0..=j {
+            kp.mul_vec(phi.column(i).as_slice(), &mut a);
+            km.mul_vec(phi.column(i).as_slice(), &mut b);
+            let rhs: Vec<f64> = a
+                .iter()
+                .zip(&b)
+                .map(|(p, q)| -(p - q) / (2.0 * h))
+                .collect();
+            let mut x = vec![0.0; n];
+            solver.solve(&rhs, &mut x);
+            // Packed (i <= j) order: row i, column j.
+            let idx = i * k - i * (i + 1) / 2 + j;
+            derivatives[idx] = DVector::from_vec(x);
+        }
+    }
+    let y = scaled_modes_and_derivatives(&modes.eigenvalues, phi, &derivatives);
+    // Each site adds one nonlinear snapshot per (activation, load).
+    let per = opts.snapshot_loads.len();
+    // The unloaded equilibria the snapshots start from.
+    let mut equilibria = Vec::new();
+    let mut contracted: Vec<Vec<f64>> = Vec::new();
+    let mut states: Vec<(Vec<f64>, f64)> = Vec::new();
+    // Unloaded equilibria by activation, from rest: the equilibrium correction's table.
+    let mut equilibria_table: Vec<(Vec<f64>, f64)> = vec![(vec![0.0; n], 0.0)];
+    for &(alpha, _) in &opts.snapshot_loads {
+        // Continuation in activation (quarter steps): Newton from rest straight to full
+        // activation stalls.
+        let mut state = vec![0.0; n];
+        let steps = (alpha / 0.25).ceil().max(1.0) as usize;
+        for s in 1..=steps {
+            let mut mat = material.clone();
+            mat.set_activation(alpha * s as f64 / steps as f64);
+            let scale = mat.groups[0].sigma_max.max(mat.groups[0].mu) * size * size;
+            state = solve_static(
+                kernel,
+                &mat,
+                fixed,
+                state,
+                None,
+                StaticOptions {
+                    max_iterations: 60,
+                    tolerance: 1e-10 * scale,
+                },
+                "activated equilibrium",
+            )?
+            .u;
+            // The contracted shapes themselves join the basis (at half and full
+            // activation): without them the reduced muscle cannot reach its activated
+            // equilibrium, an 8 mm contraction.
+            let a = alpha * s as f64 / steps as f64;
+            if (a - 0.5).abs() < 1e-9 || (a - 1.0).abs() < 1e-9 {
+                contracted.push(state.clone());
+            }
+            states.push((state.clone(), a));
+            if !equilibria_table
+                .iter()
+                .any(|(_, b): &(Vec<f64>, f64)| (b - a).abs() < 1e-12)
+            {
+                equilibria_table.push((state.clone(), a));
+            }
+        }
+        let sol = StaticSolution {
+            u: state,
+            forces: Vec::new(),
+            iterations: 0,
+            residual: 0.0,
+        };
+        equilibria.push(sol.u);
+    }
+    let sites = opts
+        .palpation_sites
+        .len()
+        .min(opts.r.saturating_sub(2 + contracted.len()) / per.max(1));
+    let extra = contracted.len();
+    let (pca, variance_kept) = mass_pca(&m, &y, opts.r - per * sites - extra)
+        .map_err(|e| MuscleError::Geometry(format!("mass-PCA: {e}")))?;
+    // Palpation responses, mass-orthonormalized against the PCA columns and each other
+    // (two Gram-Schmidt passes).
+    let x0 = kernel
+        .rest
+        .iter()
+        .map(|p| p.x)
+        .fold(f64::INFINITY, f64::min);
+    let x1 = kernel
+        .rest
+        .iter()
+        .map(|p| p.x)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let rmax = kernel
+        .rest
+        .iter()
+        .map(|p| p.y.hypot(p.z))
+        .fold(0.0, f64::max);
+    let mut u = DMatrix::zeros(n, pca.ncols() + per * sites + extra);
+    u.columns_mut(0, pca.ncols()).copy_from(&pca);
+    let mut mu = vec![0.0; n];
+    for (c, &(s, angle)) in opts.palpation_sites[..sites].iter().enumerate() {
+        let target =
+            nalgebra::Point3::new(x0 + s * (x1 - x0), -rmax * angle.sin(), rmax * angle.cos());
+        // The surface patch within a quarter of the belly radius of the nearest free
+        // vertex, loaded inward (a fingertip, as [`super::FusiformModel::palpation_vertices`]
+        // presses).
+        let v0 = (0..kernel.rest.len())
+            .filter(|&v| !fixed[3 * v])
+            .min_by(|&a, &b| {
+                (kernel.rest[a] - target)
+                    .norm()
+                    .total_cmp(&(kernel.rest[b] - target).norm())
+            })
+            .unwrap_or(0);
+        let centre = kernel.rest[v0];
+        let patch: Vec<usize> = (0..kernel.rest.len())
+            .filter(|&v| !fixed[3 * v] && (kernel.rest[v] - centre).norm() <= 0.25 * rmax)
+            .collect();
+        let inward = -nalgebra::Vector3::new(0.0, centre.y, centre.z)
+            .try_normalize(1e-12)
+            .unwrap_or(nalgebra::Vector3::z());
+        let mut f = vec![0.0; n];
+        for &v in &patch {
+            for k in 0..3 {
+                f[3 * v + k] = inward[k] / patch.len() as f64;
+            }
+        }
+        // Nonlinear snapshots at this site: the full static response to the palpation
+        // load (opts.snapshot_loads) of the passive and the fully active muscle, each from
+        // its unloaded equilibrium. The fibre law has a kink at the rest stretch (the
+        // passive curve starts at x = 1), so even small presses respond unlike K0^-1 f.
+        let mut snaps = Vec::new();
+        for (state, &(alpha, load)) in equilibria.iter().zip(&opts.snapshot_loads) {
+            let mut mat = material.clone();
+            mat.set_activation(alpha);
+            let fl: Vec<f64> = f.iter().map(|v| v * load).collect();
+            let sol = solve_static(
+                kernel,
+                &mat,
+                fixed,
+                state.clone(),
+                Some(&fl),
+                StaticOptions {
+                    max_iterations: 60,
+                    tolerance: 1e-9 * load,
+                },
+                "palpation snapshot",
+            )?;
+            states.push((sol.u.clone(), alpha));
+            snaps.push(
+                sol.u
+                    .iter()
+                    .zip(state)
+                    .map(|(a, b)| a - b)
+                    .collect::<Vec<f64>>(),
+            );
+        }
+        for (k, vec) in snaps.into_iter().enumerate() {
+            append_orthonormal(&mut u, pca.ncols() + per * c + k, vec, &m, &mut mu);
+        }
+    }
+    for (i, vec) in contracted.into_iter().enumerate() {
+        append_orthonormal(&mut u, pca.ncols() + per * sites + i, vec, &m, &mut mu);
+    }
+    equilibria_table.sort_by(|a, b| a.1.total_cmp(&b.1));
+    Ok(MuscleBasis {
+        equilibria: equilibria_table,
+        training_states: states,
+        u,
+        frequencies_hz: modes.frequencies_hz(),
+        variance_kept,
+    })
+}
+
+/// Sets column `col` of `u` to `vec` mass-orthonormalized against the columns before it
+/// (two Gram-Schmidt passes, as [`mass_pca`] does).
+fn append_orthonormal(
+    u: &mut DMatrix<f64>,
+    col: usize,
+    vec: Vec<f64>,
+    m: &crate::fem::BlockSparseMatrix,
+    mu: &mut [f64],
+) {
+    u.set_column(col, &DVector::from_vec(vec));
+    for _ in 0..2 {
+        m.mul_vec(u.column(col).as_slice(), mu);
+        for p in 0..col {
+            let d: f64 = u.column(p).iter().zip(mu.iter()).map(|(a, b)| a * b).sum();
+            let col_p = u.column(p).into_owned();
+            u.column_mut(col).axpy(-d, &col_p, 1.0);
+        }
+    }
+    m.mul_vec(u.column(col).as_slice(), mu);
+    let nrm: f64 = u
+        .column(col)
+        .iter()
+        .zip(mu.iter())
+        .map(|(a, b)| a * b)
+        .sum::<f64>()
+        .sqrt();
+    u.column_mut(col).scale_mut(1.0 / nrm);
+}
+
+/// The cubature settings of [`muscle_cubature`] (without its extra poses): training over
+/// activations [0, 1], the default 2% tolerance. Scenes key their cache with it.
+pub fn muscle_cubature_options(seed: u64) -> CubatureOptions {
+    CubatureOptions {
+        activation: Some((0.0, 1.0)),
+        seed,
+        ..Default::default()
+    }
+}
+
+/// Trains the muscle's cubature on `basis.u` over activations [0, 1]: random poses
+/// around rest plus the basis's training states (projected, q = (U^T U)^-1 U^T u).
+pub fn muscle_cubature(
+    kernel: &TetKernel,
+    material: &MuscleMaterial,
+    basis: &MuscleBasis,
+    seed: u64,
+) -> Result<(CubatureForces<MuscleMaterial>, CubatureReport), MuscleError> {
+    let u = &basis.u;
+    let gram = (u.transpose() * u)
+        .cholesky()
+        .ok_or_else(|| MuscleError::Geometry("cubature: the basis columns are dependent".into()))?;
+    // Each state scaled by 0.7 and 1.3: the states themselves are equilibria whose
+    // internal force is (near) zero or the palpation load, so their rows would be
+    // normalized by a tiny norm; their neighbourhood is what the fit needs.
+    let extra_poses: Vec<(Vec<f64>, Option<f64>)> = basis
+        .training_states
+        .iter()
+        .flat_map(|(state, a)| {
+            let q = gram.solve(&(u.transpose() * DVector::from_column_slice(state)));
+            [0.7, 1.3].map(|s| ((&q * s).as_slice().to_vec(), Some(*a)))
+        })
+        .collect();
+    let opts = CubatureOptions {
+        extra_poses,
+        ..muscle_cubature_options(seed)
+    };
+    train_cubature(kernel, material.clone(), u, &opts)
+        .map_err(|e| MuscleError::Geometry(format!("cubature: {e}")))
+}
