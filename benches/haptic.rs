@@ -37,7 +37,7 @@ fn bridge_under_hoses() -> Scene {
     let shell = shell_from(&bridge_ps, Some(modes));
     let r = model.basis.ncols();
     let dynamics = ReducedNewmark::new(
-        ReducedForces::new(&model.polynomial, r).unwrap(),
+        haptics::dynamics::ObjectForces::from(ReducedForces::new(&model.polynomial, r).unwrap()),
         ReducedParams {
             damping_stiffness: 0.01,
             ..ReducedParams::default()

@@ -430,6 +430,7 @@ fn shipped_scenes_parse() {
             "bridge-probe",
             "hose-disassembly",
             "hoses-gap",
+            "muscle-palpate",
             "peg-shaft"
         ]
     );

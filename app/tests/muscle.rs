@@ -111,6 +111,12 @@ fn mesh_writes_the_veg_fibres_and_bou_and_contract_reports() {
         haptics::mesh::fibres::read_fibres(&dir.path().join("m.fibres"), Some(540)).unwrap();
     assert_eq!(mesh.num_elements(), fibres.len());
     assert!(dir.path().join("m.bou").exists());
+    let surface = haptics::mesh::read_obj(&dir.path().join("m.obj")).unwrap();
+    assert_eq!(
+        surface.boundary_and_nonmanifold_edges(),
+        (0, 0),
+        "closed surface"
+    );
     let csv = dir.path().join("c.csv");
     let out = haptics(&[
         "muscle",

@@ -16,7 +16,10 @@
 //!
 //! optionally followed by the six columns `fx,fy,fz,tx,ty,tz` (the force in N and torque in
 //! N·m that was sent to the device after that sample; written by recorders that log the
-//! rendered output, ignored on replay). Columns:
+//! rendered output, ignored on replay), and optionally, last, the column `activation`: a
+//! scalar control input in [0, 1] that the user set alongside the stylus (a slider or a
+//! pedal; the muscle scenes read it as the muscle's activation, so a recorded palpation
+//! with an activation ramp replays as one). Columns:
 //!
 //! | column | unit | meaning |
 //! |---|---|---|
@@ -26,6 +29,7 @@
 //! | `buttons` | bitmask | unsigned decimal integer, bit i = button i |
 //! | `fx, fy, fz` | N | optional: force sent |
 //! | `tx, ty, tz` | N·m | optional: torque sent |
+//! | `activation` | 1 | optional, last: control input in [0, 1] |
 //!
 //! Every number must be finite. The writer prints the shortest decimal that reads back to
 //! the same `f64`, so a write/read round trip is exact.
@@ -46,6 +50,8 @@ pub const COLUMNS: [&str; 9] = [
 ];
 /// The optional wrench columns, in order, after [`COLUMNS`].
 pub const WRENCH_COLUMNS: [&str; 6] = ["fx", "fy", "fz", "tx", "ty", "tz"];
+/// The optional control-input column, last when present.
+pub const ACTIVATION_COLUMN: &str = "activation";
 /// Largest accepted |‖q‖ − 1| for a stored quaternion.
 pub const QUATERNION_NORM_TOLERANCE: f64 = 1e-3;
 
@@ -77,13 +83,16 @@ impl From<DeviceSample> for TrajectorySample {
     }
 }
 
-/// A recording: samples, and the wrenches sent after each one when the file has them.
+/// A recording: samples, the wrenches sent after each one when the file has them, and
+/// the control input (activation) per sample when the file has it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Trajectory {
     /// Samples in time order.
     pub samples: Vec<TrajectorySample>,
     /// One wrench per sample, or empty when not recorded.
     pub wrenches: Vec<Wrench>,
+    /// One control input in [0, 1] per sample (column `activation`), or empty.
+    pub activation: Vec<f64>,
 }
 
 /// Why a trajectory could not be read or written.
@@ -222,21 +231,24 @@ pub fn parse_trajectory(bytes: &[u8], path: &Path) -> Result<Trajectory, Traject
             path: path.to_path_buf(),
         });
     };
-    let with_wrench = parse_header(header).map_err(|(column, found)| TrajectoryError::Header {
-        path: path.to_path_buf(),
-        line: hline,
-        column,
-        expected: format!(
-            "{} (optionally followed by ,{})",
-            COLUMNS.join(","),
-            WRENCH_COLUMNS.join(",")
-        ),
-        found,
-    })?;
-    let ncol = COLUMNS.len() + if with_wrench { WRENCH_COLUMNS.len() } else { 0 };
+    let (with_wrench, with_activation) =
+        parse_header(header).map_err(|(column, found)| TrajectoryError::Header {
+            path: path.to_path_buf(),
+            line: hline,
+            column,
+            expected: format!(
+                "{} (optionally followed by ,{}; optionally ending with ,{ACTIVATION_COLUMN})",
+                COLUMNS.join(","),
+                WRENCH_COLUMNS.join(",")
+            ),
+            found,
+        })?;
+    let ncol = COLUMNS.len()
+        + if with_wrench { WRENCH_COLUMNS.len() } else { 0 }
+        + usize::from(with_activation);
     let mut out = Trajectory::default();
     let mut prev_time: Option<f64> = None;
-    let mut fields = [0.0f64; 15];
+    let mut fields = [0.0f64; 16];
     for (line, text) in lines {
         let found = text.split(',').count();
         if found != ncol {
@@ -250,7 +262,11 @@ pub fn parse_trajectory(bytes: &[u8], path: &Path) -> Result<Trajectory, Traject
         let mut buttons = 0u32;
         for (i, raw) in text.split(',').enumerate() {
             let raw = raw.trim();
-            let name = column_name(i);
+            let name = if with_activation && i + 1 == ncol {
+                ACTIVATION_COLUMN
+            } else {
+                column_name(i)
+            };
             if i == 8 {
                 buttons = raw.parse::<u32>().map_err(|_| TrajectoryError::Value {
                     path: path.to_path_buf(),
@@ -276,6 +292,16 @@ pub fn parse_trajectory(bytes: &[u8], path: &Path) -> Result<Trajectory, Traject
                     line,
                     column: i + 1,
                     name,
+                    found: excerpt(raw),
+                });
+            }
+            if name == ACTIVATION_COLUMN && !(0.0..=1.0).contains(&v) {
+                return Err(TrajectoryError::Value {
+                    path: path.to_path_buf(),
+                    line,
+                    column: i + 1,
+                    name,
+                    expected: "a control input in [0, 1]",
                     found: excerpt(raw),
                 });
             }
@@ -314,6 +340,9 @@ pub fn parse_trajectory(bytes: &[u8], path: &Path) -> Result<Trajectory, Traject
                 Vector3::new(fields[12], fields[13], fields[14]),
             ));
         }
+        if with_activation {
+            out.activation.push(fields[ncol - 1]);
+        }
     }
     Ok(out)
 }
@@ -327,10 +356,14 @@ fn column_name(i: usize) -> &'static str {
         .unwrap_or("?")
 }
 
-/// Checks a header line; Ok(true) when it has the wrench columns. On error: the 1-based
+/// Checks a header line; Ok((wrench columns, activation column)). On error: the 1-based
 /// column and what was found there.
-fn parse_header(line: &str) -> Result<bool, (usize, String)> {
-    let names: Vec<&str> = line.split(',').map(str::trim).collect();
+fn parse_header(line: &str) -> Result<(bool, bool), (usize, String)> {
+    let mut names: Vec<&str> = line.split(',').map(str::trim).collect();
+    let with_activation = names.last() == Some(&ACTIVATION_COLUMN);
+    if with_activation {
+        names.pop();
+    }
     let all: Vec<&str> = COLUMNS
         .iter()
         .chain(WRENCH_COLUMNS.iter())
@@ -342,8 +375,8 @@ fn parse_header(line: &str) -> Result<bool, (usize, String)> {
         }
     }
     match names.len() {
-        9 => Ok(false),
-        15 => Ok(true),
+        9 => Ok((false, with_activation)),
+        15 => Ok((true, with_activation)),
         n => Err((n + 1, "end of line".to_string())),
     }
 }
@@ -352,28 +385,68 @@ fn parse_header(line: &str) -> Result<bool, (usize, String)> {
 pub struct TrajectoryWriter<W: Write> {
     w: W,
     with_wrench: bool,
+    with_activation: bool,
     prev_time: Option<f64>,
 }
 
 impl<W: Write> TrajectoryWriter<W> {
     /// Starts a file: writes the header (with the wrench columns when `with_wrench`).
-    pub fn new(mut w: W, with_wrench: bool) -> std::io::Result<Self> {
+    pub fn new(w: W, with_wrench: bool) -> std::io::Result<Self> {
+        Self::with_columns(w, with_wrench, false)
+    }
+
+    /// Starts a file with the wrench columns and/or the activation column.
+    pub fn with_columns(
+        mut w: W,
+        with_wrench: bool,
+        with_activation: bool,
+    ) -> std::io::Result<Self> {
         write!(w, "{}", COLUMNS.join(","))?;
         if with_wrench {
             write!(w, ",{}", WRENCH_COLUMNS.join(","))?;
+        }
+        if with_activation {
+            write!(w, ",{ACTIVATION_COLUMN}")?;
         }
         writeln!(w)?;
         Ok(Self {
             w,
             with_wrench,
+            with_activation,
             prev_time: None,
         })
+    }
+
+    /// [`Self::write`] with the activation column's value (`None` writes 0; ignored when
+    /// the file has no activation column).
+    pub fn write_with_activation(
+        &mut self,
+        s: &TrajectorySample,
+        wrench: Option<&Wrench>,
+        activation: Option<f64>,
+    ) -> std::io::Result<()> {
+        let a = activation.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&a) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "trajectory activation outside [0, 1]",
+            ));
+        }
+        self.write_row(s, wrench)?;
+        if self.with_activation {
+            write!(self.w, ",{a}")?;
+        }
+        writeln!(self.w)
     }
 
     /// Appends one sample (and its wrench when the file has wrench columns; `None` writes
     /// zeros). Refuses non-finite numbers and non-increasing times, so every file written
     /// reads back.
     pub fn write(&mut self, s: &TrajectorySample, wrench: Option<&Wrench>) -> std::io::Result<()> {
+        self.write_with_activation(s, wrench, None)
+    }
+
+    fn write_row(&mut self, s: &TrajectorySample, wrench: Option<&Wrench>) -> std::io::Result<()> {
         let invalid =
             |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, m.to_string());
         if !s.time_s.is_finite() || !s.pose.is_finite() || !wrench.is_none_or(|w| w.is_finite()) {
@@ -398,7 +471,7 @@ impl<W: Write> TrajectoryWriter<W> {
                 w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z
             )?;
         }
-        writeln!(self.w)
+        Ok(())
     }
 
     /// Flushes and returns the inner writer.
@@ -416,9 +489,13 @@ pub fn write_trajectory(path: &Path, t: &Trajectory) -> Result<(), TrajectoryErr
     };
     let file = std::fs::File::create(path).map_err(io)?;
     let with_wrench = !t.wrenches.is_empty();
-    let mut w = TrajectoryWriter::new(std::io::BufWriter::new(file), with_wrench).map_err(io)?;
+    let with_activation = !t.activation.is_empty();
+    let mut w =
+        TrajectoryWriter::with_columns(std::io::BufWriter::new(file), with_wrench, with_activation)
+            .map_err(io)?;
     for (i, s) in t.samples.iter().enumerate() {
-        w.write(s, t.wrenches.get(i)).map_err(io)?;
+        w.write_with_activation(s, t.wrenches.get(i), t.activation.get(i).copied())
+            .map_err(io)?;
     }
     w.finish().map_err(io)?;
     Ok(())
@@ -476,6 +553,7 @@ impl ReplayDevice {
         Trajectory {
             samples: self.samples.clone(),
             wrenches: self.recorded.clone(),
+            activation: Vec::new(),
         }
     }
 }
@@ -842,5 +920,30 @@ time_s,px,py,pz,qw,qx,qy,qz,buttons\n\
         d.rewind();
         assert_eq!(d.read().unwrap().time_s, 0.0);
         assert_eq!(d.to_trajectory().wrenches.len(), 3);
+    }
+
+    #[test]
+    fn activation_column_round_trips_and_is_checked() {
+        let text = "time_s,px,py,pz,qw,qx,qy,qz,buttons,activation\n0,0,0,0,1,0,0,0,0,0\n0.001,0,0,0,1,0,0,0,1,0.25\n";
+        let t = parse_trajectory(text.as_bytes(), Path::new("a.csv")).unwrap();
+        assert_eq!(t.activation, vec![0.0, 0.25]);
+        assert!(t.wrenches.is_empty());
+        let with_wrench = "time_s,px,py,pz,qw,qx,qy,qz,buttons,fx,fy,fz,tx,ty,tz,activation\n0,0,0,0,1,0,0,0,0,1,2,3,4,5,6,1\n";
+        let t2 = parse_trajectory(with_wrench.as_bytes(), Path::new("b.csv")).unwrap();
+        assert_eq!((t2.activation.clone(), t2.wrenches.len()), (vec![1.0], 1));
+        let dir = std::env::temp_dir().join(format!("traj-act-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.csv");
+        write_trajectory(&p, &t).unwrap();
+        assert_eq!(read_trajectory(&p).unwrap(), t);
+        std::fs::remove_dir_all(&dir).ok();
+        let bad = "time_s,px,py,pz,qw,qx,qy,qz,buttons,activation\n0,0,0,0,1,0,0,0,0,1.5\n";
+        let e = parse_trajectory(bad.as_bytes(), Path::new("c.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("c.csv:2") && e.contains("column 10 (activation)") && e.contains("[0, 1]"),
+            "{e}"
+        );
     }
 }

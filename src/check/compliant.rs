@@ -21,6 +21,7 @@
 //! surface vertex of the deformable objects (scene units) and where, and the deepest
 //! point of an object inside the part (the penalty's compression `f / k_C`).
 
+use crate::reduction::evaluator::ReducedInternalForces;
 use nalgebra::{DMatrix, DVector, Isometry3, Point3, Vector3};
 
 use super::ompl::State;

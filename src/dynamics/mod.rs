@@ -4,8 +4,10 @@
 pub mod accuracy;
 pub mod full;
 pub mod newmark;
+pub mod object;
 pub mod reduced;
 
 pub use full::{FullSimParams, FullSimulator, Load, SimError, StepReport};
 pub use newmark::{NewmarkCoefficients, NewmarkParams};
+pub use object::{ObjectDynamics, ObjectForces};
 pub use reduced::{ReducedNewmark, ReducedParams, StepEvent};

@@ -131,6 +131,7 @@ impl HapticSimulation {
             self.edit_dynamics(|d| {
                 d.material_scale = s.material_scale;
                 d.active_modes = s.modes_used;
+                d.activation = s.activation;
             });
         }
     }

@@ -201,6 +201,16 @@ pub struct DeformableSpec {
     pub proxies: Option<usize>,
     /// Haptic only: nearest proxies blended per query (default 5).
     pub neighbours: Option<usize>,
+    /// Environment only: the fibre field of an active muscle (`.fibres` beside a tet
+    /// `.veg`, docs/muscle-geometry.md). With it the object is the muscle material of
+    /// [`crate::fem::muscle`] (elements of the `.veg` material named "tendon" passive, the
+    /// rest active), reduced by its own basis and optimized cubature
+    /// ([`crate::muscle::reduced`]), with the activation a run-time input
+    /// (`dynamics.activation`).
+    pub fibres: Option<String>,
+    /// With `fibres`: the muscle material file (TOML, docs/muscle.md); default the
+    /// built-in muscle and tendon.
+    pub muscle_material: Option<String>,
 }
 
 impl DeformableSpec {
@@ -728,6 +738,12 @@ impl SceneFile {
                     return Err(self.invalid(&k("neighbours"), format!("{n}; expected 2 to 8")));
                 }
             }
+            if d.fibres.is_some() || d.muscle_material.is_some() {
+                return Err(self.invalid(
+                    &k("fibres"),
+                    "a muscle (`fibres`, `muscle_material`) must be an environment object",
+                ));
+            }
         } else {
             if d.proxies.is_some() || d.neighbours.is_some() {
                 return Err(self.invalid(
@@ -739,6 +755,12 @@ impl SceneFile {
                 if !(m.is_finite() && m >= 0.0) {
                     return Err(self.invalid(&k("max_outside"), format!("{m}; expected >= 0")));
                 }
+            }
+            if d.muscle_material.is_some() && d.fibres.is_none() {
+                return Err(self.invalid(
+                    &k("muscle_material"),
+                    "`muscle_material` needs `fibres` (the muscle's fibre field)",
+                ));
             }
         }
         Ok(())

@@ -23,7 +23,7 @@ use super::format::{
 };
 use super::{EnvironmentObject, HapticField, HapticObject, Scene};
 use crate::contact::{shell_modes, ContactShell, DeformedDistanceField};
-use crate::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
+use crate::dynamics::{NewmarkParams, ObjectDynamics, ObjectForces, ReducedNewmark, ReducedParams};
 use crate::geometry::dist::{read_dist, write_dist};
 use crate::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
 use crate::geometry::soup::{soup_offset_surface, soup_signed_field, SoupOptions, DEFAULT_OFFSET};
@@ -103,7 +103,7 @@ struct Loader<'a> {
 struct Reduced {
     mesh: VolumeMesh,
     basis: DMatrix<f64>,
-    dynamics: ReducedNewmark,
+    dynamics: ObjectDynamics,
 }
 
 impl Loader<'_> {
@@ -493,6 +493,9 @@ impl Loader<'_> {
             }
         };
         let fixed = spec.fixed.as_ref().map(|f| canonical(file.resolve(f)));
+        if let Some(fibres) = &spec.fibres {
+            return self.muscle_model(object, key, spec, mesh, &volume_path, fixed, fibres);
+        }
         let params = BakeParams {
             linear_modes: spec.linear_modes,
             basis: spec.r(),
@@ -539,9 +542,167 @@ impl Loader<'_> {
         Ok(Reduced {
             mesh,
             basis: baked.basis,
-            dynamics: ReducedNewmark::new(forces, params),
+            dynamics: ReducedNewmark::new(ObjectForces::Polynomial(forces), params),
         })
     }
+}
+
+impl Loader<'_> {
+    /// An active muscle: the fibre material on the tet mesh, its basis (modes, modal
+    /// derivatives, palpation snapshots, contracted shapes) and its optimized cubature
+    /// ([`crate::muscle::reduced`]), both cached.
+    #[allow(clippy::too_many_arguments)]
+    fn muscle_model(
+        &self,
+        object: &str,
+        key: &str,
+        spec: &DeformableSpec,
+        mesh: VolumeMesh,
+        volume_path: &Path,
+        fixed: Option<PathBuf>,
+        fibres: &str,
+    ) -> Result<Reduced, SceneError> {
+        use crate::fem::muscle::MuscleMaterial;
+        use crate::fem::TetKernel;
+        use crate::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
+        use crate::muscle::MaterialFile;
+        use crate::reduction::cubature::CubatureForces;
+        use crate::reduction::vega::{read_matrix, write_matrix, Precision};
+        let file = self.file;
+        let fixed = fixed.ok_or_else(|| {
+            self.build(
+                object,
+                &format!("{key}.fixed"),
+                "a muscle needs its fixed tendon ends (`fixed`)",
+            )
+        })?;
+        let fibres_path = file.resolve(fibres);
+        let fibre_field = crate::mesh::read_fibres(&fibres_path, Some(mesh.num_elements()))
+            .map_err(|e| self.build(object, &format!("reading {key}.fibres"), e))?;
+        let material_file = match &spec.muscle_material {
+            Some(m) => crate::muscle::read_material(&file.resolve(m))
+                .map_err(|e| self.build(object, &format!("reading {key}.muscle_material"), e))?,
+            None => MaterialFile::default(),
+        };
+        let material = MuscleMaterial {
+            groups: vec![material_file.muscle, material_file.tendon],
+            active: vec![true, false],
+            element_group: (0..mesh.num_elements())
+                .map(|e| usize::from(mesh.material_of(e).name == "tendon"))
+                .collect(),
+            fibres: fibre_field,
+            activation: 0.0,
+        };
+        let kernel = TetKernel::new(&mesh).map_err(|e| self.build(object, "muscle kernel", e))?;
+        let fixed_vertices = crate::mesh::read_bou(&fixed, Some(mesh.vertices.len()))
+            .map_err(|e| self.build(object, &format!("reading {key}.fixed"), e))?;
+        let mut fixed_dofs = vec![false; kernel.num_dofs()];
+        for v in fixed_vertices {
+            fixed_dofs[3 * v..3 * v + 3]
+                .iter_mut()
+                .for_each(|f| *f = true);
+        }
+        let opts = MuscleBasisOptions {
+            linear_modes: spec.linear_modes,
+            r: spec.r(),
+            ..MuscleBasisOptions::default()
+        };
+        let mut k = CacheKey::new("muscle");
+        self.key_file(&mut k, object, volume_path)?;
+        self.key_file(&mut k, object, &fixed)?;
+        self.key_file(&mut k, object, &fibres_path)?;
+        k.value("material", &material_file);
+        k.value("basis", &opts);
+        k.value(
+            "cubature",
+            &crate::muscle::reduced::muscle_cubature_options(1),
+        );
+        let stem = k.name("");
+        let states = std::cell::RefCell::new(None);
+        self.stage(object, "muscle basis");
+        let basis = self.cached(
+            format!("{object}: muscle basis"),
+            format!("{stem}basis.U"),
+            |p| read_matrix(p, Precision::F64).map_err(Into::into),
+            |p, u| write_matrix(p, u, Precision::F64).map_err(Into::into),
+            || {
+                let b = muscle_basis(&mesh, &kernel, &material, &fixed_dofs, &opts)
+                    .map_err(|e| self.build(object, "muscle basis", e))?;
+                let u = b.u.clone();
+                *states.borrow_mut() = Some(b);
+                Ok(u)
+            },
+        )?;
+        self.stage(object, "muscle cubature");
+        let points: Vec<(usize, f64)> = self.cached(
+            format!("{object}: muscle cubature"),
+            format!("{stem}cubature.txt"),
+            |p| read_points(p, mesh.num_elements()),
+            |p, pts| write_points(p, pts),
+            || {
+                let b = match states.borrow_mut().take() {
+                    Some(b) => b,
+                    None => muscle_basis(&mesh, &kernel, &material, &fixed_dofs, &opts)
+                        .map_err(|e| self.build(object, "muscle basis", e))?,
+                };
+                let (cub, _) = muscle_cubature(&kernel, &material, &b, 1)
+                    .map_err(|e| self.build(object, "muscle cubature", e))?;
+                Ok(cub
+                    .elements()
+                    .iter()
+                    .copied()
+                    .zip(cub.weights().iter().copied())
+                    .collect())
+            },
+        )?;
+        let (elements, weights): (Vec<usize>, Vec<f64>) = points.into_iter().unzip();
+        let cub = CubatureForces::from_points(&kernel, &basis, material, &elements, &weights, true)
+            .map_err(|e| self.build(object, "muscle cubature", e))?;
+        let params = ReducedParams {
+            newmark: NewmarkParams::average_acceleration(1.0 / file.rate_hz),
+            damping_mass: spec.damping_mass,
+            damping_stiffness: spec.damping_stiffness,
+            ..ReducedParams::default()
+        };
+        Ok(Reduced {
+            mesh,
+            basis,
+            dynamics: ReducedNewmark::new(ObjectForces::Muscle(Box::new(cub)), params),
+        })
+    }
+}
+
+/// Writes cubature points, one `element weight` per line (17 significant digits).
+fn write_points(path: &Path, points: &[(usize, f64)]) -> Result<(), BoxedError> {
+    let mut text = String::from("# cubature points: element weight\n");
+    for (e, w) in points {
+        text.push_str(&format!("{e} {w:.17e}\n"));
+    }
+    std::fs::write(path, text).map_err(Into::into)
+}
+
+/// Reads [`write_points`]' file; every element below `elements`, every weight finite and
+/// positive.
+fn read_points(path: &Path, elements: usize) -> Result<Vec<(usize, f64)>, BoxedError> {
+    let text = std::fs::read_to_string(path)?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let bad = || format!("{}:{}: expected `element weight`", path.display(), i + 1);
+        let mut it = line.split_whitespace();
+        let e: usize = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        let w: f64 = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        if e >= elements || !(w.is_finite() && w > 0.0) || it.next().is_some() {
+            return Err(bad().into());
+        }
+        out.push((e, w));
+    }
+    if out.is_empty() {
+        return Err(format!("{}: no cubature points", path.display()).into());
+    }
+    Ok(out)
 }
 
 /// What a voxelized simulation mesh is made from (for its cache key).

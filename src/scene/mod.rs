@@ -25,7 +25,7 @@ use crate::contact::{
     ContactOutput, ContactParams, ContactShell, DeformedDistanceField, Poses, Traversal,
 };
 use crate::coupling::CouplingParams;
-use crate::dynamics::ReducedNewmark;
+use crate::dynamics::ObjectDynamics;
 use crate::geometry::SignedDistanceField;
 use crate::mesh::SurfaceMesh;
 
@@ -39,13 +39,13 @@ pub enum HapticField {
         /// The deformed distance field (thesis 3.12), following `dynamics.q`.
         field: Box<DeformedDistanceField>,
         /// The object's reduced implicit Newmark integrator.
-        dynamics: Box<ReducedNewmark>,
+        dynamics: Box<ObjectDynamics>,
     },
 }
 
 impl HapticField {
     /// The reduced dynamics of a deformable haptic object.
-    pub fn dynamics(&self) -> Option<&ReducedNewmark> {
+    pub fn dynamics(&self) -> Option<&ObjectDynamics> {
         match self {
             HapticField::Rigid(_) => None,
             HapticField::Deformable { dynamics, .. } => Some(dynamics),
@@ -53,7 +53,7 @@ impl HapticField {
     }
 
     /// The reduced dynamics of a deformable haptic object, to step or edit.
-    pub fn dynamics_mut(&mut self) -> Option<&mut ReducedNewmark> {
+    pub fn dynamics_mut(&mut self) -> Option<&mut ObjectDynamics> {
         match self {
             HapticField::Rigid(_) => None,
             HapticField::Deformable { dynamics, .. } => Some(dynamics),
@@ -70,7 +70,7 @@ impl HapticField {
 
     /// The basis size r (0 for a rigid object).
     pub fn r(&self) -> usize {
-        self.dynamics().map_or(0, ReducedNewmark::r)
+        self.dynamics().map_or(0, ObjectDynamics::r)
     }
 
     /// The reduced coordinates q (empty for a rigid object).
@@ -158,7 +158,7 @@ pub struct EnvironmentObject {
     /// World pose of the body frame (fixed).
     pub pose: Isometry3<f64>,
     /// Reduced dynamics of a deformable object (its `r` equals `shell.r()`).
-    pub dynamics: Option<ReducedNewmark>,
+    pub dynamics: Option<ObjectDynamics>,
     /// The surface, for display.
     pub surface: SurfaceMesh,
     /// Per surface vertex, the 3 x r rows of the render basis (row-major, f32), for
@@ -189,7 +189,7 @@ pub struct Scene {
 
 impl Scene {
     /// The scene's reduced integrators (environment objects, then the haptic object).
-    pub fn dynamics_mut(&mut self) -> impl Iterator<Item = &mut ReducedNewmark> {
+    pub fn dynamics_mut(&mut self) -> impl Iterator<Item = &mut ObjectDynamics> {
         self.environment
             .iter_mut()
             .filter_map(|e| e.dynamics.as_mut())
@@ -210,6 +210,7 @@ impl Scene {
             coupling: self.coupling,
             material_scale: dynamics.map_or(1.0, |d| d.params.material_scale),
             modes_used: dynamics.map_or(usize::MAX, |d| d.params.active_modes),
+            activation: dynamics.map_or(0.0, |d| d.params.activation),
         }
     }
 
@@ -223,6 +224,7 @@ impl Scene {
         for d in self.dynamics_mut() {
             d.params.material_scale = s.material_scale;
             d.params.active_modes = s.modes_used;
+            d.params.activation = s.activation;
         }
     }
 }

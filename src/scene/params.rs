@@ -45,6 +45,8 @@ pub enum Param {
     MaterialScale,
     /// Modes in use by every reduced object (the rest are held at zero).
     ModesUsed,
+    /// Activation in [0, 1] of every active (muscle) object; passive materials ignore it.
+    Activation,
 }
 
 /// A closed or half-open interval of valid values.
@@ -146,7 +148,7 @@ pub enum ParamError {
 
 impl Param {
     /// Every parameter, in display order.
-    pub const ALL: [Param; 15] = [
+    pub const ALL: [Param; 16] = [
         Param::ContactStiffness,
         Param::WarmBudget,
         Param::ColdFraction,
@@ -162,6 +164,7 @@ impl Param {
         Param::DeviceMaxTorque,
         Param::MaterialScale,
         Param::ModesUsed,
+        Param::Activation,
     ];
 
     /// Key, label, unit and range.
@@ -307,6 +310,15 @@ impl Param {
                 false,
                 (1.0, 100.0),
             ),
+            Param::Activation => (
+                "dynamics.activation",
+                "muscle activation",
+                "",
+                Range::closed(0.0, 1.0),
+                false,
+                false,
+                (0.0, 1.0),
+            ),
         };
         ParamSpec {
             key,
@@ -391,6 +403,7 @@ impl Param {
             Param::DeviceMaxTorque => k.device_max_torque,
             Param::MaterialScale => s.material_scale,
             Param::ModesUsed => s.modes_used as f64,
+            Param::Activation => s.activation,
         }
     }
 
@@ -417,13 +430,17 @@ impl Param {
             Param::DeviceMaxTorque => k.device_max_torque = v,
             Param::MaterialScale => s.material_scale = v,
             Param::ModesUsed => s.modes_used = count,
+            Param::Activation => s.activation = v,
         }
     }
 
     /// Whether this parameter belongs to the reduced dynamics (applied to every reduced
     /// object) rather than to the contact model or the coupling.
     pub fn is_dynamics(self) -> bool {
-        matches!(self, Param::MaterialScale | Param::ModesUsed)
+        matches!(
+            self,
+            Param::MaterialScale | Param::ModesUsed | Param::Activation
+        )
     }
 
     /// Whether this parameter belongs to the contact model.
@@ -456,6 +473,8 @@ pub struct Settings {
     pub material_scale: f64,
     /// Modes in use by every reduced object (`usize::MAX`: all).
     pub modes_used: usize,
+    /// Activation of every active (muscle) object, in [0, 1].
+    pub activation: f64,
 }
 
 impl Default for Settings {
@@ -465,6 +484,7 @@ impl Default for Settings {
             coupling: CouplingParams::default(),
             material_scale: 1.0,
             modes_used: usize::MAX,
+            activation: 0.0,
         }
     }
 }

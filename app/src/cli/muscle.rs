@@ -31,8 +31,8 @@ pub struct MuscleArgs {
 pub enum MuscleCommand {
     /// Isometric tension-length curves of a 40 x 10 x 10 mm block along its fibres.
     Isometric(IsometricArgs),
-    /// Tet-mesh the NURBS fusiform muscle: writes the .veg, its fibre field (.fibres) and
-    /// its fixed tendon ends (.bou).
+    /// Tet-mesh the NURBS fusiform muscle: writes the .veg, its fibre field (.fibres),
+    /// its fixed tendon ends (.bou) and its boundary surface (.obj).
     Mesh(MeshArgs),
     /// Activate the fusiform muscle with both tendons fixed: its volume change and the
     /// stiffness felt when palpating the belly, per activation.
@@ -79,7 +79,7 @@ impl ShapeArgs {
 /// Arguments of `haptics muscle mesh`.
 #[derive(Debug, Args)]
 #[command(after_help = "Example:
-  haptics muscle mesh --out muscle.veg      # also writes muscle.fibres and muscle.bou
+  haptics muscle mesh --out muscle.veg   # also muscle.fibres, muscle.bou, muscle.obj
 
 The solid is a trivariate NURBS: a rational biquadratic disc across (exact circles),
 a cubic B-spline along the axis whose control layers follow a spindle radius profile.
@@ -90,7 +90,7 @@ docs/muscle-geometry.md documents the .fibres format.")]
 pub struct MeshArgs {
     #[command(flatten)]
     pub shape: ShapeArgs,
-    /// Output .veg; the .fibres and .bou files take its stem.
+    /// Output .veg; the .fibres, .bou and .obj files take its stem.
     #[arg(long, short = 'o')]
     pub out: PathBuf,
 }
@@ -257,6 +257,27 @@ fn run_isometric_cmd(args: &IsometricArgs) -> anyhow::Result<()> {
 fn run_mesh(args: &MeshArgs) -> anyhow::Result<()> {
     let muscle = haptics::mesh::fusiform::fusiform_muscle(&args.shape.spec())?;
     let files = muscle.write(&args.out)?;
+    // The boundary surface (compacted to the vertices it uses), for pointshells,
+    // distance fields and rendering.
+    let tris = muscle.mesh.boundary_triangles();
+    let mut map = vec![usize::MAX; muscle.mesh.vertices.len()];
+    let mut surface = haptics::mesh::SurfaceMesh {
+        vertices: Vec::new(),
+        triangles: Vec::with_capacity(tris.len()),
+    };
+    for t in &tris {
+        let mut tri = [0; 3];
+        for (k, &v) in t.iter().enumerate() {
+            if map[v] == usize::MAX {
+                map[v] = surface.vertices.len();
+                surface.vertices.push(muscle.mesh.vertices[v]);
+            }
+            tri[k] = map[v];
+        }
+        surface.triangles.push(tri);
+    }
+    let obj = args.out.with_extension("obj");
+    haptics::mesh::write_obj(&obj, &surface)?;
     let tendon = muscle
         .mesh
         .element_material
@@ -272,11 +293,13 @@ fn run_mesh(args: &MeshArgs) -> anyhow::Result<()> {
         tendon
     );
     println!(
-        "wrote {}, {} and {} ({} fixed end vertices)",
+        "wrote {}, {}, {} ({} fixed end vertices) and the surface {} ({} triangles)",
         files.veg.display(),
         files.fibres.display(),
         files.bou.display(),
-        muscle.fixed_vertices().len()
+        muscle.fixed_vertices().len(),
+        obj.display(),
+        surface.triangles.len()
     );
     Ok(())
 }

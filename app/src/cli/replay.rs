@@ -121,7 +121,15 @@ pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> Log {
     let mut log = Log {
         rows: Vec::with_capacity(trajectory.samples.len()),
     };
-    for s in &trajectory.samples {
+    let mut activation = f64::NAN;
+    for (i, s) in trajectory.samples.iter().enumerate() {
+        // A recorded control input: the muscle's activation at this sample.
+        if let Some(&a) = trajectory.activation.get(i) {
+            if a != activation {
+                sim.set(haptics::scene::Param::Activation, a);
+                activation = a;
+            }
+        }
         let t0 = Instant::now();
         let r = sim.device_cycle(&s.pose, s.buttons);
         let us = t0.elapsed().as_secs_f64() * 1e6;

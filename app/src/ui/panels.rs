@@ -46,6 +46,8 @@ pub struct Parameters {
     pub settings: Settings,
     /// The largest basis size among the scene's reduced objects (0: all rigid).
     pub max_modes: usize,
+    /// Whether the scene has an active muscle (then the activation slider shows).
+    pub muscle: bool,
 }
 
 impl Parameters {
@@ -58,14 +60,22 @@ impl Parameters {
             .chain(scene.haptic.field.dynamics().map(|d| d.r()))
             .max()
             .unwrap_or(0);
+        let muscle = scene
+            .environment
+            .iter()
+            .filter_map(|e| e.dynamics.as_ref())
+            .chain(scene.haptic.field.dynamics())
+            .any(|d| matches!(d.forces, haptics::dynamics::ObjectForces::Muscle(_)));
         Parameters {
             settings: Settings {
                 contact: scene.contact,
                 coupling: scene.coupling,
                 material_scale: 1.0,
                 modes_used: max_modes,
+                activation: scene.settings().activation,
             },
             max_modes,
+            muscle,
         }
     }
 }
@@ -300,6 +310,10 @@ fn parameters(ui: &mut egui::Ui, p: &mut Parameters, actions: &mut Vec<Action>) 
             if p.max_modes > 0 {
                 set(ui, Param::ModesUsed, s, Some(p.max_modes as f64), actions);
                 set(ui, Param::MaterialScale, s, None, actions);
+            }
+            if p.muscle {
+                // The muscle's activation: the user feels it stiffen as it rises.
+                set(ui, Param::Activation, s, None, actions);
             }
             if ui.button("Reset objects (R)").clicked() {
                 actions.push(Action::Command(Command::Reset));
