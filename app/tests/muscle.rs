@@ -147,3 +147,59 @@ fn mesh_writes_the_veg_fibres_and_bou_and_contract_reports() {
         "volume change {rows:?}"
     );
 }
+
+#[test]
+fn activation_flag_stiffens_the_palpated_muscle() {
+    // The shipped palpation scene, pressed 16 mm and held, replayed relaxed and with
+    // --activation 0.6: the activated muscle pushes the fingertip back harder.
+    let dir = tempfile::tempdir().unwrap();
+    let traj = dir.path().join("press.csv");
+    let mut text = String::from("time_s,px,py,pz,qw,qx,qy,qz,buttons\n");
+    for i in 0..900 {
+        let t = i as f64 * 1e-3;
+        let y = -0.016 * (0.5 - 0.5 * (std::f64::consts::PI * (t / 0.5).min(1.0)).cos());
+        text.push_str(&format!("{t},0,{y},0,1,0,0,0,0\n"));
+    }
+    std::fs::write(&traj, text).unwrap();
+    let cache = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("haptics-cache");
+    let force_at_end = |activation: &str| -> f64 {
+        let log = dir.path().join(format!("log-{activation}.csv"));
+        let out = haptics(&[
+            "replay",
+            "assets/scenes/muscle-palpate.toml",
+            traj.to_str().unwrap(),
+            "--out",
+            log.to_str().unwrap(),
+            "--activation",
+            activation,
+            "--cache",
+            cache.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let body = std::fs::read_to_string(&log).unwrap();
+        let mut lines = body.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        let last: Vec<f64> = lines
+            .last()
+            .unwrap()
+            .split(',')
+            .map(|v| v.parse().unwrap())
+            .collect();
+        (last[col("fx")].powi(2) + last[col("fy")].powi(2) + last[col("fz")].powi(2)).sqrt()
+    };
+    let relaxed = force_at_end("0");
+    let active = force_at_end("0.6");
+    assert!(relaxed > 0.05 && relaxed < 1.0, "relaxed {relaxed} N");
+    assert!(active > 2.0 * relaxed, "activated {active} N vs relaxed {relaxed} N");
+    let out = haptics(&[
+        "replay",
+        "assets/scenes/muscle-palpate.toml",
+        traj.to_str().unwrap(),
+        "--out",
+        dir.path().join("x.csv").to_str().unwrap(),
+        "--activation",
+        "1.5",
+    ]);
+    assert!(!out.status.success());
+}

@@ -10,8 +10,8 @@
 pub mod edge;
 pub mod fvm;
 pub mod hyperelastic;
-pub mod muscle;
 pub mod model;
+pub mod muscle;
 pub mod quadrature;
 pub mod sparse;
 pub mod stvk;

@@ -173,9 +173,14 @@ pub struct ParamOverrides {
     /// coupling.saturation_force (0: linear), coupling.static_damping,
     /// coupling.max_velocity, coupling.max_angular_velocity, coupling.degenerate_ratio,
     /// coupling.device_max_force, coupling.device_max_torque, dynamics.material_scale,
-    /// dynamics.modes_used.
+    /// dynamics.modes_used, dynamics.activation.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_param)]
     pub set: Vec<(haptics::scene::Param, f64)>,
+    /// Muscle activation in [0, 1] for scenes with an active muscle (the same as --set
+    /// dynamics.activation=A); a trajectory's `activation` column overrides it sample by
+    /// sample during a replay.
+    #[arg(long, value_name = "A", value_parser = range::real(0.0, 1.0))]
+    pub activation: Option<f64>,
 }
 
 impl ParamOverrides {
@@ -183,6 +188,9 @@ impl ParamOverrides {
     pub fn apply(&self, scene: &mut haptics::scene::Scene) {
         for &(p, v) in &self.set {
             scene.set(p, v);
+        }
+        if let Some(a) = self.activation {
+            scene.set(haptics::scene::Param::Activation, a);
         }
     }
 }
