@@ -229,16 +229,18 @@ mod tests {
         // -1/3); zero lateral stress needs kappa ln J = sigma_max / 3 (mu's share is
         // second order), so the activated block swells by J - 1 ~ sigma_max / (3 kappa)
         // = 1% and pulls with P_11 = 2/3 sigma_max + kappa ln J ~ sigma_max. This is the
-        // compressible model's "activation changes the volume slightly".
+        // compressible model's "activation changes the volume slightly". The swelling
+        // itself shortens the deviatoric fibre stretch to J^(-1/3) = 0.9967, so both are
+        // 0.34% short of the estimate: tolerance 1%.
         let p = FibreParams::default();
         let (s, p11) = homogeneous_uniaxial(&p, 1.0, 1.0);
         let ln_j = (s * s).ln();
         assert!(
-            (ln_j / (p.sigma_max / (3.0 * p.kappa)) - 1.0).abs() < 1e-3,
+            (ln_j / (p.sigma_max / (3.0 * p.kappa)) - 1.0).abs() < 1e-2,
             "ln J = {ln_j}"
         );
         assert!(
-            (p11 / p.sigma_max - 1.0).abs() < 1e-3,
+            (p11 / p.sigma_max - 1.0).abs() < 1e-2,
             "{}",
             p11 / p.sigma_max
         );
