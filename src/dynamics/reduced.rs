@@ -14,7 +14,7 @@
 //! ([`crate::reduction::cubature::CubatureForces`], any hyperelastic material).
 
 use super::newmark::{NewmarkCoefficients, NewmarkParams};
-use crate::reduction::evaluator::{ReducedForces, ReducedInternalForces};
+use crate::reduction::evaluator::{dot, ReducedForces, ReducedInternalForces};
 
 /// Settings of the reduced integrator.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -237,23 +237,6 @@ impl<F: ReducedInternalForces> ReducedNewmark<F> {
     pub fn energy(&self) -> f64 {
         0.5 * self.qvel.iter().map(|v| v * v).sum::<f64>() + self.potential_energy(&self.q)
     }
-}
-
-/// Dot product with four independent partial sums (a sequential sum is latency-bound).
-#[inline]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let n4 = a.len() / 4 * 4;
-    for (x, y) in a[..n4].chunks_exact(4).zip(b[..n4].chunks_exact(4)) {
-        for l in 0..4 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in a[n4..].iter().zip(&b[n4..]) {
-        s += x * y;
-    }
-    s
 }
 
 /// Solves A x = b for a symmetric positive definite A (column-major n x n, overwritten

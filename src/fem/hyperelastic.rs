@@ -144,15 +144,7 @@ impl TetKernel {
         if mesh.num_elements() == 0 {
             return Err(FemError::Empty);
         }
-        if let Some(d) = mesh.element_defects().first() {
-            return Err(FemError::BadElement {
-                index: d.element,
-                one_based: d.element + 1,
-                kind: d.kind,
-                measure_name: "signed volume",
-                measure: d.measure,
-            });
-        }
+        FemError::check_elements(mesh)?;
         let mut tets = Vec::with_capacity(mesh.num_elements());
         let mut grads = Vec::with_capacity(mesh.num_elements());
         let mut volume = Vec::with_capacity(mesh.num_elements());

@@ -77,6 +77,25 @@ pub enum FemError {
     NotTets,
 }
 
+impl FemError {
+    /// The first degenerate or inverted element of `mesh`, as [`FemError::BadElement`].
+    pub fn check_elements(mesh: &VolumeMesh) -> Result<(), FemError> {
+        match mesh.element_defects().first() {
+            None => Ok(()),
+            Some(d) => Err(FemError::BadElement {
+                index: d.element,
+                one_based: d.element + 1,
+                kind: d.kind,
+                measure_name: match mesh.kind {
+                    ElementKind::Tet => "signed volume",
+                    ElementKind::Hex => "smallest corner Jacobian determinant",
+                },
+                measure: d.measure,
+            }),
+        }
+    }
+}
+
 /// Mass matrix type. Files (bake manifests, scene files) name it `"consistent"` or
 /// `"lumped"`: that is its serde form, its [`Display`](std::fmt::Display) and what
 /// [`FromStr`](std::str::FromStr) accepts.
@@ -187,18 +206,7 @@ impl FemModel {
         if ne == 0 {
             return Err(FemError::Empty);
         }
-        if let Some(d) = mesh.element_defects().first() {
-            return Err(FemError::BadElement {
-                index: d.element,
-                one_based: d.element + 1,
-                kind: d.kind,
-                measure_name: match mesh.kind {
-                    ElementKind::Tet => "signed volume",
-                    ElementKind::Hex => "smallest corner Jacobian determinant",
-                },
-                measure: d.measure,
-            });
-        }
+        FemError::check_elements(mesh)?;
         let nodes = mesh.kind.nodes();
         let mut lambda = Vec::with_capacity(ne);
         let mut mu = Vec::with_capacity(ne);

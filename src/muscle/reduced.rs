@@ -24,7 +24,7 @@ use super::MuscleError;
 use crate::fem::muscle::MuscleMaterial;
 use crate::fem::{FemModel, FreeDofSolver, MassKind, MaterialLaw, TetKernel, TetMaterial};
 use crate::mesh::VolumeMesh;
-use crate::reduction::basis::{mass_pca, scaled_modes_and_derivatives};
+use crate::reduction::basis::{mass_orthonormalize_column, mass_pca, scaled_modes_and_derivatives};
 use crate::reduction::cubature::{train_cubature, CubatureForces, CubatureOptions, CubatureReport};
 use crate::reduction::modes::{linear_modes, ModesOptions};
 
@@ -310,8 +310,7 @@ pub fn muscle_basis(
     })
 }
 
-/// Sets column `col` of `u` to `vec` mass-orthonormalized against the columns before it
-/// (two Gram-Schmidt passes, as [`mass_pca`] does).
+/// Sets column `col` of `u` to `vec`, mass-orthonormalized against the columns before it.
 fn append_orthonormal(
     u: &mut DMatrix<f64>,
     col: usize,
@@ -320,23 +319,7 @@ fn append_orthonormal(
     mu: &mut [f64],
 ) {
     u.set_column(col, &DVector::from_vec(vec));
-    for _ in 0..2 {
-        m.mul_vec(u.column(col).as_slice(), mu);
-        for p in 0..col {
-            let d: f64 = u.column(p).iter().zip(mu.iter()).map(|(a, b)| a * b).sum();
-            let col_p = u.column(p).into_owned();
-            u.column_mut(col).axpy(-d, &col_p, 1.0);
-        }
-    }
-    m.mul_vec(u.column(col).as_slice(), mu);
-    let nrm: f64 = u
-        .column(col)
-        .iter()
-        .zip(mu.iter())
-        .map(|(a, b)| a * b)
-        .sum::<f64>()
-        .sqrt();
-    u.column_mut(col).scale_mut(1.0 / nrm);
+    mass_orthonormalize_column(m, u, col, mu);
 }
 
 /// The cubature settings of [`muscle_cubature`] (without its extra poses): training over

@@ -215,25 +215,37 @@ pub fn mass_pca(
     // restores U^T M U = I to rounding without changing the span.
     let mut mu = vec![0.0; n];
     for c in 0..r {
-        for _ in 0..2 {
-            m.mul_vec(u.column(c).as_slice(), &mut mu);
-            for p in 0..c {
-                let d: f64 = u.column(p).iter().zip(&mu).map(|(a, b)| a * b).sum();
-                let col_p = u.column(p).into_owned();
-                u.column_mut(c).axpy(-d, &col_p, 1.0);
-            }
-        }
-        m.mul_vec(u.column(c).as_slice(), &mut mu);
-        let nrm: f64 = u
-            .column(c)
-            .iter()
-            .zip(&mu)
-            .map(|(a, b)| a * b)
-            .sum::<f64>()
-            .sqrt();
-        u.column_mut(c).scale_mut(1.0 / nrm);
+        mass_orthonormalize_column(m, &mut u, c, &mut mu);
     }
     Ok((u, kept / total))
+}
+
+/// Makes column `c` of `u` M-orthogonal to the columns before it and of unit M-norm
+/// (classical Gram-Schmidt, two passes, which restores orthogonality to rounding);
+/// `mu` is a buffer of length `u.nrows()`.
+pub fn mass_orthonormalize_column(
+    m: &BlockSparseMatrix,
+    u: &mut DMatrix<f64>,
+    c: usize,
+    mu: &mut [f64],
+) {
+    for _ in 0..2 {
+        m.mul_vec(u.column(c).as_slice(), mu);
+        for p in 0..c {
+            let d: f64 = u.column(p).iter().zip(mu.iter()).map(|(a, b)| a * b).sum();
+            let col_p = u.column(p).into_owned();
+            u.column_mut(c).axpy(-d, &col_p, 1.0);
+        }
+    }
+    m.mul_vec(u.column(c).as_slice(), mu);
+    let nrm: f64 = u
+        .column(c)
+        .iter()
+        .zip(mu.iter())
+        .map(|(a, b)| a * b)
+        .sum::<f64>()
+        .sqrt();
+    u.column_mut(c).scale_mut(1.0 / nrm);
 }
 
 /// The basis of an embedded render mesh: row block i of the result is

@@ -90,7 +90,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
-use super::evaluator::{ReducedInternalForces, MAX_R};
+use super::evaluator::{dot, ReducedInternalForces, MAX_R};
 use crate::fem::{TetKernel, TetMaterial};
 
 /// Settings of the cubature training.
@@ -348,22 +348,6 @@ fn check_basis(kernel: &TetKernel, basis: &DMatrix<f64>) -> Result<usize, Cubatu
         return Err(CubatureError::BasisSize(r));
     }
     Ok(r)
-}
-
-#[inline]
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 4];
-    let n4 = a.len() / 4 * 4;
-    for (x, y) in a[..n4].chunks_exact(4).zip(b[..n4].chunks_exact(4)) {
-        for l in 0..4 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for (x, y) in a[n4..].iter().zip(&b[n4..]) {
-        s += x * y;
-    }
-    s
 }
 
 #[inline]

@@ -345,6 +345,23 @@ impl ReducedForces {
     }
 }
 
+/// Dot product with four independent partial sums (a sequential sum is latency-bound).
+#[inline]
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let n4 = a.len() / 4 * 4;
+    for (x, y) in a[..n4].chunks_exact(4).zip(b[..n4].chunks_exact(4)) {
+        for l in 0..4 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (x, y) in a[n4..].iter().zip(&b[n4..]) {
+        s += x * y;
+    }
+    s
+}
+
 /// A reduced internal force model: R~(q) and its tangent stiffness K~(q) = dR~/dq, as
 /// [`crate::dynamics::ReducedNewmark`] steps them. Implemented by the cubic polynomial
 /// ([`ReducedForces`]) and by optimized cubature

@@ -533,12 +533,7 @@ impl Loader<'_> {
         let r = baked.basis.ncols();
         let forces = ReducedForces::new(&baked.polynomial, r)
             .map_err(|e| self.build(object, "reduced forces", e))?;
-        let params = ReducedParams {
-            newmark: NewmarkParams::average_acceleration(1.0 / file.rate_hz),
-            damping_mass: spec.damping_mass,
-            damping_stiffness: spec.damping_stiffness,
-            ..ReducedParams::default()
-        };
+        let params = self.reduced_params(spec);
         Ok(Reduced {
             mesh,
             basis: baked.basis,
@@ -548,6 +543,17 @@ impl Loader<'_> {
 }
 
 impl Loader<'_> {
+    /// The integrator settings of a reduced object: the scene's rate and the object's
+    /// damping.
+    fn reduced_params(&self, spec: &DeformableSpec) -> ReducedParams {
+        ReducedParams {
+            newmark: NewmarkParams::average_acceleration(1.0 / self.file.rate_hz),
+            damping_mass: spec.damping_mass,
+            damping_stiffness: spec.damping_stiffness,
+            ..ReducedParams::default()
+        }
+    }
+
     /// An active muscle: the fibre material on the tet mesh, its basis (modes, modal
     /// derivatives, palpation snapshots, contracted shapes) and its optimized cubature
     /// ([`crate::muscle::reduced`]), both cached.
@@ -658,12 +664,7 @@ impl Loader<'_> {
         let (elements, weights): (Vec<usize>, Vec<f64>) = points.into_iter().unzip();
         let cub = CubatureForces::from_points(&kernel, &basis, material, &elements, &weights, true)
             .map_err(|e| self.build(object, "muscle cubature", e))?;
-        let params = ReducedParams {
-            newmark: NewmarkParams::average_acceleration(1.0 / file.rate_hz),
-            damping_mass: spec.damping_mass,
-            damping_stiffness: spec.damping_stiffness,
-            ..ReducedParams::default()
-        };
+        let params = self.reduced_params(spec);
         Ok(Reduced {
             mesh,
             basis,
