@@ -191,7 +191,10 @@ fn activation_flag_stiffens_the_palpated_muscle() {
     let relaxed = force_at_end("0");
     let active = force_at_end("0.6");
     assert!(relaxed > 0.05 && relaxed < 1.0, "relaxed {relaxed} N");
-    assert!(active > 2.0 * relaxed, "activated {active} N vs relaxed {relaxed} N");
+    assert!(
+        active > 2.0 * relaxed,
+        "activated {active} N vs relaxed {relaxed} N"
+    );
     let out = haptics(&[
         "replay",
         "assets/scenes/muscle-palpate.toml",
