@@ -58,6 +58,7 @@ fn bridge_under_hoses() -> Scene {
             pose: hoses,
             surface: read_obj(&haptics::assets::model("tube/tube.veg.obj")).unwrap(),
             render_basis: vec![],
+            min_half_thickness: None,
         },
         environment: vec![EnvironmentObject {
             name: "bridge".into(),

@@ -71,6 +71,7 @@ fn floor_scene(contact_k: f64, coupling_k: f64) -> Scene {
             pose: Isometry3::translation(0.0, 0.02 + 0.02 + 0.03, 0.0),
             surface: cube,
             render_basis: vec![],
+            min_half_thickness: None,
         },
         environment: vec![EnvironmentObject {
             name: "floor".into(),

@@ -137,7 +137,7 @@ fn small_scene_loads_and_second_load_reuses_the_cache() {
             assert_eq!(field.num_proxies(), 12);
             assert!(field.rest_field().lookup(&Point3::origin()) < -0.05);
         }
-        HapticField::Rigid(_) => panic!("the probe is deformable"),
+        HapticField::Rigid(_) | HapticField::Exact(_) => panic!("the probe is deformable"),
     }
     assert_eq!(h.render_basis.len(), h.surface.vertices.len() * 3 * 4);
 

@@ -9,7 +9,7 @@
 
 use nalgebra::{Point3, Unit, Vector3};
 
-use crate::geometry::SignedDistanceField;
+use crate::geometry::{MeshDistance, SignedDistanceField};
 
 /// A signed distance, queried in the distance-field object's body frame.
 pub trait DistanceQuery {
@@ -41,6 +41,30 @@ impl DistanceQuery for SignedDistanceField {
 
     fn lipschitz(&self) -> Option<f64> {
         Some(self.lipschitz_bound())
+    }
+}
+
+/// The exact signed distance of a closed mesh ([`MeshDistance`]), for held objects whose
+/// grid is too coarse for their thin parts ([`crate::geometry::thickness`]). Its grid is
+/// kept beside it for tools and display. Queries are allocation-free; a point whose
+/// distance cannot be computed (not finite) reads NaN, which neither culls nor touches.
+#[derive(Debug, Clone)]
+pub struct ExactField {
+    /// The grid the scene asked for (too coarse for contact).
+    pub grid: SignedDistanceField,
+    /// The exact distance.
+    pub mesh: MeshDistance,
+}
+
+impl DistanceQuery for ExactField {
+    #[inline]
+    fn distance(&self, p: &Point3<f64>) -> f64 {
+        self.mesh.signed_distance(p)
+    }
+
+    fn lipschitz(&self) -> Option<f64> {
+        // An exact distance is 1-Lipschitz; the slack covers rounding.
+        Some(1.0 + 1e-9)
     }
 }
 

@@ -12,7 +12,10 @@
 //!   that turns all of the above into contact force, torque, gradients and reduced
 //!   forces once per haptic cycle, without allocating.
 //! - [`deformed_field`]: the distance field of a reduced deformable object (3.12).
+//! - [`continuous`]: the first time of contact of the held object's motion over a cycle
+//!   (conservative advancement), so that no motion carries it through a thin wall.
 
+pub mod continuous;
 pub mod deformed_field;
 pub mod distance;
 pub mod model;
@@ -20,9 +23,10 @@ pub mod point_tree;
 pub mod shell_modes;
 pub mod traversal;
 
+pub use continuous::{Motion, Sweep, SweepParams, SweepResult};
 pub use deformed_field::{DeformedDistanceField, DeformedFieldError};
-pub use distance::{DistanceQuery, HalfSpace};
-pub use model::{point_contact, PointContact};
+pub use distance::{DistanceQuery, ExactField, HalfSpace};
+pub use model::{point_contact, Friction, PointContact};
 pub use point_tree::{ContactShell, NestedPointTree, PointTreeError};
 pub use shell_modes::{shell_modes, ShellModes, ShellModesError};
 pub use traversal::{ContactOutput, ContactParams, ContactPoint, Poses, Traversal};

@@ -23,6 +23,18 @@
 
 use nalgebra::{Matrix3, Vector3};
 
+/// Coulomb coefficients (`[contact] friction = { static = 0.6, dynamic = 0.4 }`), rendered
+/// by [`crate::coupling::friction`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Friction {
+    /// Static coefficient `mu_s`: the tangential force a sticking contact holds, per
+    /// newton of normal load.
+    pub static_coefficient: f64,
+    /// Dynamic coefficient `mu_d <= mu_s`: the tangential force while sliding, per newton
+    /// of normal load.
+    pub dynamic_coefficient: f64,
+}
+
 /// Force, torque and gradients of one contact point (distance-field object side).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PointContact {

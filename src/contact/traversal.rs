@@ -54,6 +54,11 @@ pub struct ContactParams {
     pub cold_fraction: f64,
     /// Skip nodes that provably cannot touch yet.
     pub temporal_coherence: bool,
+    /// Continuous contact ([`super::continuous`]): how far the held object may go into
+    /// what it touches (scene units); 0 turns the sweep off (discrete contact only).
+    pub max_penetration: f64,
+    /// Coulomb friction; `None` is frictionless.
+    pub friction: Option<super::model::Friction>,
 }
 
 impl ContactParams {
@@ -80,6 +85,8 @@ impl Default for ContactParams {
             warm_budget: 4000,
             cold_fraction: 0.8,
             temporal_coherence: true,
+            max_penetration: 1e-3,
+            friction: None,
         }
     }
 }
@@ -149,6 +156,8 @@ pub struct Traversal {
     contact_points: Vec<u32>,
     tc_threshold: Vec<f64>,
     motion: f64,
+    /// The Lipschitz constant temporal coherence used in the last run (`None`: off).
+    last_lip: Option<f64>,
     last: Option<Isometry3<f64>>,
     last_q: Vec<f64>,
     q_abs: Vec<f64>,
@@ -175,6 +184,7 @@ impl Traversal {
             contact_points: Vec::with_capacity(points),
             tc_threshold: vec![f64::NEG_INFINITY; nodes],
             motion: 0.0,
+            last_lip: None,
             last: None,
             last_q: vec![0.0; shell.r()],
             q_abs: vec![0.0; shell.r()],
@@ -287,6 +297,18 @@ impl Traversal {
         self.last_q.copy_from_slice(q);
     }
 
+    /// A lower bound on `d - R` (a node's distance less its radius) at the pose of the
+    /// last [`Self::run`], from the temporal-coherence cache; minus infinity where none is
+    /// known (coherence off, or the node not culled). A node culled when the accumulated
+    /// motion bound was `m_0` with `d_0 - R_0 = L (theta - m_0)` (its threshold `theta`)
+    /// has `d - R >= L (theta - m_0) - (m - m_0) >= min(L, 1) theta - m` now.
+    pub fn clearance_bound(&self, node: usize) -> f64 {
+        match self.last_lip {
+            Some(l) => l.min(1.0) * self.tc_threshold[node] - self.motion,
+            None => f64::NEG_INFINITY,
+        }
+    }
+
     /// One haptic cycle: traverses the tree and fills `out`.
     pub fn run<D: DistanceQuery>(
         &mut self,
@@ -307,6 +329,7 @@ impl Traversal {
         if let Some(l) = lip {
             self.accumulate_motion(shell, &rel, q, l);
         }
+        self.last_lip = lip;
         let tree = &shell.tree;
         let roots = tree.depth_offsets[1];
         let warm = self.params.warm_budget.max(roots);
@@ -383,6 +406,7 @@ impl Traversal {
         levels: usize,
         out: &mut ContactOutput,
     ) {
+        self.last_lip = None;
         self.begin_cycle(q);
         let rel = poses.field.inverse() * poses.shell;
         let levels = levels.clamp(1, shell.level_offsets.len() - 1);

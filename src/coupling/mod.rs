@@ -22,8 +22,10 @@
 //! `k_t sin(theta/2)`), gradient `-(k_t s I + [T_VC]x) / 2` for world-frame rotations
 //! `q_s <- exp(dw) q_s` (4.24).
 
+pub mod friction;
 pub mod workspace;
 
+pub use friction::FrictionProxy;
 pub use workspace::Workspace;
 
 use nalgebra::{Isometry3, Matrix3, Matrix6, Translation3, UnitQuaternion, Vector3, Vector6, SVD};
@@ -256,15 +258,27 @@ impl StaticCoupling {
 
     /// One cycle: solves the equilibrium with the contact wrench on the simulation object
     /// (`contact`, about the grasp point, gradients with respect to the object's motion),
-    /// moves the object, and returns the device wrench.
+    /// moves the object, and returns the device wrench ([`Self::propose`], then
+    /// [`Self::commit`] of the whole step).
     ///
     /// Bounded time on any input. If the manipulandum, the 6x6 system or the rendered
     /// spring is not finite (or the solve fails to converge), the object does not move and
     /// the output is [`CouplingOutput::faulted`]: zero wrench, `fault` set.
     pub fn step(&mut self, manip: &Isometry3<f64>, contact: &PointContact) -> CouplingOutput {
+        match self.propose(manip, contact) {
+            Some(step) => self.commit(manip, &step.pose_after(&self.pose, 1.0), &step),
+            None => CouplingOutput::faulted(),
+        }
+    }
+
+    /// Solves the equilibrium and returns the step the object would take (limited by the
+    /// velocity caps, with static damping applied), without moving it: the caller may cut
+    /// it short (continuous contact) before [`Self::commit`]. `None` if the manipulandum
+    /// or the system is not finite, or the solve does not converge.
+    pub fn propose(&self, manip: &Isometry3<f64>, contact: &PointContact) -> Option<Step> {
         let p = self.params;
         if !pose_is_finite(manip) {
-            return CouplingOutput::faulted();
+            return None;
         }
         let (f, df, t, dt) = self.wrench(manip);
         let mut a = Matrix6::zeros();
@@ -286,9 +300,7 @@ impl StaticCoupling {
             &(manip.rotation * self.pose.rotation.inverse()),
         ));
         // Non-finite entries never reach the SVD, and the SVD itself is capped.
-        let Some((x, rank)) = solve_degenerate(&a, &b, &toward, p.degenerate_ratio) else {
-            return CouplingOutput::faulted();
-        };
+        let (x, rank) = solve_degenerate(&a, &b, &toward, p.degenerate_ratio)?;
         let mut dx = x.fixed_rows::<3>(0).into_owned();
         let mut dw = x.fixed_rows::<3>(3).into_owned();
         let mut limited = false;
@@ -302,17 +314,33 @@ impl StaticCoupling {
             limited = true;
         }
         let keep = 1.0 - p.static_damping;
+        Some(Step {
+            dx: dx * keep,
+            dw: dw * keep,
+            rank,
+            limited,
+        })
+    }
+
+    /// Moves the object to `pose` (the whole proposed step, or part of it) and returns the
+    /// device wrench: the unsaturated spring `-k_VC r` (4.9) and the coupling torque,
+    /// clamped to the device. A non-finite result is a fault: the object stays.
+    pub fn commit(
+        &mut self,
+        manip: &Isometry3<f64>,
+        pose: &Isometry3<f64>,
+        step: &Step,
+    ) -> CouplingOutput {
+        let p = self.params;
         let moved = StaticCoupling {
             params: p,
-            pose: Isometry3::from_parts(
-                Translation3::from(self.pose.translation.vector + dx * keep),
-                UnitQuaternion::from_scaled_axis(dw * keep) * self.pose.rotation,
-            ),
+            pose: *pose,
         };
         let (f, _, t, _) = moved.wrench(manip);
         // Render the unsaturated spring -k r (4.9), clamped to the device.
         let spring = -(manip.translation.vector - moved.pose.translation.vector) * p.stiffness;
-        let all_finite = pose_is_finite(&moved.pose)
+        let all_finite = pose_is_finite(manip)
+            && pose_is_finite(&moved.pose)
             && spring.norm().is_finite()
             && f.iter().chain(t.iter()).all(|v| v.is_finite());
         if !all_finite {
@@ -326,10 +354,34 @@ impl StaticCoupling {
             device_torque: clamp_norm(-t, p.device_max_torque),
             coupling_force: f,
             coupling_torque: t,
-            rank,
-            limited,
+            rank: step.rank,
+            limited: step.limited,
             fault: false,
         }
+    }
+}
+
+/// The motion the coupling proposes for one cycle (after the velocity limits and the
+/// static damping).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    /// World translation of the grasp point.
+    pub dx: Vector3<f64>,
+    /// World rotation vector.
+    pub dw: Vector3<f64>,
+    /// Rank kept by the 6x6 solve.
+    pub rank: usize,
+    /// Whether the velocity limits shortened it.
+    pub limited: bool,
+}
+
+impl Step {
+    /// The grasp frame after the fraction `t` of the step from `pose`.
+    pub fn pose_after(&self, pose: &Isometry3<f64>, t: f64) -> Isometry3<f64> {
+        Isometry3::from_parts(
+            Translation3::from(pose.translation.vector + self.dx * t),
+            UnitQuaternion::from_scaled_axis(self.dw * t) * pose.rotation,
+        )
     }
 }
 

@@ -8,6 +8,7 @@ pub mod farthest;
 pub mod pointshell;
 pub mod sdf;
 pub mod soup;
+pub mod thickness;
 pub mod triangle;
 
 pub use farthest::{farthest_point_order, farthest_point_pointshell, FarthestOrdering};

@@ -319,6 +319,9 @@ mod tests {
             rank: 6,
             fault: false,
             reset: false,
+            swept: 1.0,
+            friction: Vector3::zeros(),
+            depth: 0.0,
         }
     }
 

@@ -4,8 +4,11 @@
 //! 1. the device pose becomes the manipulandum through the workspace (scale, clutch);
 //! 2. the haptic object's deformed field follows its reduced state;
 //! 3. every environment pointshell is traversed against the haptic object's field;
-//! 4. the static virtual coupling solves the 6x6 equilibrium of coupling and contact
-//!    wrenches and moves the haptic object;
+//! 4. the static virtual coupling solves the 6x6 equilibrium of coupling, contact and
+//!    friction wrenches ([`crate::coupling::friction`]) and proposes a step of the haptic
+//!    object; the step is swept against every environment pointshell and cut at the first
+//!    contact deeper than the penetration limit, then slid along the blocking contact
+//!    ([`crate::contact::continuous`]), so no motion carries the object through a wall;
 //! 5. the device wrench (the unsaturated spring, clamped) is returned; a non-finite value
 //!    anywhere yields zero force and a flag;
 //! 6. each deformable object takes one implicit Newmark step under its reduced contact
@@ -15,8 +18,12 @@
 
 use nalgebra::{Isometry3, Point3, Translation3, Vector3};
 
-use crate::contact::{ContactOutput, PointContact, Poses, Traversal};
-use crate::coupling::{pose_is_finite, CouplingOutput, StaticCoupling, Workspace};
+use crate::contact::continuous::slide;
+use crate::contact::continuous::Blocking;
+use crate::contact::{ContactOutput, Motion, PointContact, Poses, Sweep, SweepParams, Traversal};
+use crate::coupling::{
+    pose_is_finite, CouplingOutput, FrictionProxy, StaticCoupling, Step, Workspace,
+};
 use crate::dynamics::StepEvent;
 use crate::scene::{Param, Scene, Settings};
 
@@ -43,7 +50,21 @@ pub struct CycleReport {
     pub fault: bool,
     /// A deformable object diverged and was reset to rest this cycle.
     pub reset: bool,
+    /// The fraction of the coupling's step that the continuous contact let through
+    /// (1: all of it; less: the motion was cut at a first contact).
+    pub swept: f64,
+    /// The friction force on the haptic object (N, world frame; zero without friction).
+    pub friction: Vector3<f64>,
+    /// The deepest point in contact this cycle (m, positive inside; 0 without contact):
+    /// how deep the haptic object touches, before this cycle's step.
+    pub depth: f64,
 }
+
+/// How many times a blocked step slides along the contacts that blocked it.
+const SLIDES: usize = 4;
+
+/// Contacts a cycle's slides respect, at most.
+const MAX_MET: usize = 64;
 
 /// A scene being simulated.
 #[derive(Debug, Clone)]
@@ -56,7 +77,14 @@ pub struct HapticSimulation {
     /// Device-to-simulation mapping (scale and clutch indexing).
     pub workspace: Workspace,
     traversals: Vec<Traversal>,
+    sweeps: Vec<Sweep>,
+    /// Contacts met by this cycle's sweeps (the slide respects them all).
+    met: Vec<Blocking>,
+    /// The haptic object's radius about its grasp point (with a margin for deformation).
+    haptic_radius: f64,
     outputs: Vec<ContactOutput>,
+    /// Stick/slip state of the friction.
+    pub friction: FrictionProxy,
     field_force: Vec<f64>,
     /// Cycles run.
     pub cycle: u64,
@@ -77,6 +105,11 @@ impl HapticSimulation {
             .iter()
             .map(|e| Traversal::new(&e.shell, scene.contact))
             .collect();
+        let sweeps = scene
+            .environment
+            .iter()
+            .map(|e| Sweep::new(&e.shell))
+            .collect();
         let outputs = scene
             .environment
             .iter()
@@ -86,7 +119,18 @@ impl HapticSimulation {
             coupling: StaticCoupling::new(scene.coupling, grasp_frame),
             workspace: Workspace::new(scene.workspace_scale, grasp_frame),
             traversals,
+            sweeps,
+            met: Vec::with_capacity(MAX_MET),
+            haptic_radius: 1.25
+                * scene
+                    .haptic
+                    .surface
+                    .vertices
+                    .iter()
+                    .map(|v| (v - scene.haptic.grasp).norm())
+                    .fold(0.0, f64::max),
             outputs,
+            friction: FrictionProxy::default(),
             field_force: vec![0.0; field_r],
             cycle: 0,
             last_manipulandum: None,
@@ -160,6 +204,7 @@ impl HapticSimulation {
         for t in &mut self.traversals {
             t.reset();
         }
+        self.friction.reset();
         for d in self.scene.dynamics_mut() {
             d.reset();
         }
@@ -200,7 +245,7 @@ impl HapticSimulation {
         let grasp = self.coupling.pose * Point3::origin();
         self.scene.haptic.field.update_deformation();
         let mut total = PointContact::zero();
-        let (mut traversed, mut contacts, mut lod) = (0, 0, 0);
+        let (mut traversed, mut contacts, mut lod, mut depth) = (0, 0, 0, 0.0f64);
         for ((env, tr), out) in self
             .scene
             .environment
@@ -222,13 +267,36 @@ impl HapticSimulation {
             traversed += out.traversed;
             contacts += out.contacts.len();
             lod = lod.max(out.deepest_level + 1);
+            depth = out.contacts.iter().fold(depth, |d, c| d.max(-c.depth));
         }
+        // Friction joins the contact wrench in the coupling's equilibrium.
+        let mut pushed = total;
+        let friction = self.scene.contact.friction;
+        let friction_force = if friction.is_some() {
+            self.friction
+                .add_to(&self.coupling.pose.translation.vector, &mut pushed)
+        } else {
+            Vector3::zeros()
+        };
         // The coupling refuses non-finite systems itself (no motion, `fault`); a bad device
         // reading does not even reach it.
-        let c = match mapped {
-            Some(m) => self.coupling.step(&m, &total),
+        let mut swept = 1.0;
+        let c = match mapped.and_then(|m| Some((m, self.coupling.propose(&m, &pushed)?))) {
+            Some((m, step)) => {
+                let (pose, t) = self.swept_pose(&step, depth);
+                swept = t;
+                self.coupling.commit(&m, &pose, &step)
+            }
             None => CouplingOutput::faulted(),
         };
+        if let (Some(f), false) = (friction, c.fault) {
+            self.friction.update(
+                &f,
+                &self.coupling.pose.translation.vector,
+                &total,
+                &c.coupling_force,
+            );
+        }
         let finite = !c.fault
             && c.device_force
                 .iter()
@@ -272,6 +340,97 @@ impl HapticSimulation {
             rank: c.rank,
             fault: !finite,
             reset,
+            swept,
+            friction: friction_force,
+            depth,
         }
+    }
+
+    /// The penetration limit of the continuous contact: the scene's `max_penetration`,
+    /// at most half the haptic object's thinnest half-thickness (so that no point crosses
+    /// a thin part within the limit); 0 when off.
+    pub fn penetration_limit(&self) -> f64 {
+        let limit = self.scene.contact.max_penetration;
+        match self.scene.haptic.min_half_thickness {
+            Some(h) if limit > 0.0 => limit.min(0.5 * h),
+            _ => limit,
+        }
+    }
+
+    /// Where the coupling's `step` may take the haptic object: the whole step, or the
+    /// part before its first contact deeper than the limit against any environment
+    /// pointshell, then the rest slid along that contact and swept again, up to
+    /// [`SLIDES`] times. Returns the grasp frame and the fraction of the first sweep that
+    /// was let through.
+    fn swept_pose(&mut self, step: &Step, depth: f64) -> (nalgebra::Isometry3<f64>, f64) {
+        let from = self.coupling.pose;
+        let limit = self.penetration_limit();
+        // No point moves relative to the held object by more than `reach` (the farthest
+        // point that could touch lies within the object's radius about the grasp, plus
+        // the limit): if even the deepest contact cannot come near the limit, the step is
+        // safe without a sweep (the common case: free space and shallow contact).
+        let (dx, dw) = (step.dx.norm(), step.dw.norm());
+        let reach = dx + dw * (self.haptic_radius + limit + dx);
+        let lip = self.scene.haptic.field.lipschitz();
+        if limit <= 0.0 || depth + lip * reach < 0.5 * limit {
+            return (step.pose_after(&from, 1.0), 1.0);
+        }
+        let params = SweepParams::with_limit(limit);
+        let mut motion = Motion {
+            from,
+            dx: step.dx,
+            dw: step.dw,
+            grasp: self.scene.haptic.grasp,
+        };
+        self.met.clear();
+        let (first, mut blocking) = self.first_contact(&motion, &params, false);
+        let mut t = first;
+        for _ in 0..SLIDES {
+            if blocking.is_none() {
+                break;
+            }
+            motion = slide(&motion, t, &self.met);
+            (t, blocking) = self.first_contact(&motion, &params, true);
+        }
+        (motion.grasp_at(t), first)
+    }
+
+    /// The least safe fraction of `motion` over the environment, with the contact that
+    /// blocked it; the blocking contact and, where the motion was stopped at once, the
+    /// points at the limit it would deepen join the contacts met this cycle.
+    fn first_contact(
+        &mut self,
+        motion: &Motion,
+        params: &SweepParams,
+        continued: bool,
+    ) -> (f64, Option<Blocking>) {
+        let mut best = (1.0, None);
+        for ((env, sweep), traversal) in self
+            .scene
+            .environment
+            .iter()
+            .zip(&mut self.sweeps)
+            .zip(&self.traversals)
+        {
+            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            let r = self.scene.haptic.field.sweep(
+                sweep, &env.shell, &env.pose, q, motion, params, traversal, continued,
+            );
+            if r.t < best.0 {
+                best = (r.t, r.blocking);
+            }
+            if r.t == 0.0 {
+                let room = self.met.capacity() - self.met.len();
+                let at_limit = sweep.at_limit();
+                self.met
+                    .extend_from_slice(&at_limit[..at_limit.len().min(room)]);
+            }
+        }
+        if let Some(b) = best.1 {
+            if self.met.len() < self.met.capacity() {
+                self.met.push(b);
+            }
+        }
+        best
     }
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::error::{line_column, SceneError};
 use super::params::{Param, ParamError, Settings};
-use crate::contact::ContactParams;
+use crate::contact::{ContactParams, Friction};
 use crate::coupling::CouplingParams;
 use crate::reduction::bake::BasisKind;
 
@@ -109,6 +109,9 @@ pub struct HapticSpec {
     pub rotation: [f64; 3],
     /// A reduced-deformable haptic object (deformed distance field, thesis 3.12).
     pub deformable: Option<DeformableSpec>,
+    /// Query the rigid object's exact mesh distance instead of its grid (default: only
+    /// where the grid's cells are wider than the object's thinnest half-thickness).
+    pub exact_distance: Option<bool>,
 }
 
 /// One box of a union of disjoint boxes.
@@ -336,11 +339,27 @@ pub struct ContactSpec {
     pub max_unscaled_contacts: Option<usize>,
     /// Skip nodes that provably cannot touch yet.
     pub temporal_coherence: Option<bool>,
+    /// Continuous contact: how far the held object may go into what it touches (scene
+    /// units, default 0.001); 0 turns the sweep off.
+    pub max_penetration: Option<f64>,
+    /// Coulomb friction; absent is frictionless.
+    pub friction: Option<FrictionSpec>,
+}
+
+/// `[contact] friction = { static = 0.6, dynamic = 0.4 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrictionSpec {
+    /// Static coefficient (0 to 10).
+    #[serde(rename = "static")]
+    pub static_coefficient: f64,
+    /// Dynamic coefficient (0 to the static one).
+    pub dynamic: f64,
 }
 
 impl ContactSpec {
     /// The numeric overrides, by parameter.
-    pub fn values(&self) -> [(Param, Option<f64>); 4] {
+    pub fn values(&self) -> [(Param, Option<f64>); 5] {
         [
             (Param::ContactStiffness, self.stiffness),
             (Param::WarmBudget, self.warm_budget.map(|v| v as f64)),
@@ -349,6 +368,7 @@ impl ContactSpec {
                 Param::MaxUnscaledContacts,
                 self.max_unscaled_contacts.map(|v| v as f64),
             ),
+            (Param::MaxPenetration, self.max_penetration),
         ]
     }
 }
@@ -599,6 +619,15 @@ impl SceneFile {
                 })?;
             }
         }
+        if let Some(f) = &self.contact.friction {
+            self.within("contact.friction.static", f.static_coefficient, 0.0, 10.0)?;
+            self.within(
+                "contact.friction.dynamic",
+                f.dynamic,
+                0.0,
+                f.static_coefficient,
+            )?;
+        }
         Ok(())
     }
 
@@ -785,6 +814,10 @@ impl SceneFile {
         if let Some(v) = self.contact.temporal_coherence {
             s.contact.temporal_coherence = v;
         }
+        s.contact.friction = self.contact.friction.map(|f| Friction {
+            static_coefficient: f.static_coefficient,
+            dynamic_coefficient: f.dynamic,
+        });
         for (param, value) in self
             .contact
             .values()

@@ -22,11 +22,12 @@ use super::format::{
     VolumeSource,
 };
 use super::{EnvironmentObject, HapticField, HapticObject, Scene};
-use crate::contact::{shell_modes, ContactShell, DeformedDistanceField};
+use crate::contact::{shell_modes, ContactShell, DeformedDistanceField, ExactField};
 use crate::dynamics::{NewmarkParams, ObjectDynamics, ObjectForces, ReducedNewmark, ReducedParams};
 use crate::geometry::dist::{read_dist, write_dist};
 use crate::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
 use crate::geometry::soup::{soup_offset_surface, soup_signed_field, SoupOptions, DEFAULT_OFFSET};
+use crate::geometry::thickness::min_half_thickness;
 use crate::geometry::{MeshDistance, SdfOptions, SignedDistanceField};
 use crate::mesh::read::default_material;
 use crate::mesh::{
@@ -248,14 +249,30 @@ impl Loader<'_> {
 
         let pose = pose(&h.position, &h.rotation);
         let grasp = point(&h.grasp);
+        // The thinnest part, for the continuous contact's limit and to tell whether the
+        // grid resolves the object (a closed mesh only: a soup has no inside).
+        self.stage(&object, "thickness");
+        let exact = (!soup).then(|| MeshDistance::new(&surface).ok()).flatten();
+        let limit = file.contact_params().max_penetration;
+        let min_half_thickness = exact
+            .as_ref()
+            .map(|d| min_half_thickness(&surface, d, 4.0 * field.spacing.max(limit), 2048));
         let Some(spec) = &h.deformable else {
+            let coarse = min_half_thickness.is_some_and(|t| t < field.spacing);
+            let field = match (exact, h.exact_distance.unwrap_or(coarse)) {
+                (Some(mesh), true) => {
+                    HapticField::Exact(Box::new(ExactField { grid: field, mesh }))
+                }
+                _ => HapticField::Rigid(field),
+            };
             return Ok(HapticObject {
                 name: h.name.clone(),
-                field: HapticField::Rigid(field),
+                field,
                 grasp,
                 pose,
                 surface,
                 render_basis: Vec::new(),
+                min_half_thickness,
             });
         };
         let reduced = self.reduced(&object, "haptic.deformable", spec, &surface, h)?;
@@ -282,6 +299,7 @@ impl Loader<'_> {
             pose,
             surface,
             render_basis,
+            min_half_thickness,
         })
     }
 

@@ -22,7 +22,8 @@ pub use params::{Param, ParamError, Settings};
 use nalgebra::{Isometry3, Point3};
 
 use crate::contact::{
-    ContactOutput, ContactParams, ContactShell, DeformedDistanceField, Poses, Traversal,
+    ContactOutput, ContactParams, ContactShell, DeformedDistanceField, DistanceQuery, ExactField,
+    Motion, Poses, Sweep, SweepParams, SweepResult, Traversal,
 };
 use crate::coupling::CouplingParams;
 use crate::dynamics::ObjectDynamics;
@@ -34,6 +35,9 @@ use crate::mesh::SurfaceMesh;
 pub enum HapticField {
     /// A rigid haptic object: its signed distance field in the body frame.
     Rigid(SignedDistanceField),
+    /// A rigid haptic object too thin for its grid: queried exactly through its mesh
+    /// ([`ExactField`]).
+    Exact(Box<ExactField>),
     /// A reduced-deformable haptic object: its deformed field and its dynamics.
     Deformable {
         /// The deformed distance field (thesis 3.12), following `dynamics.q`.
@@ -47,7 +51,7 @@ impl HapticField {
     /// The reduced dynamics of a deformable haptic object.
     pub fn dynamics(&self) -> Option<&ObjectDynamics> {
         match self {
-            HapticField::Rigid(_) => None,
+            HapticField::Rigid(_) | HapticField::Exact(_) => None,
             HapticField::Deformable { dynamics, .. } => Some(dynamics),
         }
     }
@@ -55,7 +59,7 @@ impl HapticField {
     /// The reduced dynamics of a deformable haptic object, to step or edit.
     pub fn dynamics_mut(&mut self) -> Option<&mut ObjectDynamics> {
         match self {
-            HapticField::Rigid(_) => None,
+            HapticField::Rigid(_) | HapticField::Exact(_) => None,
             HapticField::Deformable { dynamics, .. } => Some(dynamics),
         }
     }
@@ -63,7 +67,7 @@ impl HapticField {
     /// The deformed distance field of a deformable haptic object.
     pub fn deformed(&self) -> Option<&DeformedDistanceField> {
         match self {
-            HapticField::Rigid(_) => None,
+            HapticField::Rigid(_) | HapticField::Exact(_) => None,
             HapticField::Deformable { field, .. } => Some(field),
         }
     }
@@ -87,9 +91,9 @@ impl HapticField {
 
     /// The signed distance at body-frame point `p` (negative inside).
     pub fn distance(&self, p: &Point3<f64>) -> f64 {
-        use crate::contact::distance::DistanceQuery;
         match self {
             HapticField::Rigid(sdf) => sdf.distance(p),
+            HapticField::Exact(f) => f.distance(p),
             HapticField::Deformable { field, .. } => field.distance(p),
         }
     }
@@ -100,13 +104,65 @@ impl HapticField {
     pub fn gradient(&self, p: &Point3<f64>) -> nalgebra::Vector3<f64> {
         match self {
             HapticField::Rigid(sdf) => sdf.gradient(p),
+            HapticField::Exact(f) => central_gradient(f.as_ref(), 1e-4 * f.grid.spacing, p),
             HapticField::Deformable { field, .. } => {
-                use crate::contact::distance::DistanceQuery;
-                let h = 1e-4 * field.rest_field().spacing;
-                nalgebra::Vector3::from_fn(|i, _| {
-                    let e = nalgebra::Vector3::ith(i, h);
-                    (field.distance(&(p + e)) - field.distance(&(p - e))) / (2.0 * h)
-                })
+                central_gradient(field.as_ref(), 1e-4 * field.rest_field().spacing, p)
+            }
+        }
+    }
+
+    /// The Lipschitz constant the sweep uses for this field (1 where the field gives
+    /// none: the deformed field, whose blend is not bounded).
+    pub fn lipschitz(&self) -> f64 {
+        let l = match self {
+            HapticField::Rigid(sdf) => sdf.lipschitz(),
+            HapticField::Exact(f) => f.lipschitz(),
+            HapticField::Deformable { field, .. } => field.lipschitz(),
+        };
+        l.unwrap_or(1.0).max(1e-12)
+    }
+
+    /// The safe fraction of the held object's `motion` against an environment pointshell
+    /// ([`crate::contact::continuous`]), statically dispatched like [`Self::traverse`].
+    /// `traversal` is this cycle's traversal of the pair (its temporal-coherence bounds
+    /// prune the search). With `continued`, the motion continues the last one swept (a
+    /// slide) and reuses its gathered points ([`Sweep::continue_contact`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sweep(
+        &self,
+        sweep: &mut Sweep,
+        shell: &ContactShell,
+        shell_pose: &Isometry3<f64>,
+        q: &[f64],
+        motion: &Motion,
+        params: &SweepParams,
+        traversal: &Traversal,
+        continued: bool,
+    ) -> SweepResult {
+        #[allow(clippy::too_many_arguments)]
+        fn run<D: DistanceQuery>(
+            sweep: &mut Sweep,
+            shell: &ContactShell,
+            field: &D,
+            pose: &Isometry3<f64>,
+            q: &[f64],
+            motion: &Motion,
+            params: &SweepParams,
+            traversal: &Traversal,
+            continued: bool,
+        ) -> SweepResult {
+            if continued {
+                sweep.continue_contact(shell, field, pose, q, motion, params)
+            } else {
+                sweep.first_contact(shell, field, pose, q, motion, params, Some(traversal))
+            }
+        }
+        let (s, p, t, c) = (sweep, shell_pose, traversal, continued);
+        match self {
+            HapticField::Rigid(sdf) => run(s, shell, sdf, p, q, motion, params, t, c),
+            HapticField::Exact(f) => run(s, shell, f.as_ref(), p, q, motion, params, t, c),
+            HapticField::Deformable { field, .. } => {
+                run(s, shell, field.as_ref(), p, q, motion, params, t, c)
             }
         }
     }
@@ -123,11 +179,24 @@ impl HapticField {
     ) {
         match self {
             HapticField::Rigid(sdf) => traversal.run(shell, sdf, poses, q, out),
+            HapticField::Exact(f) => traversal.run(shell, f.as_ref(), poses, q, out),
             HapticField::Deformable { field, .. } => {
                 traversal.run(shell, field.as_ref(), poses, q, out)
             }
         }
     }
+}
+
+/// Central differences of `field` at `p` with step `h`.
+fn central_gradient<D: DistanceQuery>(
+    field: &D,
+    h: f64,
+    p: &Point3<f64>,
+) -> nalgebra::Vector3<f64> {
+    nalgebra::Vector3::from_fn(|i, _| {
+        let e = nalgebra::Vector3::ith(i, h);
+        (field.distance(&(p + e)) - field.distance(&(p - e))) / (2.0 * h)
+    })
 }
 
 /// The object held through the device.
@@ -146,6 +215,10 @@ pub struct HapticObject {
     /// Per surface vertex, the 3 x r rows of the render basis (row-major, f32), for
     /// u = U q on the render thread; empty for a rigid haptic object.
     pub render_basis: Vec<f32>,
+    /// The thinnest local half-thickness of the solid (scene units), if measured
+    /// ([`crate::geometry::thickness`]): it caps the continuous contact's penetration
+    /// limit.
+    pub min_half_thickness: Option<f64>,
 }
 
 /// An object of the environment, sampled by a pointshell.

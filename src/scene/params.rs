@@ -23,6 +23,9 @@ pub enum Param {
     ColdFraction,
     /// `L`: forces are scaled by `L / l` when `l > L` points touch.
     MaxUnscaledContacts,
+    /// How far the held object may go into what it touches (continuous contact); 0 is
+    /// the thesis's discrete contact.
+    MaxPenetration,
     /// Translational coupling stiffness `k_VC`.
     CouplingStiffness,
     /// Rotational coupling stiffness.
@@ -148,11 +151,12 @@ pub enum ParamError {
 
 impl Param {
     /// Every parameter, in display order.
-    pub const ALL: [Param; 16] = [
+    pub const ALL: [Param; 17] = [
         Param::ContactStiffness,
         Param::WarmBudget,
         Param::ColdFraction,
         Param::MaxUnscaledContacts,
+        Param::MaxPenetration,
         Param::CouplingStiffness,
         Param::TorqueStiffness,
         Param::SaturationForce,
@@ -205,6 +209,15 @@ impl Param {
                 true,
                 true,
                 (1.0, 1000.0),
+            ),
+            Param::MaxPenetration => (
+                "contact.max_penetration",
+                "max penetration (0: discrete)",
+                "m",
+                Range::closed(0.0, 1e3),
+                false,
+                false,
+                (0.0, 0.01),
             ),
             Param::CouplingStiffness => (
                 "coupling.stiffness",
@@ -392,6 +405,7 @@ impl Param {
             Param::WarmBudget => c.warm_budget as f64,
             Param::ColdFraction => c.cold_fraction,
             Param::MaxUnscaledContacts => c.max_unscaled_contacts as f64,
+            Param::MaxPenetration => c.max_penetration,
             Param::CouplingStiffness => k.stiffness,
             Param::TorqueStiffness => k.torque_stiffness,
             Param::SaturationForce => k.saturation_force.unwrap_or(0.0),
@@ -419,6 +433,7 @@ impl Param {
             Param::WarmBudget => c.warm_budget = count,
             Param::ColdFraction => c.cold_fraction = v,
             Param::MaxUnscaledContacts => c.max_unscaled_contacts = count,
+            Param::MaxPenetration => c.max_penetration = v,
             Param::CouplingStiffness => k.stiffness = v,
             Param::TorqueStiffness => k.torque_stiffness = v,
             Param::SaturationForce => k.saturation_force = (v > 0.0).then_some(v),
@@ -451,6 +466,7 @@ impl Param {
                 | Param::WarmBudget
                 | Param::ColdFraction
                 | Param::MaxUnscaledContacts
+                | Param::MaxPenetration
         )
     }
 }

@@ -115,12 +115,22 @@ fn wrench(r: &CycleReport) -> Wrench {
     }
 }
 
+/// What a replay did beyond its log's columns.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayStats {
+    /// The deepest contact of the run (m).
+    pub deepest: f64,
+    /// Cycles whose motion the continuous contact cut short.
+    pub cut: usize,
+}
+
 /// Replays `trajectory` on a fresh simulation of `scene`; returns the log.
-pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> Log {
+pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> (Log, ReplayStats) {
     let mut sim = HapticSimulation::new(scene);
     let mut log = Log {
         rows: Vec::with_capacity(trajectory.samples.len()),
     };
+    let mut stats = ReplayStats::default();
     let mut activation = f64::NAN;
     for (i, s) in trajectory.samples.iter().enumerate() {
         // A recorded control input: the muscle's activation at this sample.
@@ -135,8 +145,10 @@ pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> Log {
         let us = t0.elapsed().as_secs_f64() * 1e6;
         log.rows
             .push(row(s.time_s, &s.pose.isometry(), s.buttons, &r, us));
+        stats.deepest = stats.deepest.max(r.depth);
+        stats.cut += usize::from(r.swept < 1.0);
     }
-    log
+    (log, stats)
 }
 
 pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
@@ -160,7 +172,7 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
     }
     a.params.apply(&mut scene);
     let start = Instant::now();
-    let log = replay_log(scene, &trajectory);
+    let (log, stats) = replay_log(scene, &trajectory);
     let elapsed = start.elapsed().as_secs_f64();
     haptics::io::write_bytes_atomic(&a.out, log.to_csv().as_bytes())
         .with_context(|| format!("writing {}", a.out.display()))?;
@@ -170,7 +182,7 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
         trajectory.samples.last().map_or(0.0, |s| s.time_s) - trajectory.samples[0].time_s,
         a.out.display()
     );
-    summarize(&log);
+    summarize(&log, &stats);
     if let Some(png) = &a.plot {
         plot_log(&log, png)?;
         println!("plot -> {}", png.display());
@@ -199,7 +211,7 @@ fn col(name: &str) -> usize {
     column(name).expect("a haptic log column")
 }
 
-fn summarize(log: &Log) {
+fn summarize(log: &Log, stats: &ReplayStats) {
     let peak = log.rows.iter().map(force_magnitude).fold(0.0, f64::max);
     let max_of = |k: usize| log.rows.iter().map(|r| r[k]).fold(0.0, f64::max);
     let faults = log.rows.iter().filter(|r| r[col("fault")] != 0.0).count();
@@ -208,6 +220,12 @@ fn summarize(log: &Log) {
         max_of(col("contacts")),
         max_of(col("traversed")),
         max_of(col("lod"))
+    );
+    println!(
+        "deepest contact {:.3} mm, continuous contact cut {} of {} cycles",
+        stats.deepest * 1e3,
+        stats.cut,
+        log.rows.len()
     );
 }
 

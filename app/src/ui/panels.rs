@@ -307,6 +307,7 @@ fn parameters(ui: &mut egui::Ui, p: &mut Parameters, actions: &mut Vec<Action>) 
             set(ui, Param::MaxVelocity, s, None, actions);
             set(ui, Param::MaxAngularVelocity, s, None, actions);
             set(ui, Param::WarmBudget, s, None, actions);
+            set(ui, Param::MaxPenetration, s, None, actions);
             if p.max_modes > 0 {
                 set(ui, Param::ModesUsed, s, Some(p.max_modes as f64), actions);
                 set(ui, Param::MaterialScale, s, None, actions);

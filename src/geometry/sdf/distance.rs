@@ -181,9 +181,14 @@ impl MeshDistance {
     fn closest(&self, p: &Point3<f64>, bound2: f64) -> Option<(f64, usize, Point3<f64>, Feature)> {
         let mut best: Option<(f64, usize, Point3<f64>, Feature)> = None;
         let mut best_d2 = bound2;
-        let mut stack: Vec<u32> = Vec::with_capacity(64);
-        stack.push(0);
-        while let Some(ni) = stack.pop() {
+        // A fixed stack, so that exact queries can run in the haptic cycle without
+        // allocating: median splits make the tree at most ceil(log2(triangles)) + 1 deep,
+        // and the depth-first search holds at most one pending sibling per level.
+        let mut stack = [0u32; 130];
+        let mut top = 1usize;
+        while top > 0 {
+            top -= 1;
+            let ni = stack[top];
             let node = &self.nodes[ni as usize];
             if aabb_distance_squared(&node.bounds, p) >= best_d2 {
                 continue;
@@ -203,13 +208,10 @@ impl MeshDistance {
                 let (l, r) = (node.start, node.start + 1);
                 let dl = aabb_distance_squared(&self.nodes[l as usize].bounds, p);
                 let dr = aabb_distance_squared(&self.nodes[r as usize].bounds, p);
-                if dl < dr {
-                    stack.push(r);
-                    stack.push(l);
-                } else {
-                    stack.push(l);
-                    stack.push(r);
-                }
+                let (far, near) = if dl < dr { (r, l) } else { (l, r) };
+                stack[top] = far;
+                stack[top + 1] = near;
+                top += 2;
             }
         }
         best

@@ -1,0 +1,691 @@
+//! Continuous contact between haptic frames: the first time of contact of the held
+//! object's motion over one cycle, by conservative advancement of the pointshell points
+//! against the distance field (Mirtich 1996; Tang, Kim and Manocha 2009 for the
+//! advancement of points against a distance bound).
+//!
+//! The thesis tests points against the field once per cycle (3.10), so a motion longer
+//! than the object's thickness per cycle, or a push harder than the penalty can hold,
+//! carries the held object through a thin wall. Here the coupling's proposed motion of the
+//! held (distance-field) object, its grasp frame going from `(c_0, R_0)` to
+//! `(c_0 + dx, exp(dw) R_0)`, is swept as `(c_0 + t dx, exp(t dw) R_0)`, `t` in `[0, 1]`,
+//! and cut at the first `t` where a point would go deeper than it may:
+//!
+//! - a point outside at `t = 0`, or in contact, may go as deep as the *penetration
+//!   limit* `p` (the scene's `max_penetration`, at most half the held object's thinnest
+//!   half-thickness, so no point crosses a thin part unseen), deep enough for the penalty
+//!   contact to hold the object there; the sweep never cuts a motion that stays within
+//!   it, so contacts shallower than `p` behave exactly as the thesis's discrete contact;
+//! - a point at the limit (its margin `d + p` under 1% of `p`), or beyond it (placed
+//!   there by a deformation, a teleport or rounding), may not go deeper at all: a probe
+//!   of the first `1e-3 p` of its motion says whether the motion deepens it, and if so the
+//!   motion is cut at `t = 0` (the slide below then keeps its tangential part); if not,
+//!   it is free this cycle, and the penalty force pushes it out.
+//!
+//! A point `x` (world) moves in the field's frame by at most
+//! `M = |dx| + |dw| (|x - c_0| + |dx|)` per unit `t` (the rotation about the moving grasp
+//! point `c(t)` moves it by at most `theta |x - c(t)|`),
+//! so with the field's Lipschitz constant `L` its margin `phi = d + p` cannot
+//! vanish before `t + phi / (L M)`: each point carries that safe time, and the sweep
+//! advances to the least one and re-tests only that point (event-driven conservative
+//! advancement). A point blocks when its margin falls below a tenth of the limit
+//! (and below half its margin at `t = 0`, so a point near its limit approaches it
+//! geometrically, cycle after cycle, instead of freezing the object). Candidates come
+//! from the nested point tree, culled with the same bound: a node whose sphere (its
+//! radius taken at face value, as the traversal's culling does) cannot come within the
+//! limit of the surface during the sweep is skipped with its subtree, and so is one the
+//! traversal's temporal coherence already proved far enough.
+//!
+//! Everything is bounded by counts, not time: a node budget for the candidate search
+//! (levels completed or not started, as in the traversal) and an evaluation budget for
+//! the advancement, after which the sweep stops where it is (still safe). So replays are
+//! deterministic, and the cycle allocation-free.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+
+use super::distance::DistanceQuery;
+use super::point_tree::ContactShell;
+use super::traversal::Traversal;
+
+/// Points at the limit a sweep keeps for the slide ([`Sweep::at_limit`]).
+pub const MAX_AT_LIMIT: usize = 32;
+
+/// A point whose margin is below this fraction of the limit is *at* the limit.
+const NEAR: f64 = 0.01;
+
+/// Settings of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SweepParams {
+    /// How deep a point may go (scene units).
+    pub penetration_limit: f64,
+    /// Node budget of the candidate search.
+    pub node_budget: usize,
+    /// Distance evaluations of the advancement, at most.
+    pub evaluation_budget: usize,
+}
+
+impl SweepParams {
+    /// A sweep with penetration limit `limit` and the default budgets.
+    pub fn with_limit(limit: f64) -> Self {
+        SweepParams {
+            penetration_limit: limit,
+            node_budget: 4000,
+            evaluation_budget: 4000,
+        }
+    }
+}
+
+/// The motion of the held object over one cycle: its grasp frame moves from `from` by a
+/// world translation `dx` and a world rotation vector `dw`; its body frame is the grasp
+/// frame translated by `-grasp` (the body-frame grasp point).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Motion {
+    /// Grasp frame at `t = 0`.
+    pub from: Isometry3<f64>,
+    /// World translation of the grasp point over the cycle.
+    pub dx: Vector3<f64>,
+    /// World rotation vector over the cycle.
+    pub dw: Vector3<f64>,
+    /// Body-frame grasp point.
+    pub grasp: Point3<f64>,
+}
+
+impl Motion {
+    /// The grasp frame at `t`.
+    pub fn grasp_at(&self, t: f64) -> Isometry3<f64> {
+        Isometry3::from_parts(
+            Translation3::from(self.from.translation.vector + self.dx * t),
+            UnitQuaternion::from_scaled_axis(self.dw * t) * self.from.rotation,
+        )
+    }
+
+    /// The body frame at `t`.
+    pub fn body_at(&self, t: f64) -> Isometry3<f64> {
+        self.grasp_at(t) * Translation3::from(-self.grasp.coords)
+    }
+
+    /// Bound on how far a point at world position `x` (plus `radius`) moves in the body
+    /// frame per unit `t`.
+    fn speed(&self, x: &Point3<f64>, radius: f64) -> f64 {
+        let c0 = Point3::from(self.from.translation.vector);
+        let dx = self.dx.norm();
+        // The grasp point moves too, so the lever arm grows by up to |dx|.
+        dx + self.dw.norm() * ((x - c0).norm() + radius + dx)
+    }
+}
+
+/// The point that stopped a sweep.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Blocking {
+    /// Pointshell point index.
+    pub point: u32,
+    /// World position of the point.
+    pub position: Point3<f64>,
+    /// The held object's outward surface normal at the point (world; the gradient of
+    /// its distance): a motion of the held object with velocity `v` at the point takes
+    /// the point deeper iff `v . normal > 0`.
+    pub normal: Vector3<f64>,
+}
+
+/// What a sweep found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SweepResult {
+    /// The fraction of the motion that is safe (1: all of it).
+    pub t: f64,
+    /// The contact that blocked the motion.
+    pub blocking: Option<Blocking>,
+    /// Points that could touch during the sweep.
+    pub candidates: usize,
+    /// Distance evaluations made (candidate search and advancement).
+    pub evaluations: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    point: u32,
+    /// World position (fixed during the sweep: only the held object moves).
+    world: Point3<f64>,
+    /// Block when the margin falls to this.
+    block_at: f64,
+    speed: f64,
+    /// Safe up to this `t`.
+    safe_until: f64,
+}
+
+/// A point within reach of a gathered motion, with its distance at the motion's start.
+#[derive(Debug, Clone, Copy)]
+struct Near {
+    point: u32,
+    world: Point3<f64>,
+    d0: f64,
+}
+
+/// A candidate's safe time, ordered so that [`BinaryHeap`] pops the least first.
+#[derive(Debug, Clone, Copy)]
+struct Event(f64, u32);
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Event {}
+
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Event {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
+    }
+}
+
+/// Reusable buffers of the sweep of one pointshell.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// Points the last gather found within reach of the motion.
+    near: Vec<Near>,
+    candidates: Vec<Candidate>,
+    /// The candidates by safe time (a min-heap).
+    events: BinaryHeap<Event>,
+    /// Points at the limit that this motion deepens (at most [`MAX_AT_LIMIT`]).
+    at_limit: Vec<Blocking>,
+    current: Vec<u32>,
+    next: Vec<u32>,
+    seen: Vec<bool>,
+    q_abs: Vec<f64>,
+}
+
+impl Sweep {
+    /// Allocates every buffer for `shell`.
+    pub fn new(shell: &ContactShell) -> Self {
+        Sweep {
+            near: Vec::with_capacity(shell.len()),
+            candidates: Vec::with_capacity(shell.len()),
+            events: BinaryHeap::with_capacity(shell.len()),
+            at_limit: Vec::with_capacity(MAX_AT_LIMIT),
+            current: Vec::with_capacity(shell.tree.num_nodes()),
+            next: Vec::with_capacity(shell.tree.num_nodes()),
+            seen: vec![false; shell.len()],
+            q_abs: vec![0.0; shell.r()],
+        }
+    }
+
+    /// The points at the limit that the last sweep's motion would take deeper (each
+    /// blocks it at `t = 0`), at most [`MAX_AT_LIMIT`]: the contacts a slide must respect.
+    pub fn at_limit(&self) -> &[Blocking] {
+        &self.at_limit
+    }
+
+    /// The safe fraction of `motion` for the pointshell `shell` (at world pose
+    /// `shell_pose`, reduced coordinates `q`) against the held object's `field`. A
+    /// `traversal` of the same pair at the motion's start lends its temporal-coherence
+    /// bounds ([`Traversal::clearance_bound`]): subtrees it proved far enough are skipped
+    /// without a lookup.
+    #[allow(clippy::too_many_arguments)]
+    pub fn first_contact<D: DistanceQuery>(
+        &mut self,
+        shell: &ContactShell,
+        field: &D,
+        shell_pose: &Isometry3<f64>,
+        q: &[f64],
+        motion: &Motion,
+        params: &SweepParams,
+        traversal: Option<&Traversal>,
+    ) -> SweepResult {
+        let mut result = SweepResult {
+            t: 1.0,
+            blocking: None,
+            candidates: 0,
+            evaluations: 0,
+        };
+        self.near.clear();
+        let limit = params.penetration_limit;
+        if limit.is_nan() || limit <= 0.0 || (motion.dx.norm() == 0.0 && motion.dw.norm() == 0.0) {
+            return result;
+        }
+        let lip = field.lipschitz().unwrap_or(1.0).max(1e-12);
+        for (a, &x) in self.q_abs.iter_mut().zip(q) {
+            *a = x.abs();
+        }
+        let body0 = motion.body_at(0.0).inverse();
+        let to_body0 = body0 * shell_pose;
+        self.gather(
+            shell,
+            field,
+            shell_pose,
+            &to_body0,
+            q,
+            motion,
+            params,
+            lip,
+            traversal,
+            &mut result,
+        );
+        self.advance(
+            shell,
+            field,
+            shell_pose,
+            q,
+            motion,
+            params,
+            lip,
+            true,
+            &mut result,
+        );
+        result
+    }
+
+    /// [`Self::first_contact`] for a motion that continues the last one swept (a slide of
+    /// its rest, [`slide`]): the points gathered for the last motion cover it (the rests
+    /// translate by at most `|dx|` and turn by at most `|dw|` in all), so only they are
+    /// tested again, without a new search of the tree.
+    pub fn continue_contact<D: DistanceQuery>(
+        &mut self,
+        shell: &ContactShell,
+        field: &D,
+        shell_pose: &Isometry3<f64>,
+        q: &[f64],
+        motion: &Motion,
+        params: &SweepParams,
+    ) -> SweepResult {
+        let mut result = SweepResult {
+            t: 1.0,
+            blocking: None,
+            candidates: 0,
+            evaluations: 0,
+        };
+        let limit = params.penetration_limit;
+        if limit.is_nan() || limit <= 0.0 || (motion.dx.norm() == 0.0 && motion.dw.norm() == 0.0) {
+            return result;
+        }
+        let lip = field.lipschitz().unwrap_or(1.0).max(1e-12);
+        self.advance(
+            shell,
+            field,
+            shell_pose,
+            q,
+            motion,
+            params,
+            lip,
+            false,
+            &mut result,
+        );
+        result
+    }
+
+    /// Classifies the gathered points for `motion` (distance at its `t = 0` stored by the
+    /// gather if `fresh`, else evaluated) and runs the conservative advancement.
+    #[allow(clippy::too_many_arguments)]
+    fn advance<D: DistanceQuery>(
+        &mut self,
+        shell: &ContactShell,
+        field: &D,
+        shell_pose: &Isometry3<f64>,
+        q: &[f64],
+        motion: &Motion,
+        params: &SweepParams,
+        lip: f64,
+        fresh: bool,
+        result: &mut SweepResult,
+    ) {
+        let limit = params.penetration_limit;
+        self.candidates.clear();
+        self.at_limit.clear();
+        let body0 = motion.body_at(0.0);
+        let to_body0 = body0.inverse();
+        for k in 0..self.near.len() {
+            let Near { point, world, d0 } = self.near[k];
+            let d0 = if fresh {
+                d0
+            } else {
+                result.evaluations += 1;
+                field.distance(&(to_body0 * world))
+            };
+            let margin = d0 + limit;
+            let speed = motion.speed(&world, 0.0).max(1e-300);
+            if margin <= NEAR * limit {
+                // At (or, after a deformation or rounding, beyond) the limit: no motion may
+                // take it deeper. A probe of the first `1e-3 p` of its motion says whether
+                // this one does; if so it blocks at once.
+                let h = (1e-3 * limit / speed).min(1.0);
+                let dh = field.distance(&(motion.body_at(h).inverse() * world));
+                result.evaluations += 1;
+                if dh < d0 - 1e-2 * (h * speed) {
+                    if self.at_limit.len() < MAX_AT_LIMIT {
+                        let fallback = shell_pose.rotation * shell.normal(point as usize, q);
+                        self.at_limit.push(Blocking {
+                            point,
+                            position: world,
+                            normal: outward_normal(field, &body0, &world, limit, fallback),
+                        });
+                    }
+                    self.candidates.push(Candidate {
+                        point,
+                        world,
+                        block_at: f64::INFINITY,
+                        speed,
+                        safe_until: 0.0,
+                    });
+                }
+            } else if margin - lip * speed <= 0.0 {
+                self.candidates.push(Candidate {
+                    point,
+                    world,
+                    block_at: (0.1 * limit).min(0.5 * margin),
+                    speed,
+                    safe_until: margin / (lip * speed),
+                });
+            }
+        }
+        result.candidates = self.candidates.len();
+        // Event-driven conservative advancement: the candidate safe for the least time is
+        // re-tested next (a binary heap; each candidate is in it once).
+        self.events.clear();
+        self.events.extend(
+            self.candidates
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Event(c.safe_until, i as u32)),
+        );
+        // Nothing within reach: the whole motion is safe.
+        let mut t = if self.events.is_empty() { 1.0 } else { 0.0f64 };
+        while let Some(Event(next_t, i)) = self.events.pop() {
+            let i = i as usize;
+            if next_t >= 1.0 {
+                t = 1.0;
+                break;
+            }
+            if result.evaluations >= params.evaluation_budget {
+                // Out of budget: stop where it is proven safe.
+                t = next_t.max(t);
+                break;
+            }
+            t = next_t.max(t);
+            let body = motion.body_at(t).inverse();
+            let c = self.candidates[i];
+            let d = field.distance(&(body * c.world));
+            result.evaluations += 1;
+            let margin = d + limit;
+            if margin <= c.block_at {
+                let fallback = shell_pose.rotation * shell.normal(c.point as usize, q);
+                result.blocking = Some(Blocking {
+                    point: c.point,
+                    position: c.world,
+                    normal: outward_normal(field, &motion.body_at(t), &c.world, limit, fallback),
+                });
+                break;
+            }
+            self.candidates[i].safe_until = t + margin / (lip * c.speed);
+            self.events
+                .push(Event(self.candidates[i].safe_until, i as u32));
+        }
+        result.t = t.clamp(0.0, 1.0);
+    }
+
+    /// Collects the points that could go deeper than the limit during the sweep.
+    #[allow(clippy::too_many_arguments)]
+    fn gather<D: DistanceQuery>(
+        &mut self,
+        shell: &ContactShell,
+        field: &D,
+        shell_pose: &Isometry3<f64>,
+        to_body0: &Isometry3<f64>,
+        q: &[f64],
+        motion: &Motion,
+        params: &SweepParams,
+        lip: f64,
+        traversal: Option<&Traversal>,
+        result: &mut SweepResult,
+    ) {
+        let limit = params.penetration_limit;
+        let tree = &shell.tree;
+        let roots = tree.depth_offsets[1];
+        let budget = params.node_budget.max(roots);
+        self.current.clear();
+        self.current.extend(0..roots as u32);
+        self.seen.fill(false);
+        let mut visited = 0usize;
+        for depth in 0..tree.depths() {
+            if self.current.is_empty() || (depth > 0 && visited + self.current.len() > budget) {
+                break;
+            }
+            visited += self.current.len();
+            self.next.clear();
+            for k in 0..self.current.len() {
+                let node = self.current[k] as usize;
+                let s = tree.node_point[node] as usize;
+                let p = shell.position(s, q);
+                let world = shell_pose * p;
+                let radius = tree.radius(node, &self.q_abs);
+                // The subtree lies within `radius` of the node's point, taken at face value
+                // as the traversal does (thesis 3.10); the motion is bounded with `L`.
+                let reach = radius + lip * motion.speed(&world, radius) - limit;
+                // The traversal proved the subtree at least this far: no lookup needed.
+                if let Some(tr) = traversal {
+                    if radius + tr.clearance_bound(node) > reach {
+                        continue;
+                    }
+                }
+                let d0 = field.distance(&(to_body0 * p));
+                result.evaluations += 1;
+                // No point of the subtree can come within the limit of the surface.
+                if d0 > reach {
+                    continue;
+                }
+                if !self.seen[s] {
+                    self.seen[s] = true;
+                    let margin = d0 + limit;
+                    if margin <= NEAR * limit || margin - lip * motion.speed(&world, 0.0) <= 0.0 {
+                        self.near.push(Near {
+                            point: s as u32,
+                            world,
+                            d0,
+                        });
+                    }
+                }
+                let (a, b) = tree.node_children[node];
+                self.next.extend(a..b);
+            }
+            std::mem::swap(&mut self.current, &mut self.next);
+        }
+    }
+}
+
+/// The held object's outward unit normal at world point `x` (the held object's body at
+/// `body`), by central differences of its distance with step `1e-3 scale`; `fallback`
+/// (the pointshell's inward normal, the same direction for faces in contact) where the
+/// gradient vanishes (a medial point) or is not finite.
+fn outward_normal<D: DistanceQuery>(
+    field: &D,
+    body: &Isometry3<f64>,
+    x: &Point3<f64>,
+    scale: f64,
+    fallback: Vector3<f64>,
+) -> Vector3<f64> {
+    let p = body.inverse_transform_point(x);
+    let h = 1e-3 * scale;
+    let axis = |i: usize| {
+        let e = Vector3::ith(i, h);
+        (field.distance(&(p + e)) - field.distance(&(p - e))) / (2.0 * h)
+    };
+    let g = body.rotation * Vector3::new(axis(0), axis(1), axis(2));
+    match g.try_normalize(1e-9) {
+        Some(n) if n.iter().all(|v| v.is_finite()) => n,
+        _ => fallback,
+    }
+}
+
+/// The rest of a motion blocked at `t`, slid along the contacts that blocked it so far:
+/// the rest's rotation `(1 - t) dw` is kept, and its translation `(1 - t) dx` is
+/// corrected so that no contact point `p_i` goes deeper: `n_i . (dx + dw x (p_i - c_t))
+/// <= 0`, `n_i` the held object's outward normal there and `c_t` the grasp point at `t`. Each
+/// violated half-space is projected on in turn (cyclic projections, at most
+/// [`PROJECTION_PASSES`] passes; where the half-spaces leave no translation, the next
+/// sweep stops the object instead). Only the translation is corrected: a correction in
+/// rotation would tilt a face pushed flat onto a wall, and a tilted edge sinks between
+/// the pointshell's points.
+pub fn slide(motion: &Motion, t: f64, contacts: &[Blocking]) -> Motion {
+    let from = motion.grasp_at(t);
+    let (mut dx, dw) = (motion.dx * (1.0 - t), motion.dw * (1.0 - t));
+    let c = Point3::from(from.translation.vector);
+    for _ in 0..PROJECTION_PASSES {
+        let mut violated = false;
+        for b in contacts {
+            let into = b.normal.dot(&(dx + dw.cross(&(b.position - c))));
+            if into > 0.0 {
+                violated = true;
+                dx -= b.normal * (into / b.normal.norm_squared());
+            }
+        }
+        if !violated {
+            break;
+        }
+    }
+    Motion {
+        from,
+        dx,
+        dw,
+        grasp: motion.grasp,
+    }
+}
+
+/// Passes of the cyclic projection in [`slide`].
+pub const PROJECTION_PASSES: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contact::distance::HalfSpace;
+
+    /// The slid rest stops the contact points' motion into the wall, keeps motion along
+    /// and away from it, and keeps the rotation.
+    #[test]
+    fn slide_removes_only_the_motion_into_the_wall() {
+        let n = Vector3::z();
+        let at = |x: f64| Blocking {
+            point: 0,
+            position: Point3::new(x, 0.0, 0.0),
+            normal: n,
+        };
+        let m = |dx: Vector3<f64>, dw: Vector3<f64>| Motion {
+            from: Isometry3::identity(),
+            dx,
+            dw,
+            grasp: Point3::origin(),
+        };
+        let s = slide(
+            &m(Vector3::new(1.0, 2.0, 3.0), Vector3::zeros()),
+            0.5,
+            &[at(0.0)],
+        );
+        assert_eq!(s.dx, Vector3::new(0.5, 1.0, 0.0));
+        assert_eq!(s.from.translation.vector, Vector3::new(0.5, 1.0, 1.5));
+        let s = slide(
+            &m(Vector3::new(1.0, 2.0, -3.0), Vector3::zeros()),
+            0.5,
+            &[at(0.0)],
+        );
+        assert_eq!(s.dx, Vector3::new(0.5, 1.0, -1.5));
+        // A turn about y moves the point at x = 1 by -z (away), more than the translation
+        // moves it in: nothing changes.
+        let turn = Vector3::new(0.0, 1.0, 0.0);
+        let s = slide(&m(Vector3::new(0.0, 0.0, 0.5), turn), 0.0, &[at(1.0)]);
+        assert_eq!((s.dx, s.dw), (Vector3::new(0.0, 0.0, 0.5), turn));
+        // Two contacts, at x = 1 and x = -1: the turn moves the second in, the translation
+        // both; afterwards neither moves in, and the first still lifts off.
+        let s = slide(
+            &m(Vector3::new(0.0, 0.0, 0.3), turn),
+            0.0,
+            &[at(1.0), at(-1.0)],
+        );
+        let v = |x: f64| (s.dx + s.dw.cross(&Vector3::new(x, 0.0, 0.0))).dot(&n);
+        assert!(
+            v(1.0) <= 1e-12 && v(-1.0) <= 1e-12,
+            "{} {}",
+            v(1.0),
+            v(-1.0)
+        );
+        assert!(v(1.0) < -0.1, "{}", v(1.0));
+    }
+
+    #[test]
+    fn motion_interpolates_translation_and_rotation() {
+        let m = Motion {
+            from: Isometry3::translation(1.0, 0.0, 0.0),
+            dx: Vector3::new(0.0, 2.0, 0.0),
+            dw: Vector3::new(0.0, 0.0, 1.0),
+            grasp: Point3::new(0.5, 0.0, 0.0),
+        };
+        let g = m.grasp_at(0.5);
+        assert!((g.translation.vector - Vector3::new(1.0, 1.0, 0.0)).norm() < 1e-15);
+        assert!((g.rotation.angle() - 0.5).abs() < 1e-15);
+        // The body origin sits at -grasp in the grasp frame.
+        let b = m.body_at(0.0);
+        assert!((b.translation.vector - Vector3::new(0.5, 0.0, 0.0)).norm() < 1e-15);
+    }
+
+    /// A held half-space (z <= 0 in its body frame) moved up through one point at world
+    /// z = 0.5: the sweep stops where the point is at the penetration limit (within the block
+    /// tolerance), whatever the length of the motion; a motion away is never blocked.
+    #[test]
+    fn a_point_stops_the_half_space_at_the_penetration_limit() {
+        let shell = ContactShell::new(
+            vec![Point3::new(0.0, 0.0, 0.5)],
+            vec![Vector3::new(0.0, 0.0, 1.0)],
+            vec![0, 1],
+            None,
+        )
+        .unwrap();
+        let field = HalfSpace::floor(0.0);
+        let params = SweepParams::with_limit(0.01);
+        let mut sweep = Sweep::new(&shell);
+        for length in [0.6, 1.0, 100.0] {
+            let m = Motion {
+                from: Isometry3::identity(),
+                dx: Vector3::new(0.0, 0.0, length),
+                dw: Vector3::zeros(),
+                grasp: Point3::origin(),
+            };
+            let r = sweep.first_contact(
+                &shell,
+                &field,
+                &Isometry3::identity(),
+                &[],
+                &m,
+                &params,
+                None,
+            );
+            let depth = 0.5 - length * r.t; // signed distance of the point, body frame
+            assert!(r.blocking.is_some(), "{length}");
+            let limit = 0.01;
+            assert!(
+                depth < -0.9 * limit + 1e-12 && depth >= -limit,
+                "{length}: depth {depth}"
+            );
+        }
+        let away = Motion {
+            from: Isometry3::identity(),
+            dx: Vector3::new(0.0, 0.0, -10.0),
+            dw: Vector3::zeros(),
+            grasp: Point3::origin(),
+        };
+        let r = sweep.first_contact(
+            &shell,
+            &field,
+            &Isometry3::identity(),
+            &[],
+            &away,
+            &params,
+            None,
+        );
+        assert_eq!(r.t, 1.0);
+        assert!(r.blocking.is_none());
+    }
+}
