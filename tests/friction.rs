@@ -187,10 +187,16 @@ fn friction_is_stable_with_the_simulated_hand() {
     };
     let mut device =
         SimulatedDevice::new(SimConfig::default(), TargetSource::Script(Box::new(script))).unwrap();
-    let (mut energy, mut last): (f64, Option<Vector3<f64>>) = (0.0, None);
+    let mut energy = 0.0;
+    // The last reading's position and the force written after it.
+    let mut last: Option<(Vector3<f64>, Vector3<f64>)> = None;
     let (mut hold, mut hold_energy) = (Vec::new(), Vec::new());
     for _ in 0..2500 {
         let s = device.read().unwrap();
+        // The force written last cycle acted while the hand moved to this reading.
+        if let Some((p, f)) = last {
+            energy += f.dot(&(s.pose.position - p));
+        }
         let r = sim.cycle(&s.pose.isometry(), false);
         assert!(!r.fault && r.force.iter().all(|f| f.is_finite()));
         assert!(r.force.norm() <= 8.5 + 1e-9);
@@ -200,10 +206,7 @@ fn friction_is_stable_with_the_simulated_hand() {
                 torque: r.torque,
             })
             .unwrap();
-        if let Some(p) = last {
-            energy += r.force.dot(&(s.pose.position - p));
-        }
-        last = Some(s.pose.position);
+        last = Some((s.pose.position, r.force));
         if (1.8..2.4).contains(&s.time_s) {
             hold.push(r.force);
             hold_energy.push(energy);

@@ -516,3 +516,45 @@ fn numeric_flags_out_of_range_are_refused_with_the_flag_and_range() {
         );
     }
 }
+
+/// `haptics stability` on a short ladder at one rate: the table, the CSV with its header
+/// and a judged run per ladder; a rate out of range is refused with the range.
+#[test]
+fn stability_finds_the_largest_stable_stiffness() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("runs.csv");
+    let o = haptics(&[
+        "stability",
+        "--rates",
+        "1000",
+        "--from",
+        "3000",
+        "--to",
+        "8000",
+        "--out",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("largest stable"), "{}", stdout(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("rate_hz,ladder,stiffness_n_per_m,stable,hold_force_n,hold_spread_n,observer_drift_j")
+    );
+    let rows: Vec<&str> = lines.collect();
+    // The coupling ladder 3000, 3750, 4688, 5859 N/m: stable up to 4688, not at 5859.
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("1000,coupling,4687.5,true")),
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("1000,coupling,5859.375,false")),
+        "{rows:?}"
+    );
+    let o = haptics(&["stability", "--rates", "50"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("100 to 10000"), "{}", stderr(&o));
+}

@@ -271,7 +271,12 @@ impl DistanceQuery for DeformedDistanceField {
 
     fn add_reduced_force(&self, p: &Point3<f64>, f: &Vector3<f64>, out: &mut [f64]) {
         // The domain that answers the query takes the force, with its blending weights.
-        let (_, (idx, w, count)) = self.nearest_domain(p);
+        // With one domain only its neighbours are needed: no pull-backs, no lookups (a
+        // contact point would otherwise pay for its distance twice).
+        let (idx, w, count) = match self.domains.as_slice() {
+            [only] => self.neighbours(p, *only),
+            _ => self.nearest_domain(p).1,
+        };
         for j in 0..count {
             let proxy = &self.proxies[idx[j]];
             for (o, u) in out.iter_mut().zip(&proxy.u) {

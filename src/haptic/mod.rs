@@ -6,6 +6,7 @@ pub mod device_fit;
 pub mod log;
 pub mod scheduler;
 pub mod simulation;
+pub mod stability;
 pub mod thread;
 pub mod timing;
 

@@ -19,6 +19,7 @@ pub mod run;
 pub mod screenshot;
 pub mod sdf;
 pub mod simulate;
+pub mod stability;
 pub mod voxelize;
 
 use clap::{Parser, Subcommand};
@@ -85,6 +86,10 @@ pub enum Command {
     /// Active skeletal muscle: isometric tension-length curves, the NURBS fusiform
     /// muscle mesh with its fibres, and its contraction with fixed tendons.
     Muscle(muscle::MuscleArgs),
+    /// The largest coupling and contact stiffness the loop renders stably at each haptic
+    /// rate, with the simulated hand and device (latency, quantization, jitter), judged
+    /// by a passivity observer; CSV and a plot of the observer's energy.
+    Stability(stability::StabilityArgs),
 }
 
 /// An exit status without a message (`check`: 1 when the path collides; the summary has
@@ -129,6 +134,7 @@ pub fn run() -> anyhow::Result<()> {
             Err(e) => Err(check::BadInput(e).into()),
         },
         Command::Muscle(a) => muscle::run(&a).map_err(|e| check::BadInput(e).into()),
+        Command::Stability(a) => stability::run(&a),
         Command::Plan(a) => match plan::run(&a) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Exit(1).into()),
