@@ -8,7 +8,7 @@ use haptics::contact::{ContactParams, ContactShell};
 use haptics::coupling::CouplingParams;
 use haptics::geometry::{sample_pointshell, MeshDistance, PointshellParams, SignedDistanceField};
 use haptics::haptic::HapticSimulation;
-use haptics::mesh::{box_hex_mesh, Material, SurfaceMesh};
+use haptics::mesh::{box_surface_mesh, SurfaceMesh};
 use haptics::scene::{EnvironmentObject, HapticField, HapticObject, Param, Scene};
 use haptics_devices::{
     Device, HandParams, HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource, Wrench,
@@ -24,23 +24,10 @@ use alloc::{allocations, Counting};
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-fn box_surface(size: Vector3<f64>, cells: [usize; 3]) -> SurfaceMesh {
-    let v = box_hex_mesh(
-        size,
-        cells,
-        Point3::from(-size / 2.0),
-        Material::new("m", 1000.0, 1e6, 0.3),
-    );
-    SurfaceMesh {
-        triangles: v.boundary_triangles(),
-        vertices: v.vertices,
-    }
-}
-
 /// A 4 cm cube (the haptic object, held at its centre) 3 cm above a 40 x 4 x 40 cm floor
 /// slab sampled by a 3-level pointshell.
 fn floor_scene(contact_k: f64, coupling_k: f64) -> Scene {
-    let cube = box_surface(Vector3::repeat(0.04), [2, 2, 2]);
+    let cube = box_surface_mesh(Vector3::repeat(0.04), [2, 2, 2]);
     let sdf = SignedDistanceField::compute(
         &MeshDistance::new(&cube).unwrap(),
         48,
@@ -48,7 +35,7 @@ fn floor_scene(contact_k: f64, coupling_k: f64) -> Scene {
         &haptics::progress::NoProgress,
     )
     .unwrap();
-    let slab = box_surface(Vector3::new(0.4, 0.04, 0.4), [10, 1, 10]);
+    let slab = box_surface_mesh(Vector3::new(0.4, 0.04, 0.4), [10, 1, 10]);
     let ps = sample_pointshell(
         &MeshDistance::new(&slab).unwrap(),
         &slab,
@@ -242,7 +229,7 @@ fn boxes(parts: &[(Vector3<f64>, Vector3<f64>)]) -> SurfaceMesh {
         triangles: vec![],
     };
     for (size, centre) in parts {
-        let b = box_surface(*size, [2, 8, 2]);
+        let b = box_surface_mesh(*size, [2, 8, 2]);
         let base = m.vertices.len();
         m.vertices.extend(b.vertices.iter().map(|p| p + centre));
         m.triangles
@@ -254,7 +241,7 @@ fn boxes(parts: &[(Vector3<f64>, Vector3<f64>)]) -> SurfaceMesh {
 /// A 10 x 60 x 10 cm square peg in a square shaft (four 2 cm walls, 5 mm clearance per
 /// side, 1 m long along y), the peg starting centred.
 fn peg_scene() -> Scene {
-    let peg = box_surface(Vector3::new(0.1, 0.6, 0.1), [2, 6, 2]);
+    let peg = box_surface_mesh(Vector3::new(0.1, 0.6, 0.1), [2, 6, 2]);
     let sdf = SignedDistanceField::compute(
         &MeshDistance::new(&peg).unwrap(),
         96,

@@ -87,34 +87,6 @@ fn inward_chord(distance: &MeshDistance, c: &Point3<f64>, n: &Vector3<f64>, max:
 mod tests {
     use super::*;
 
-    /// A closed box of 8 shared corners and 12 outward triangles.
-    fn closed_box(size: Vector3<f64>) -> SurfaceMesh {
-        let h = size / 2.0;
-        let vertices = (0..8)
-            .map(|i| {
-                let s = |bit: usize, v: f64| if i & bit != 0 { v } else { -v };
-                Point3::new(s(1, h.x), s(2, h.y), s(4, h.z))
-            })
-            .collect();
-        // Faces as corner quads (counter-clockwise seen from outside).
-        let quads = [
-            [0, 2, 3, 1], // -z
-            [4, 5, 7, 6], // +z
-            [0, 1, 5, 4], // -y
-            [2, 6, 7, 3], // +y
-            [0, 4, 6, 2], // -x
-            [1, 3, 7, 5], // +x
-        ];
-        let triangles = quads
-            .iter()
-            .flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]])
-            .collect();
-        SurfaceMesh {
-            vertices,
-            triangles,
-        }
-    }
-
     /// Boxes: the least half-thickness is half the thinnest side (the bisection is exact to
     /// far below 1e-9 m), or the cap.
     #[test]
@@ -124,7 +96,7 @@ mod tests {
             (Vector3::new(0.02, 0.02, 0.02), 0.008, 0.008),
             (Vector3::new(0.3, 0.2, 0.01), 0.02, 0.005),
         ] {
-            let mesh = closed_box(size);
+            let mesh = crate::mesh::box_surface_mesh(size, [1, 1, 1]);
             let d = MeshDistance::new(&mesh).unwrap();
             let h = min_half_thickness(&mesh, &d, cap, 1000);
             assert!((h - expected).abs() <= 1e-9, "{size:?}: {h} vs {expected}");

@@ -29,7 +29,7 @@ use super::HapticSimulation;
 use crate::contact::{ContactParams, ContactShell};
 use crate::coupling::CouplingParams;
 use crate::geometry::{sample_pointshell, MeshDistance, PointshellParams, SignedDistanceField};
-use crate::mesh::{box_hex_mesh, Material, SurfaceMesh};
+use crate::mesh::{box_surface_mesh, SurfaceMesh};
 use crate::progress::NoProgress;
 use crate::scene::{EnvironmentObject, HapticField, HapticObject, Scene};
 
@@ -55,24 +55,11 @@ pub struct Floor {
     shell: ContactShell,
 }
 
-fn box_surface(size: Vector3<f64>, cells: [usize; 3]) -> SurfaceMesh {
-    let v = box_hex_mesh(
-        size,
-        cells,
-        Point3::from(-size / 2.0),
-        Material::new("m", 1000.0, 1e6, 0.3),
-    );
-    SurfaceMesh {
-        triangles: v.boundary_triangles(),
-        vertices: v.vertices,
-    }
-}
-
 impl Floor {
     /// A 4 cm cube in a 48-cell field, and a 40 x 4 x 40 cm slab sampled by 4,200 points
     /// in 3 levels.
     pub fn new() -> Self {
-        let cube = box_surface(Vector3::repeat(0.04), [2, 2, 2]);
+        let cube = box_surface_mesh(Vector3::repeat(0.04), [2, 2, 2]);
         let sdf = SignedDistanceField::compute(
             &MeshDistance::new(&cube).expect("a closed box"),
             48,
@@ -80,7 +67,7 @@ impl Floor {
             &NoProgress,
         )
         .expect("the cube's field");
-        let slab = box_surface(Vector3::new(0.4, 0.04, 0.4), [10, 1, 10]);
+        let slab = box_surface_mesh(Vector3::new(0.4, 0.04, 0.4), [10, 1, 10]);
         let ps = sample_pointshell(
             &MeshDistance::new(&slab).expect("a closed box"),
             &slab,

@@ -9,8 +9,28 @@
 
 use nalgebra::{Point3, Vector3};
 
+use super::surface::SurfaceMesh;
 use super::volume::{ElementKind, Material, VolumeMesh, HEX_CORNERS};
 use super::voxelize::hex_to_tets;
+
+/// The closed, outward-oriented boundary of a box of `size` centred at the origin, its
+/// faces split as the boundary of `cells` hexes per axis (shared corners: a closed mesh
+/// that [`crate::geometry::MeshDistance`] accepts).
+///
+/// # Panics
+/// As [`box_hex_mesh`].
+pub fn box_surface_mesh(size: Vector3<f64>, cells: [usize; 3]) -> SurfaceMesh {
+    let v = box_hex_mesh(
+        size,
+        cells,
+        Point3::from(-size / 2.0),
+        Material::new("box", 1000.0, 1e6, 0.3),
+    );
+    SurfaceMesh {
+        triangles: v.boundary_triangles(),
+        vertices: v.vertices,
+    }
+}
 
 /// A box `[origin, origin + size]` split into `cells` hexes per axis.
 ///

@@ -32,7 +32,7 @@ pub use fibres::{fibres_path, parse_fibres, read_fibres, write_fibres};
 pub use fusiform::{
     fusiform_muscle, fusiform_solid, FusiformError, FusiformMuscle, FusiformSpec, MuscleFiles,
 };
-pub use generate::{box_hex_mesh, box_tet_mesh, vertices_where};
+pub use generate::{box_hex_mesh, box_surface_mesh, box_tet_mesh, vertices_where};
 pub use interp::{read_interp, write_interp, Interpolation, MAX_INTERP_WEIGHT};
 pub use nurbs::{NurbsError, NurbsSolid};
 pub use obj::{parse_obj, read_obj, write_obj};
