@@ -4,16 +4,16 @@
 //! effective, 1 kHz) presses and slides without sustained oscillation, checked with a
 //! passivity (energy) observer.
 
-use haptics::contact::{ContactParams, ContactShell};
-use haptics::coupling::CouplingParams;
+use haptics::contact::ContactShell;
 use haptics::geometry::{sample_pointshell, MeshDistance, PointshellParams, SignedDistanceField};
+use haptics::haptic::stability::Floor;
 use haptics::haptic::HapticSimulation;
 use haptics::mesh::{box_surface_mesh, SurfaceMesh};
-use haptics::scene::{EnvironmentObject, HapticField, HapticObject, Param, Scene};
+use haptics::scene::{HapticField, Param, Scene};
 use haptics_devices::{
     Device, HandParams, HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource, Wrench,
 };
-use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, UnitQuaternion, Vector3};
 
 #[path = "common/alloc.rs"]
 mod alloc;
@@ -25,62 +25,12 @@ use alloc::{allocations, Counting};
 static GLOBAL: Counting = Counting;
 
 /// A 4 cm cube (the haptic object, held at its centre) 3 cm above a 40 x 4 x 40 cm floor
-/// slab sampled by a 3-level pointshell.
+/// slab sampled by a 3-level pointshell (the stability experiment's floor), at 1 kHz, the
+/// coupling saturating at 6 N.
 fn floor_scene(contact_k: f64, coupling_k: f64) -> Scene {
-    let cube = box_surface_mesh(Vector3::repeat(0.04), [2, 2, 2]);
-    let sdf = SignedDistanceField::compute(
-        &MeshDistance::new(&cube).unwrap(),
-        48,
-        1.5,
-        &haptics::progress::NoProgress,
-    )
-    .unwrap();
-    let slab = box_surface_mesh(Vector3::new(0.4, 0.04, 0.4), [10, 1, 10]);
-    let ps = sample_pointshell(
-        &MeshDistance::new(&slab).unwrap(),
-        &slab,
-        &PointshellParams {
-            first_level_points: 200,
-            levels: 3,
-            ..PointshellParams::default()
-        },
-        &haptics::progress::NoProgress,
-    )
-    .unwrap();
-    let shell = ContactShell::new(ps.points, ps.normals, ps.level_offsets, None).unwrap();
-    Scene {
-        name: "floor".into(),
-        description: "a cube above a floor slab".into(),
-        haptic: HapticObject {
-            name: "cube".into(),
-            field: HapticField::Rigid(sdf),
-            grasp: Point3::origin(),
-            pose: Isometry3::translation(0.0, 0.02 + 0.02 + 0.03, 0.0),
-            surface: cube,
-            render_basis: vec![],
-            min_half_thickness: None,
-        },
-        environment: vec![EnvironmentObject {
-            name: "floor".into(),
-            shell,
-            pose: Isometry3::identity(),
-            dynamics: None,
-            surface: slab,
-            render_basis: vec![],
-        }],
-        contact: ContactParams {
-            stiffness: contact_k,
-            ..ContactParams::default()
-        },
-        coupling: CouplingParams {
-            stiffness: coupling_k,
-            torque_stiffness: 0.5,
-            saturation_force: Some(6.0),
-            ..CouplingParams::default()
-        },
-        workspace_scale: 1.0,
-        rate_hz: 1000.0,
-    }
+    let mut scene = Floor::new().scene(1000.0, contact_k, coupling_k);
+    scene.coupling.saturation_force = Some(6.0);
+    scene
 }
 
 /// Pressing the device 5 mm below the floor's surface: the force points up, and at rest
