@@ -101,6 +101,12 @@ impl Motion {
         )
     }
 
+    /// Whether a sweep with penetration limit `limit` has anything to do: the limit is
+    /// on and the object moves.
+    fn sweeps(&self, limit: f64) -> bool {
+        limit > 0.0 && !(self.dx.norm() == 0.0 && self.dw.norm() == 0.0)
+    }
+
     /// The body frame at `t`.
     pub fn body_at(&self, t: f64) -> Isometry3<f64> {
         self.grasp_at(t) * Translation3::from(-self.grasp.coords)
@@ -114,6 +120,21 @@ impl Motion {
         // The grasp point moves too, so the lever arm grows by up to |dx|.
         dx + self.dw.norm() * ((x - c0).norm() + radius + dx)
     }
+}
+
+impl SweepResult {
+    /// The whole motion is safe; nothing tested.
+    pub const WHOLE: SweepResult = SweepResult {
+        t: 1.0,
+        blocking: None,
+        candidates: 0,
+        evaluations: 0,
+    };
+}
+
+/// The Lipschitz constant a sweep uses for `field` (1 where the field gives none).
+pub fn lipschitz<D: DistanceQuery>(field: &D) -> f64 {
+    field.lipschitz().unwrap_or(1.0).max(1e-12)
 }
 
 /// The point that stopped a sweep.
@@ -239,18 +260,13 @@ impl Sweep {
         params: &SweepParams,
         traversal: Option<&Traversal>,
     ) -> SweepResult {
-        let mut result = SweepResult {
-            t: 1.0,
-            blocking: None,
-            candidates: 0,
-            evaluations: 0,
-        };
+        let mut result = SweepResult::WHOLE;
         self.near.clear();
         let limit = params.penetration_limit;
-        if limit.is_nan() || limit <= 0.0 || (motion.dx.norm() == 0.0 && motion.dw.norm() == 0.0) {
+        if !motion.sweeps(limit) {
             return result;
         }
-        let lip = field.lipschitz().unwrap_or(1.0).max(1e-12);
+        let lip = lipschitz(field);
         for (a, &x) in self.q_abs.iter_mut().zip(q) {
             *a = x.abs();
         }
@@ -295,17 +311,12 @@ impl Sweep {
         motion: &Motion,
         params: &SweepParams,
     ) -> SweepResult {
-        let mut result = SweepResult {
-            t: 1.0,
-            blocking: None,
-            candidates: 0,
-            evaluations: 0,
-        };
+        let mut result = SweepResult::WHOLE;
         let limit = params.penetration_limit;
-        if limit.is_nan() || limit <= 0.0 || (motion.dx.norm() == 0.0 && motion.dw.norm() == 0.0) {
+        if !motion.sweeps(limit) {
             return result;
         }
-        let lip = field.lipschitz().unwrap_or(1.0).max(1e-12);
+        let lip = lipschitz(field);
         self.advance(
             shell,
             field,

@@ -21,6 +21,7 @@ pub use params::{Param, ParamError, Settings};
 
 use nalgebra::{Isometry3, Point3};
 
+use crate::contact::continuous;
 use crate::contact::{
     ContactOutput, ContactParams, ContactShell, DeformedDistanceField, DistanceQuery, ExactField,
     Motion, Poses, Sweep, SweepParams, SweepResult, Traversal,
@@ -114,12 +115,11 @@ impl HapticField {
     /// The Lipschitz constant the sweep uses for this field (1 where the field gives
     /// none: the deformed field, whose blend is not bounded).
     pub fn lipschitz(&self) -> f64 {
-        let l = match self {
-            HapticField::Rigid(sdf) => sdf.lipschitz(),
-            HapticField::Exact(f) => f.lipschitz(),
-            HapticField::Deformable { field, .. } => field.lipschitz(),
-        };
-        l.unwrap_or(1.0).max(1e-12)
+        match self {
+            HapticField::Rigid(sdf) => continuous::lipschitz(sdf),
+            HapticField::Exact(f) => continuous::lipschitz(f.as_ref()),
+            HapticField::Deformable { field, .. } => continuous::lipschitz(field.as_ref()),
+        }
     }
 
     /// The safe fraction of the held object's `motion` against an environment pointshell
