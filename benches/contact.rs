@@ -87,7 +87,7 @@ impl<D: DistanceQuery> Config<'_, D> {
         };
         let mut group = c.benchmark_group(format!("contact/{}", self.name));
         for tc in [true, false] {
-            let mut tr = Traversal::new(self.shell, params(tc));
+            let mut tr = Traversal::for_field(self.shell, params(tc), self.field);
             let mut out = Traversal::output(self.shell, self.field_r);
             let mut cycle = 0;
             // Warm up the temporal-coherence cache and the warm depth.
@@ -121,7 +121,7 @@ impl<D: DistanceQuery> Config<'_, D> {
                 })
             });
         }
-        let mut tr = Traversal::new(self.shell, params(false));
+        let mut tr = Traversal::for_field(self.shell, params(false), self.field);
         let mut out = Traversal::output(self.shell, self.field_r);
         let levels = self.shell.level_offsets.len() - 1;
         tr.run_treeless(

@@ -4,6 +4,10 @@
 //! rigid hoses (signed field 256^3) held through the device, pressed into the deck and
 //! slid along it. Criterion reports the median; the distribution (p50, p99.9, max) of
 //! 20,000 consecutive cycles is printed for docs/performance.md, measured with the same clock.
+//!
+//! `two deformable`: the same, with the hoses deformable too (r = 10 free linear modes of
+//! the voxelized tube, a deformed distance field of 40 proxies, k = 5) at the full
+//! default node budget: both objects' Newmark steps and the deformed-field traversal.
 
 mod common;
 
@@ -11,7 +15,7 @@ use std::time::Instant;
 
 use common::*;
 use criterion::{criterion_group, criterion_main, Criterion};
-use haptics::contact::{shell_modes, ContactParams};
+use haptics::contact::{shell_modes, ContactParams, DeformedDistanceField};
 use haptics::coupling::CouplingParams;
 use haptics::dynamics::{ReducedNewmark, ReducedParams};
 use haptics::haptic::{CycleStats, HapticSimulation};
@@ -19,6 +23,34 @@ use haptics::mesh::read_obj;
 use haptics::reduction::evaluator::ReducedForces;
 use haptics::scene::{EnvironmentObject, HapticField, HapticObject, Scene};
 use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+
+/// The hoses as a deformable held object: the deformed distance field of the tube
+/// (40 proxies, k = 5) and its r = 10 reduced dynamics.
+fn deformable_hoses(rest: haptics::geometry::SignedDistanceField) -> HapticField {
+    let (vox, model) = tube_model();
+    let surface = read_obj(&haptics::assets::model("tube/tube.veg.obj")).unwrap();
+    let field = DeformedDistanceField::new(
+        rest,
+        &vox,
+        &model.basis,
+        std::slice::from_ref(&surface.vertices),
+        40,
+        5,
+    )
+    .unwrap();
+    let r = model.basis.ncols();
+    let dynamics = ReducedNewmark::new(
+        haptics::dynamics::ObjectForces::from(ReducedForces::new(&model.polynomial, r).unwrap()),
+        ReducedParams {
+            damping_stiffness: 0.01,
+            ..ReducedParams::default()
+        },
+    );
+    HapticField::Deformable {
+        field: Box::new(field),
+        dynamics: Box::new(dynamics),
+    }
+}
 
 fn bridge_under_hoses() -> Scene {
     let tube_sdf = tube_field();
@@ -141,7 +173,33 @@ fn regression_scenes(c: &mut Criterion) {
 }
 
 fn haptic_cycle(c: &mut Criterion) {
-    let mut sim = HapticSimulation::new(bridge_under_hoses());
+    let rigid = bridge_under_hoses();
+    let mut two = rigid.clone();
+    two.name = "bridge-deformable-hoses".into();
+    if let HapticField::Rigid(sdf) = &two.haptic.field {
+        two.haptic.field = deformable_hoses(sdf.clone());
+    }
+    // The same without continuous contact (the thesis's discrete contact): the sweep's
+    // cost.
+    let mut discrete = rigid.clone();
+    discrete.contact.max_penetration = 0.0;
+    cycle_distribution(c, rigid, "haptic cycle/bridge r=20 85K under rigid hoses");
+    cycle_distribution(
+        c,
+        discrete,
+        "haptic cycle/bridge r=20 85K under rigid hoses, discrete contact",
+    );
+    cycle_distribution(
+        c,
+        two,
+        "haptic cycle/two deformable: bridge r=20 85K under hoses r=10",
+    );
+}
+
+/// Settles `scene` into contact along the device path, prints the distribution of
+/// 20,000 cycles, then lets criterion time more.
+fn cycle_distribution(c: &mut Criterion, scene: Scene, name: &str) {
+    let mut sim = HapticSimulation::new(scene);
     // Settle into contact, then record the distribution of 20,000 cycles.
     for _ in 0..1500 {
         let p = device_pose(sim.cycle);
@@ -160,10 +218,10 @@ fn haptic_cycle(c: &mut Criterion) {
     }
     let s = stats.summary();
     eprintln!(
-        "full cycle over {} cycles: p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us, overruns {}; up to {contacts} contacts, {traversed} nodes, LOD {lod}",
+        "{name}: full cycle over {} cycles: p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us, overruns {}; up to {contacts} contacts, {traversed} nodes, LOD {lod}",
         s.cycles, s.p50_us, s.p99_us, s.p999_us, s.max_us, s.overruns
     );
-    c.bench_function("haptic cycle/bridge r=20 85K under rigid hoses", |b| {
+    c.bench_function(name, |b| {
         b.iter(|| {
             let p = device_pose(sim.cycle);
             sim.cycle(&p, false).force.y

@@ -717,3 +717,205 @@ fn deformed_distance_field_is_continuous_and_accurate() {
     // The whole path moves the tip by 0.2 m in 5000 steps: 4e-5 m per step.
     assert!(max_jump_q < 2e-4, "jump in q {max_jump_q:e}");
 }
+
+/// The proxy cache answers bit for bit what the scan of every proxy answers, while
+/// points wander (steps from 10 um to 10 cm, so many caches are used and many expire)
+/// and the beam deforms between queries, and the traversal with caches equals the one
+/// without at every cycle of a recorded path over the bending beam.
+#[test]
+fn proxy_cache_answers_bit_for_bit() {
+    let (mesh, surf, basis) = beam_modes(4);
+    let (_, sdf) = beam_sdf(48);
+    let mut field = DeformedDistanceField::new(
+        sdf,
+        &mesh,
+        &basis,
+        std::slice::from_ref(&surf.vertices),
+        40,
+        5,
+    )
+    .unwrap();
+    assert!(field.uses_proxy_cache());
+    let mut rng = Rng(5);
+    let mut points: Vec<Point3<f64>> = (0..200)
+        .map(|_| Point3::new(0.1 * rng.sym(), 1.5 * rng.next(), 0.1 * rng.sym()))
+        .collect();
+    let mut caches = vec![haptics::contact::ProxyCache::default(); points.len()];
+    let mut q = [0.0f64; 4];
+    let (mut hits, mut scans) = (0usize, 0usize);
+    for step in 0..400 {
+        // The beam bends slowly, with an occasional jolt.
+        let jolt = if step % 97 == 0 { 0.5 } else { 0.001 };
+        for v in q.iter_mut() {
+            *v = (*v + jolt * rng.sym()).clamp(-3.0, 3.0);
+        }
+        field.update(&q);
+        for (x, cache) in points.iter_mut().zip(&mut caches) {
+            let size = 10f64.powf(-5.0 + 4.0 * rng.next());
+            *x += rng.unit() * size;
+            let before = cache.anchor();
+            let d = field.distance_cached(x, cache);
+            assert_eq!(
+                d.to_bits(),
+                field.distance(x).to_bits(),
+                "step {step} at {x}"
+            );
+            if before.is_some() && cache.anchor() == before {
+                hits += 1;
+            } else {
+                scans += 1;
+            }
+            let f = rng.unit();
+            let (mut a, mut b) = (vec![0.0; 4], vec![0.0; 4]);
+            field.add_reduced_force_cached(x, &f, &mut a, cache);
+            field.add_reduced_force(x, &f, &mut b);
+            assert_eq!(a, b, "reduced force, step {step}");
+        }
+    }
+    println!("proxy cache: {hits} hits, {scans} scans");
+    // Both paths are exercised: most small steps keep their proxies, large ones do not.
+    assert!(
+        hits > 20_000 && scans > 10_000,
+        "{hits} hits, {scans} scans"
+    );
+
+    // The traversal with caches (and a clone of the field: its caches are its own).
+    let (p, n, off) = sphere_shell_points(40, 4, 0.03, 9);
+    let shell = ContactShell::new(p, n, off, None).unwrap();
+    let params = ContactParams {
+        stiffness: 500.0,
+        temporal_coherence: false,
+        ..ContactParams::default()
+    };
+    let mut cached = Traversal::for_field(&shell, params, &field);
+    let mut plain = Traversal::new(&shell, params);
+    let (mut out_c, mut out_p) = (Traversal::output(&shell, 4), Traversal::output(&shell, 4));
+    let mut contacts = 0;
+    for (i, p) in recorded_path(1500).iter().enumerate() {
+        let s = i as f64 / 1500.0;
+        field.update(&[1.5 * (7.0 * s).sin(), 0.5 * s, 0.0, 0.2]);
+        let poses = Poses {
+            shell: *p,
+            field: Isometry3::identity(),
+            grasp: Point3::new(0.0, 0.5, 0.0),
+        };
+        let clone = field.clone();
+        let f: &DeformedDistanceField = if i % 300 == 150 { &clone } else { &field };
+        cached.run(&shell, f, &poses, &[], &mut out_c);
+        plain.run(&shell, f, &poses, &[], &mut out_p);
+        assert!(same(&out_c, &out_p), "cycle {i}");
+        contacts += out_c.contacts.len();
+    }
+    assert!(
+        contacts > 1000,
+        "the path should touch the beam ({contacts})"
+    );
+}
+
+/// The continuous sweep's candidate search takes the distances the traversal of the same
+/// cycle looked up (same pose, same q) instead of looking them up again: the result is
+/// the same, bit for bit and evaluation for evaluation, as a sweep that looks up all of
+/// its points itself, against a rigid and a deformed field, over random motions near the
+/// beam.
+#[test]
+fn sweep_shares_the_traversals_lookups_bit_for_bit() {
+    use haptics::contact::continuous::{slide, Motion, Sweep, SweepParams, SweepResult};
+    let (mesh, surf, basis) = beam_modes(4);
+    let (_, sdf) = beam_sdf(48);
+    let mut deformed = DeformedDistanceField::new(
+        sdf.clone(),
+        &mesh,
+        &basis,
+        std::slice::from_ref(&surf.vertices),
+        40,
+        5,
+    )
+    .unwrap();
+    deformed.update(&[0.005, -0.002, 0.001, 0.0]);
+    let (p, n, off) = sphere_shell_points(40, 4, 0.03, 11);
+    let shell = ContactShell::new(p, n, off, None).unwrap();
+    let params = ContactParams {
+        stiffness: 500.0,
+        temporal_coherence: false,
+        ..ContactParams::default()
+    };
+    fn check<D: DistanceQuery>(
+        field: &D,
+        shell: &ContactShell,
+        params: ContactParams,
+        seed: u64,
+    ) -> (usize, usize) {
+        let mut rng = Rng(seed);
+        let mut slides = 0;
+        let mut tr = Traversal::for_field(shell, params, field);
+        let mut out = Traversal::output(shell, field.reduced_dim());
+        let (mut shared, mut own) = (Sweep::for_field(shell, field), Sweep::new(shell));
+        let sweep_params = SweepParams::with_limit(0.002);
+        let mut total_shared = 0;
+        for trial in 0..300 {
+            // The held beam's body at `from`, the ball near its x = 0.06 face.
+            let from = pose(
+                Vector3::new(0.01 * rng.sym(), 0.5 + 0.01 * rng.sym(), 0.0),
+                rng.unit() * 0.02 * rng.next(),
+            );
+            let ball = pose(
+                Vector3::new(0.085 + 0.01 * rng.sym(), 0.5 + 0.3 * rng.sym(), 0.0),
+                Vector3::zeros(),
+            );
+            let grasp = Point3::new(0.0, 0.5, 0.0);
+            let motion = Motion {
+                from: from * Translation3::from(grasp.coords),
+                dx: rng.unit() * 0.02 * rng.next(),
+                dw: rng.unit() * 0.2 * rng.next(),
+                grasp,
+            };
+            let poses = Poses {
+                shell: ball,
+                field: motion.body_at(0.0),
+                grasp: Point3::from(motion.from.translation.vector),
+            };
+            tr.run(shell, field, &poses, &[], &mut out);
+            let a =
+                shared.first_contact(shell, field, &ball, &[], &motion, &sweep_params, Some(&tr));
+            let b = own.first_contact(shell, field, &ball, &[], &motion, &sweep_params, None);
+            assert_eq!(b.shared, 0);
+            total_shared += a.shared;
+            assert_eq!(SweepResult { shared: 0, ..a }, b, "trial {trial}");
+            // A slide of the rest: from where it stopped (often at once, where the kept
+            // distances and normals are reused), against the same sweep made afresh.
+            // Up to three slides, as the haptic loop makes.
+            let (mut last, mut current, mut met) = (a, motion, Vec::new());
+            for _ in 0..3 {
+                let Some(blocking) = last.blocking else {
+                    break;
+                };
+                met.push(blocking);
+                current = slide(&current, last.t, &met);
+                let a = shared.continue_contact(shell, field, &ball, &[], &current, &sweep_params);
+                own.forget_distances();
+                let b = own.continue_contact(shell, field, &ball, &[], &current, &sweep_params);
+                assert_eq!(b.shared, 0);
+                total_shared += a.shared;
+                slides += usize::from(a.shared > 0);
+                assert_eq!(
+                    SweepResult { shared: 0, ..a },
+                    b,
+                    "slide, trial {trial}, seed {seed}"
+                );
+                last = a;
+            }
+        }
+        (total_shared, slides)
+    }
+    let rigid = check(&sdf, &shell, params, 3);
+    let soft = check(&deformed, &shell, params, 4);
+    println!("shared lookups and reusing slides: rigid {rigid:?}, deformed {soft:?}");
+    assert!(
+        rigid.0 > 1000 && soft.0 > 1000,
+        "rigid {rigid:?}, deformed {soft:?}"
+    );
+    assert!(
+        rigid.1 > 10 && soft.1 > 10,
+        "rigid {rigid:?}, deformed {soft:?}"
+    );
+}

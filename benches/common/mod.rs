@@ -115,6 +115,13 @@ pub fn bridge_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
 
 /// The voxelized hoses with 10 free-free linear modes, baked once.
 pub fn tube_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
+    let (mesh, model) = tube_model();
+    (mesh, model.basis)
+}
+
+/// The voxelized hoses with 10 free-free linear modes, baked once: the simulation mesh
+/// and the baked model (basis and cubic polynomial).
+pub fn tube_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
     let dir = cache_dir().join("tube-r10");
     let veg = cache_dir().join("tube-24.veg");
     if !veg.exists() {
@@ -146,7 +153,7 @@ pub fn tube_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
         },
     };
     bake(&input, &dir, &NoProgress).unwrap();
-    (read_veg(&veg).unwrap(), load_baked(&dir).unwrap().basis)
+    (read_veg(&veg).unwrap(), load_baked(&dir).unwrap())
 }
 
 /// The height of the deck's top at x = z = 0: the first sign change from above.

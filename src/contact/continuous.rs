@@ -45,6 +45,7 @@ use std::collections::BinaryHeap;
 
 use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
+use super::deformed_field::ProxyCache;
 use super::distance::DistanceQuery;
 use super::point_tree::ContactShell;
 use super::traversal::Traversal;
@@ -129,6 +130,7 @@ impl SweepResult {
         blocking: None,
         candidates: 0,
         evaluations: 0,
+        shared: 0,
     };
 }
 
@@ -161,6 +163,10 @@ pub struct SweepResult {
     pub candidates: usize,
     /// Distance evaluations made (candidate search and advancement).
     pub evaluations: usize,
+    /// Of those, the ones not made again: the candidate search's taken from the
+    /// traversal's lookups at the motion's start ([`Traversal::lookups_at`]), and a
+    /// slide's taken from the last sweep from the same pose.
+    pub shared: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -175,12 +181,15 @@ struct Candidate {
     safe_until: f64,
 }
 
-/// A point within reach of a gathered motion, with its distance at the motion's start.
+/// A point within reach of a gathered motion, with its distance at the motion's start
+/// and, once needed, the held object's outward normal there.
 #[derive(Debug, Clone, Copy)]
 struct Near {
     point: u32,
     world: Point3<f64>,
     d0: f64,
+    /// [`outward_normal`] at the start pose; `None` until a sweep from that pose needs it.
+    normal: Option<Vector3<f64>>,
 }
 
 /// A candidate's safe time, ordered so that [`BinaryHeap`] pops the least first.
@@ -221,6 +230,14 @@ pub struct Sweep {
     next: Vec<u32>,
     seen: Vec<bool>,
     q_abs: Vec<f64>,
+    /// One per point against a field that uses them ([`Sweep::for_field`]); else empty.
+    proxy_cache: Vec<ProxyCache>,
+    /// The start pose (grasp frame) at which the advancement evaluated the `near`
+    /// distances (not set by the candidate search, whose composed transform rounds
+    /// differently).
+    near_from: Option<Isometry3<f64>>,
+    /// The start pose the `near` normals belong to.
+    normals_from: Option<Isometry3<f64>>,
 }
 
 impl Sweep {
@@ -235,7 +252,29 @@ impl Sweep {
             next: Vec::with_capacity(shell.tree.num_nodes()),
             seen: vec![false; shell.len()],
             q_abs: vec![0.0; shell.r()],
+            proxy_cache: Vec::new(),
+            near_from: None,
+            normals_from: None,
         }
+    }
+
+    /// The buffers for sweeps of `shell` against `field`, with a [`ProxyCache`] per point
+    /// if the field uses them (a deformed distance field: the sweep queries the same
+    /// points cycle after cycle); otherwise [`Sweep::new`].
+    pub fn for_field<D: DistanceQuery>(shell: &ContactShell, field: &D) -> Self {
+        let mut sweep = Sweep::new(shell);
+        if field.uses_proxy_cache() {
+            sweep.proxy_cache = vec![ProxyCache::default(); shell.len()];
+        }
+        sweep
+    }
+
+    /// Forgets the distances and normals kept from the last sweep's start pose, so that
+    /// the next [`Self::continue_contact`] looks its points up again (for a caller that
+    /// changed the field or the pointshell since).
+    pub fn forget_distances(&mut self) {
+        self.near_from = None;
+        self.normals_from = None;
     }
 
     /// The points at the limit that the last sweep's motion would take deeper (each
@@ -262,6 +301,8 @@ impl Sweep {
     ) -> SweepResult {
         let mut result = SweepResult::WHOLE;
         self.near.clear();
+        self.near_from = None;
+        self.normals_from = None;
         let limit = params.penetration_limit;
         if !motion.sweeps(limit) {
             return result;
@@ -284,6 +325,7 @@ impl Sweep {
             traversal,
             &mut result,
         );
+        self.normals_from = Some(motion.from);
         self.advance(
             shell,
             field,
@@ -299,9 +341,12 @@ impl Sweep {
     }
 
     /// [`Self::first_contact`] for a motion that continues the last one swept (a slide of
-    /// its rest, [`slide`]): the points gathered for the last motion cover it (the rests
-    /// translate by at most `|dx|` and turn by at most `|dw|` in all), so only they are
-    /// tested again, without a new search of the tree.
+    /// its rest, [`slide`]), in the same cycle (the field and the pointshell unchanged):
+    /// the points gathered for the last motion cover it (the rests translate by at most
+    /// `|dx|` and turn by at most `|dw|` in all), so only they are tested again, without a
+    /// new search of the tree. A slide from where the last motion started (it was stopped
+    /// at once) reuses the normals found there, and, from the second slide on, the
+    /// distances.
     pub fn continue_contact<D: DistanceQuery>(
         &mut self,
         shell: &ContactShell,
@@ -317,6 +362,21 @@ impl Sweep {
             return result;
         }
         let lip = lipschitz(field);
+        // The same start pose, bit for bit: the stored distances and normals are what the
+        // advancement would compute again.
+        let fresh = self.near_from == Some(motion.from);
+        if self.normals_from != Some(motion.from) {
+            for n in &mut self.near {
+                n.normal = None;
+            }
+            self.normals_from = Some(motion.from);
+        }
+        if fresh {
+            // Counted as the evaluations they replace: the budget, and so the result,
+            // are those of a sweep that made them.
+            result.evaluations += self.near.len();
+            result.shared += self.near.len();
+        }
         self.advance(
             shell,
             field,
@@ -325,9 +385,10 @@ impl Sweep {
             motion,
             params,
             lip,
-            false,
+            fresh,
             &mut result,
         );
+        self.near_from = Some(motion.from);
         result
     }
 
@@ -352,12 +413,16 @@ impl Sweep {
         let body0 = motion.body_at(0.0);
         let to_body0 = body0.inverse();
         for k in 0..self.near.len() {
-            let Near { point, world, d0 } = self.near[k];
+            let Near {
+                point, world, d0, ..
+            } = self.near[k];
             let d0 = if fresh {
                 d0
             } else {
                 result.evaluations += 1;
-                field.distance(&(to_body0 * world))
+                let d = distance(&mut self.proxy_cache, field, point, &(to_body0 * world));
+                self.near[k].d0 = d;
+                d
             };
             let margin = d0 + limit;
             let speed = motion.speed(&world, 0.0).max(1e-300);
@@ -366,15 +431,25 @@ impl Sweep {
                 // take it deeper. A probe of the first `1e-3 p` of its motion says whether
                 // this one does; if so it blocks at once.
                 let h = (1e-3 * limit / speed).min(1.0);
-                let dh = field.distance(&(motion.body_at(h).inverse() * world));
+                let y = motion.body_at(h).inverse() * world;
+                let dh = distance(&mut self.proxy_cache, field, point, &y);
                 result.evaluations += 1;
                 if dh < d0 - 1e-2 * (h * speed) {
                     if self.at_limit.len() < MAX_AT_LIMIT {
-                        let fallback = shell_pose.rotation * shell.normal(point as usize, q);
+                        let normal = match self.near[k].normal {
+                            Some(n) => n,
+                            None => {
+                                let fallback =
+                                    shell_pose.rotation * shell.normal(point as usize, q);
+                                let n = outward_normal(field, &body0, &world, limit, fallback);
+                                self.near[k].normal = Some(n);
+                                n
+                            }
+                        };
                         self.at_limit.push(Blocking {
                             point,
                             position: world,
-                            normal: outward_normal(field, &body0, &world, limit, fallback),
+                            normal,
                         });
                     }
                     self.candidates.push(Candidate {
@@ -421,7 +496,7 @@ impl Sweep {
             t = next_t.max(t);
             let body = motion.body_at(t).inverse();
             let c = self.candidates[i];
-            let d = field.distance(&(body * c.world));
+            let d = distance(&mut self.proxy_cache, field, c.point, &(body * c.world));
             result.evaluations += 1;
             let margin = d + limit;
             if margin <= c.block_at {
@@ -462,6 +537,8 @@ impl Sweep {
         self.current.clear();
         self.current.extend(0..roots as u32);
         self.seen.fill(false);
+        // The traversal of this cycle looked up many of the same points at the same pose.
+        let shared = traversal.and_then(|tr| tr.lookups_at(to_body0, q));
         let mut visited = 0usize;
         for depth in 0..tree.depths() {
             if self.current.is_empty() || (depth > 0 && visited + self.current.len() > budget) {
@@ -472,7 +549,8 @@ impl Sweep {
             for k in 0..self.current.len() {
                 let node = self.current[k] as usize;
                 let s = tree.node_point[node] as usize;
-                let p = shell.position(s, q);
+                let known = shared.and_then(|l| l.get(s));
+                let p = known.map_or_else(|| shell.position(s, q), |(_, p)| p);
                 let world = shell_pose * p;
                 let radius = tree.radius(node, &self.q_abs);
                 // The subtree lies within `radius` of the node's point, taken at face value
@@ -484,7 +562,15 @@ impl Sweep {
                         continue;
                     }
                 }
-                let d0 = field.distance(&(to_body0 * p));
+                // A shared lookup counts as an evaluation: the budgets, and so the
+                // result, are those of a sweep that made it.
+                let d0 = match known {
+                    Some((d, _)) => {
+                        result.shared += 1;
+                        d
+                    }
+                    None => distance(&mut self.proxy_cache, field, s as u32, &(to_body0 * p)),
+                };
                 result.evaluations += 1;
                 // No point of the subtree can come within the limit of the surface.
                 if d0 > reach {
@@ -498,6 +584,7 @@ impl Sweep {
                             point: s as u32,
                             world,
                             d0,
+                            normal: None,
                         });
                     }
                 }
@@ -506,6 +593,22 @@ impl Sweep {
             }
             std::mem::swap(&mut self.current, &mut self.next);
         }
+    }
+}
+
+/// The field's distance at body-frame point `y` queried for pointshell point `s`,
+/// through the point's proxy cache where the sweep keeps them (the same answer, bit for
+/// bit).
+#[inline]
+fn distance<D: DistanceQuery>(
+    caches: &mut [ProxyCache],
+    field: &D,
+    s: u32,
+    y: &Point3<f64>,
+) -> f64 {
+    match caches.get_mut(s as usize) {
+        Some(cache) => field.distance_cached(y, cache),
+        None => field.distance(y),
     }
 }
 

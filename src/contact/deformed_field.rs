@@ -19,6 +19,20 @@
 //!
 //! Forces on the deformable distance-field object are spread to the proxies with the same
 //! weights: `sum_i w_i U_i^T f`.
+//!
+//! **Proxy cache.** Finding the k nearest of the domain's proxies was the largest cost of
+//! a lookup (a scan of all of them per query). The traversal queries the same pointshell
+//! points cycle after cycle, and both they and the proxies move little in a millisecond,
+//! so a [`ProxyCache`] per point keeps the k nearest found last time, with half the gap
+//! `g = d_{k+1} - d_k` between the k-th and the next proxy distance then. Every distance
+//! from the point to a proxy changes by at most `|x - x_0| + D`, where `D` is the largest
+//! proxy motion accumulated since (summed over [`DeformedDistanceField::update`]s), so
+//! while `|x - x_0| + D < g / 2` (less a rounding margin) the same k proxies are still the
+//! k nearest and the scan is skipped. The cached answer is bit-identical to the scan's
+//! (the k proxies are re-sorted by distance, ties by index, as the scan orders them;
+//! tested).
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use nalgebra::{DMatrix, Matrix3, Point3, Vector3};
 
@@ -31,6 +45,43 @@ use crate::mesh::VolumeMesh;
 
 /// Largest supported `k`.
 pub const MAX_NEIGHBOURS: usize = 16;
+
+/// Largest `k` a [`ProxyCache`] holds (larger `k` always scans).
+pub const MAX_CACHED_NEIGHBOURS: usize = 8;
+
+/// Relative rounding margin of the cache test: distances computed in double precision
+/// are exact to far better than this.
+const CACHE_MARGIN: f64 = 1e-9;
+
+/// Source of field identities, so that a cache filled against one field is never read
+/// against another (or a clone that has deformed differently since).
+static NEXT_FIELD_ID: AtomicU32 = AtomicU32::new(1);
+
+fn next_field_id() -> u32 {
+    // Skip 0 (an empty cache) when the counter wraps.
+    loop {
+        let id = NEXT_FIELD_ID.fetch_add(1, Ordering::Relaxed);
+        if id != 0 {
+            return id;
+        }
+    }
+}
+
+/// The k nearest proxies last found for one query point, and how far the point and the
+/// proxies may move before they can change (module docs). [`Default`] is empty.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProxyCache {
+    /// Identity of the field that filled it; 0: empty.
+    field: u32,
+    count: u8,
+    proxies: [u16; MAX_CACHED_NEIGHBOURS],
+    /// The query point when filled.
+    anchor: [f64; 3],
+    /// How far the point and the proxies may move together: half the gap, less margins.
+    slack: f64,
+    /// The field's accumulated proxy drift when filled.
+    drift: f64,
+}
 
 /// Why a deformed distance field could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -72,9 +123,17 @@ struct Proxy {
     grad: Vec<Matrix3<f64>>,
 }
 
+impl ProxyCache {
+    /// The query point the cache was filled at (`None` if empty): it changes exactly when
+    /// a query had to scan the proxies.
+    pub fn anchor(&self) -> Option<Point3<f64>> {
+        (self.field != 0 && self.count > 0).then(|| Point3::from(self.anchor))
+    }
+}
+
 /// A deformed distance field; call [`DeformedDistanceField::update`] with the object's
 /// reduced coordinates once per cycle before querying it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DeformedDistanceField {
     rest: SignedDistanceField,
     proxies: Vec<Proxy>,
@@ -84,6 +143,26 @@ pub struct DeformedDistanceField {
     r: usize,
     positions: Vec<Point3<f64>>,
     inverse_gradients: Vec<Matrix3<f64>>,
+    /// Identity for [`ProxyCache`]s (fresh for every instance and clone).
+    id: u32,
+    /// Sum over updates of the largest proxy motion (the cache's `D`).
+    drift: f64,
+}
+
+impl Clone for DeformedDistanceField {
+    fn clone(&self) -> Self {
+        DeformedDistanceField {
+            rest: self.rest.clone(),
+            proxies: self.proxies.clone(),
+            domains: self.domains.clone(),
+            k: self.k,
+            r: self.r,
+            positions: self.positions.clone(),
+            inverse_gradients: self.inverse_gradients.clone(),
+            id: next_field_id(),
+            drift: self.drift,
+        }
+    }
 }
 
 impl DeformedDistanceField {
@@ -138,8 +217,11 @@ impl DeformedDistanceField {
             r: basis.ncols(),
             positions: vec![Point3::origin(); n],
             inverse_gradients: vec![Matrix3::identity(); n],
+            id: next_field_id(),
+            drift: 0.0,
         };
         field.update(&vec![0.0; field.r]);
+        field.drift = 0.0;
         Ok(field)
     }
 
@@ -162,6 +244,7 @@ impl DeformedDistanceField {
     /// deformation gradient is not invertible (an inverted element) pulls back with the
     /// identity.
     pub fn update(&mut self, q: &[f64]) {
+        let mut moved = 0.0f64;
         for (i, p) in self.proxies.iter().enumerate() {
             let mut x = p.rest;
             let mut f = Matrix3::identity();
@@ -169,6 +252,7 @@ impl DeformedDistanceField {
                 x += p.u[j] * qj;
                 f += p.grad[j] * qj;
             }
+            moved = moved.max((x - self.positions[i]).norm());
             self.positions[i] = x;
             self.inverse_gradients[i] = if f.determinant() > 1e-6 {
                 f.try_inverse().unwrap_or_else(Matrix3::identity)
@@ -176,21 +260,27 @@ impl DeformedDistanceField {
                 Matrix3::identity()
             };
         }
+        // A non-finite motion makes every later cache test fail (NaN or infinite drift).
+        self.drift += moved * (1.0 + CACHE_MARGIN);
     }
 
-    /// The k nearest deformed proxies of domain `(a, b)` and their normalized weights.
-    fn neighbours(&self, x: &Point3<f64>, (a, b): (usize, usize)) -> Neighbours {
+    /// The k nearest deformed proxies of domain `(a, b)`, nearest first (ties by index),
+    /// their normalized weights, and the squared distance of the next nearest (infinity
+    /// if the domain has only k).
+    fn scan(&self, x: &Point3<f64>, (a, b): (usize, usize)) -> (Neighbours, f64) {
         let k = self.k;
-        let mut idx = [0usize; MAX_NEIGHBOURS];
-        // Squared distances while selecting; square roots only for the k kept.
-        let mut dist = [f64::INFINITY; MAX_NEIGHBOURS];
+        let mut idx = [0usize; MAX_NEIGHBOURS + 1];
+        // Squared distances while selecting; square roots only for the k kept. One more
+        // than k is kept for the cache's gap.
+        let mut dist = [f64::INFINITY; MAX_NEIGHBOURS + 1];
+        let keep = k + 1;
         let mut count = 0;
         for i in a..b {
             let d = (self.positions[i] - x).norm_squared();
-            if count < k || d < dist[count - 1] {
-                // Insertion into the sorted list of the k nearest.
-                let mut j = count.min(k - 1);
-                if count < k {
+            if count < keep || d < dist[count - 1] {
+                // Insertion into the sorted list of the k + 1 nearest.
+                let mut j = count.min(keep - 1);
+                if count < keep {
                     count += 1;
                 }
                 while j > 0 && dist[j - 1] > d {
@@ -202,27 +292,84 @@ impl DeformedDistanceField {
                 idx[j] = i;
             }
         }
-        for d in dist.iter_mut().take(count) {
-            *d = d.sqrt();
+        let next = if count > k { dist[k] } else { f64::INFINITY };
+        let count = count.min(k);
+        let mut ids = [0usize; MAX_NEIGHBOURS];
+        let mut d = [0.0; MAX_NEIGHBOURS];
+        ids[..count].copy_from_slice(&idx[..count]);
+        d[..count].copy_from_slice(&dist[..count]);
+        (weights(ids, d, count), next)
+    }
+
+    /// The k nearest proxies of domain `dom` at `x`, from `cache` if it is still valid
+    /// there, else by a scan that refills it.
+    fn cached_neighbours(
+        &self,
+        x: &Point3<f64>,
+        dom: (usize, usize),
+        cache: &mut ProxyCache,
+    ) -> Neighbours {
+        let count = cache.count as usize;
+        if cache.field == self.id && count > 0 {
+            let anchor = Point3::from(cache.anchor);
+            let moved = (x - anchor).norm() + (self.drift - cache.drift);
+            if moved < cache.slack {
+                let mut ids = [0usize; MAX_NEIGHBOURS];
+                let mut d = [0.0; MAX_NEIGHBOURS];
+                for j in 0..count {
+                    let i = cache.proxies[j] as usize;
+                    let dj = (self.positions[i] - x).norm_squared();
+                    // Insertion sort by (distance, index), the scan's order.
+                    let mut m = j;
+                    while m > 0 && (d[m - 1] > dj || (d[m - 1] == dj && ids[m - 1] > i)) {
+                        d[m] = d[m - 1];
+                        ids[m] = ids[m - 1];
+                        m -= 1;
+                    }
+                    d[m] = dj;
+                    ids[m] = i;
+                }
+                return weights(ids, d, count);
+            }
         }
-        let mut w = [0.0; MAX_NEIGHBOURS];
-        let (dmin, dmax) = (dist[0], dist[count - 1]);
-        if dmin <= 1e-12 * (1.0 + dmax) {
-            w[0] = 1.0;
-        } else if dmax - dmin <= 1e-12 * dmax {
-            w[..count].fill(1.0 / count as f64);
+        let (nb, next) = self.scan(x, dom);
+        *cache = self.fill_cache(x, &nb, next);
+        nb
+    }
+
+    /// A cache holding `nb` (found at `x`, with the next nearest squared distance
+    /// `next`); empty if the set cannot be trusted to survive any motion.
+    fn fill_cache(&self, x: &Point3<f64>, nb: &Neighbours, next: f64) -> ProxyCache {
+        let (ids, _, count) = nb;
+        let count = *count;
+        if count > MAX_CACHED_NEIGHBOURS || ids[..count].iter().any(|&i| i > u16::MAX as usize) {
+            return ProxyCache::default();
+        }
+        let kth = (self.positions[ids[count - 1]] - x).norm();
+        let next = next.sqrt();
+        let slack = if next.is_finite() {
+            0.5 * (next - kth) - CACHE_MARGIN * (next + x.coords.norm())
         } else {
-            let (inv_min, inv_max) = (1.0 / dmin, 1.0 / dmax);
-            let mut sum = 0.0;
-            for j in 0..count {
-                w[j] = (1.0 / dist[j] - inv_max) / (inv_min - inv_max);
-                sum += w[j];
-            }
-            for wj in w.iter_mut().take(count) {
-                *wj /= sum;
-            }
+            // The domain has only k proxies: they are always the k nearest.
+            f64::INFINITY
+        };
+        // A NaN slack (a non-finite point or proxy) fails this test too.
+        let usable = slack > 0.0 && x.coords.iter().all(|c| c.is_finite());
+        if !usable {
+            return ProxyCache::default();
         }
-        (idx, w, count)
+        let mut proxies = [0u16; MAX_CACHED_NEIGHBOURS];
+        for (p, &i) in proxies.iter_mut().zip(&ids[..count]) {
+            *p = i as u16;
+        }
+        ProxyCache {
+            field: self.id,
+            count: count as u8,
+            proxies,
+            anchor: [x.x, x.y, x.z],
+            slack,
+            drift: self.drift,
+        }
     }
 
     /// The blended pull-back distance of one domain's neighbours.
@@ -245,7 +392,7 @@ impl DeformedDistanceField {
     fn nearest_domain(&self, x: &Point3<f64>) -> (f64, Neighbours) {
         let mut best: Option<(f64, Neighbours)> = None;
         for &dom in &self.domains {
-            let nb = self.neighbours(x, dom);
+            let nb = self.scan(x, dom).0;
             let d = self.blend(x, &nb);
             match &best {
                 Some((b, _)) if !(d < *b || b.is_nan()) => {}
@@ -260,6 +407,46 @@ impl DeformedDistanceField {
 /// The k nearest proxies of a domain, their normalized weights, and how many there are.
 type Neighbours = ([usize; MAX_NEIGHBOURS], [f64; MAX_NEIGHBOURS], usize);
 
+/// The blending weights (module docs) of `count` proxies `idx` at squared distances
+/// `dist2`, sorted nearest first.
+fn weights(idx: [usize; MAX_NEIGHBOURS], dist2: [f64; MAX_NEIGHBOURS], count: usize) -> Neighbours {
+    let mut dist = dist2;
+    for d in dist.iter_mut().take(count) {
+        *d = d.sqrt();
+    }
+    let mut w = [0.0; MAX_NEIGHBOURS];
+    let (dmin, dmax) = (dist[0], dist[count - 1]);
+    if dmin <= 1e-12 * (1.0 + dmax) {
+        w[0] = 1.0;
+    } else if dmax - dmin <= 1e-12 * dmax {
+        w[..count].fill(1.0 / count as f64);
+    } else {
+        let (inv_min, inv_max) = (1.0 / dmin, 1.0 / dmax);
+        let mut sum = 0.0;
+        for j in 0..count {
+            w[j] = (1.0 / dist[j] - inv_max) / (inv_min - inv_max);
+            sum += w[j];
+        }
+        for wj in w.iter_mut().take(count) {
+            *wj /= sum;
+        }
+    }
+    (idx, w, count)
+}
+
+impl DeformedDistanceField {
+    /// Spreads the body-frame force `f` at `p` over the answering domain's proxies.
+    fn spread(&self, nb: &Neighbours, f: &Vector3<f64>, out: &mut [f64]) {
+        let (idx, w, count) = nb;
+        for j in 0..*count {
+            let proxy = &self.proxies[idx[j]];
+            for (o, u) in out.iter_mut().zip(&proxy.u) {
+                *o += w[j] * u.dot(f);
+            }
+        }
+    }
+}
+
 impl DistanceQuery for DeformedDistanceField {
     fn distance(&self, p: &Point3<f64>) -> f64 {
         self.nearest_domain(p).0
@@ -273,15 +460,45 @@ impl DistanceQuery for DeformedDistanceField {
         // The domain that answers the query takes the force, with its blending weights.
         // With one domain only its neighbours are needed: no pull-backs, no lookups (a
         // contact point would otherwise pay for its distance twice).
-        let (idx, w, count) = match self.domains.as_slice() {
-            [only] => self.neighbours(p, *only),
+        let nb = match self.domains.as_slice() {
+            [only] => self.scan(p, *only).0,
             _ => self.nearest_domain(p).1,
         };
-        for j in 0..count {
-            let proxy = &self.proxies[idx[j]];
-            for (o, u) in out.iter_mut().zip(&proxy.u) {
-                *o += w[j] * u.dot(f);
+        self.spread(&nb, f, out);
+    }
+
+    fn uses_proxy_cache(&self) -> bool {
+        self.domains.len() == 1 && self.k <= MAX_CACHED_NEIGHBOURS
+    }
+
+    fn distance_cached(&self, p: &Point3<f64>, cache: &mut ProxyCache) -> f64 {
+        match self.domains.as_slice() {
+            [only] => {
+                let nb = self.cached_neighbours(p, *only, cache);
+                let d = self.blend(p, &nb);
+                if d.is_nan() {
+                    f64::INFINITY
+                } else {
+                    d
+                }
             }
+            _ => self.distance(p),
+        }
+    }
+
+    fn add_reduced_force_cached(
+        &self,
+        p: &Point3<f64>,
+        f: &Vector3<f64>,
+        out: &mut [f64],
+        cache: &mut ProxyCache,
+    ) {
+        match self.domains.as_slice() {
+            [only] => {
+                let nb = self.cached_neighbours(p, *only, cache);
+                self.spread(&nb, f, out);
+            }
+            _ => self.add_reduced_force(p, f, out),
         }
     }
 }

@@ -9,6 +9,7 @@
 
 use nalgebra::{Point3, Unit, Vector3};
 
+use super::deformed_field::ProxyCache;
 use crate::geometry::{MeshDistance, SignedDistanceField};
 
 /// A signed distance, queried in the distance-field object's body frame.
@@ -31,6 +32,30 @@ pub trait DistanceQuery {
     /// Adds the reduced force of the body-frame force `f` applied at body-frame point `p`
     /// of a deformable field object to `out` (nothing for rigid objects).
     fn add_reduced_force(&self, _p: &Point3<f64>, _f: &Vector3<f64>, _out: &mut [f64]) {}
+
+    /// Whether [`DistanceQuery::distance_cached`] gains from a [`ProxyCache`] per query
+    /// point (a traversal allocates them only then).
+    fn uses_proxy_cache(&self) -> bool {
+        false
+    }
+
+    /// [`DistanceQuery::distance`], bit for bit, for a query point that keeps `cache`
+    /// between calls (a pointshell point from cycle to cycle): a field may answer faster
+    /// from it while the point has moved little.
+    fn distance_cached(&self, p: &Point3<f64>, _cache: &mut ProxyCache) -> f64 {
+        self.distance(p)
+    }
+
+    /// [`DistanceQuery::add_reduced_force`], bit for bit, with the point's cache.
+    fn add_reduced_force_cached(
+        &self,
+        p: &Point3<f64>,
+        f: &Vector3<f64>,
+        out: &mut [f64],
+        _cache: &mut ProxyCache,
+    ) {
+        self.add_reduced_force(p, f, out)
+    }
 }
 
 impl DistanceQuery for SignedDistanceField {
@@ -114,6 +139,25 @@ impl<T: DistanceQuery + ?Sized> DistanceQuery for &T {
 
     fn add_reduced_force(&self, p: &Point3<f64>, f: &Vector3<f64>, out: &mut [f64]) {
         (**self).add_reduced_force(p, f, out)
+    }
+
+    fn uses_proxy_cache(&self) -> bool {
+        (**self).uses_proxy_cache()
+    }
+
+    #[inline]
+    fn distance_cached(&self, p: &Point3<f64>, cache: &mut ProxyCache) -> f64 {
+        (**self).distance_cached(p, cache)
+    }
+
+    fn add_reduced_force_cached(
+        &self,
+        p: &Point3<f64>,
+        f: &Vector3<f64>,
+        out: &mut [f64],
+        cache: &mut ProxyCache,
+    ) {
+        (**self).add_reduced_force_cached(p, f, out, cache)
     }
 }
 

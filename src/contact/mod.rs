@@ -24,9 +24,9 @@ pub mod shell_modes;
 pub mod traversal;
 
 pub use continuous::{Motion, Sweep, SweepParams, SweepResult};
-pub use deformed_field::{DeformedDistanceField, DeformedFieldError};
+pub use deformed_field::{DeformedDistanceField, DeformedFieldError, ProxyCache};
 pub use distance::{DistanceQuery, ExactField, HalfSpace};
 pub use model::{point_contact, Friction, PointContact};
 pub use point_tree::{ContactShell, NestedPointTree, PointTreeError};
 pub use shell_modes::{shell_modes, ShellModes, ShellModesError};
-pub use traversal::{ContactOutput, ContactParams, ContactPoint, Poses, Traversal};
+pub use traversal::{ContactOutput, ContactParams, ContactPoint, Lookups, Poses, Traversal};

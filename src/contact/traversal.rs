@@ -34,9 +34,14 @@
 //!
 //! Contacts are summed in point order, so any two traversals that find the same contact
 //! set give bit-identical forces.
+//!
+//! Against a deformed distance field, [`Traversal::for_field`] gives every point a
+//! [`ProxyCache`] (its nearest proxies, kept from cycle to cycle), which answers the
+//! same distances bit for bit without most of the nearest-proxy searches.
 
 use nalgebra::{Isometry3, Point3, Vector3};
 
+use super::deformed_field::ProxyCache;
 use super::distance::DistanceQuery;
 use super::model::{ContactAccumulator, PointContact};
 use super::point_tree::ContactShell;
@@ -142,6 +147,22 @@ pub struct ContactOutput {
     pub field_reduced_force: Vec<f64>,
 }
 
+/// The point lookups of a traversal's last run ([`Traversal::lookups_at`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Lookups<'a> {
+    traversal: &'a Traversal,
+}
+
+impl Lookups<'_> {
+    /// Point `s`'s signed distance and deformed body-frame position, if the run looked
+    /// it up.
+    #[inline]
+    pub fn get(&self, s: usize) -> Option<(f64, Point3<f64>)> {
+        let t = self.traversal;
+        (t.dist_stamp[s] == t.cycle).then(|| (t.dist[s], t.body[s]))
+    }
+}
+
 /// The traversal state of one pointshell against one distance field.
 #[derive(Debug, Clone)]
 pub struct Traversal {
@@ -153,6 +174,9 @@ pub struct Traversal {
     /// Deformed body-frame position of every point looked up this cycle.
     body: Vec<Point3<f64>>,
     dist_stamp: Vec<u32>,
+    /// One per point against a field that uses them ([`Traversal::for_field`]); else
+    /// empty.
+    proxy_cache: Vec<ProxyCache>,
     contact_points: Vec<u32>,
     tc_threshold: Vec<f64>,
     motion: f64,
@@ -160,6 +184,10 @@ pub struct Traversal {
     last_lip: Option<f64>,
     last: Option<Isometry3<f64>>,
     last_q: Vec<f64>,
+    /// This cycle's relative transform (field body from shell body) and pointshell `q`,
+    /// which the stamped lookups were made at ([`Traversal::lookups_at`]).
+    rel: Isometry3<f64>,
+    q_now: Vec<f64>,
     q_abs: Vec<f64>,
     cycle: u32,
     last_deepest: usize,
@@ -181,18 +209,35 @@ impl Traversal {
             dist: vec![0.0; points],
             body: vec![Point3::origin(); points],
             dist_stamp: vec![0; points],
+            proxy_cache: Vec::new(),
             contact_points: Vec::with_capacity(points),
             tc_threshold: vec![f64::NEG_INFINITY; nodes],
             motion: 0.0,
             last_lip: None,
             last: None,
             last_q: vec![0.0; shell.r()],
+            rel: Isometry3::identity(),
+            q_now: vec![0.0; shell.r()],
             q_abs: vec![0.0; shell.r()],
             cycle: 0,
             last_deepest: 0,
             recording: false,
             visited_nodes: Vec::new(),
         }
+    }
+
+    /// A traversal of `shell` against `field`, with a [`ProxyCache`] per point if the
+    /// field uses them (a deformed distance field); otherwise [`Traversal::new`].
+    pub fn for_field<D: DistanceQuery>(
+        shell: &ContactShell,
+        params: ContactParams,
+        field: &D,
+    ) -> Self {
+        let mut t = Traversal::new(shell, params);
+        if field.uses_proxy_cache() {
+            t.proxy_cache = vec![ProxyCache::default(); shell.len()];
+        }
+        t
     }
 
     /// Turns on or off the recording of visited nodes for debug views (thesis Fig.
@@ -234,7 +279,9 @@ impl Traversal {
         self.last_deepest = 0;
     }
 
-    fn begin_cycle(&mut self, q: &[f64]) {
+    fn begin_cycle(&mut self, q: &[f64], rel: &Isometry3<f64>) {
+        self.rel = *rel;
+        self.q_now.copy_from_slice(q);
         self.cycle = self.cycle.wrapping_add(1);
         if self.cycle == 0 {
             // Stamps wrapped around: invalidate them all (once in 2^32 cycles).
@@ -262,7 +309,11 @@ impl Traversal {
             return self.dist[s];
         }
         let p = shell.position(s, q);
-        let d = field.distance(&(rel * p));
+        let y = rel * p;
+        let d = match self.proxy_cache.get_mut(s) {
+            Some(cache) => field.distance_cached(&y, cache),
+            None => field.distance(&y),
+        };
         self.dist[s] = d;
         self.body[s] = p;
         self.dist_stamp[s] = self.cycle;
@@ -297,6 +348,15 @@ impl Traversal {
         self.last_q.copy_from_slice(q);
     }
 
+    /// The lookups of the last run, if it was made at exactly the relative transform
+    /// `rel` (field body from shell body) and pointshell coordinates `q`: then a point's
+    /// stored distance is what a lookup there would return, bit for bit (the sweep's
+    /// candidate search starts from them).
+    pub fn lookups_at(&self, rel: &Isometry3<f64>, q: &[f64]) -> Option<Lookups<'_>> {
+        (self.cycle != 0 && self.rel == *rel && self.q_now == q)
+            .then_some(Lookups { traversal: self })
+    }
+
     /// A lower bound on `d - R` (a node's distance less its radius) at the pose of the
     /// last [`Self::run`], from the temporal-coherence cache; minus infinity where none is
     /// known (coherence off, or the node not culled). A node culled when the accumulated
@@ -319,8 +379,8 @@ impl Traversal {
         out: &mut ContactOutput,
     ) {
         debug_assert_eq!(q.len(), shell.r());
-        self.begin_cycle(q);
         let rel = poses.field.inverse() * poses.shell;
+        self.begin_cycle(q, &rel);
         let lip = if self.params.temporal_coherence {
             field.lipschitz()
         } else {
@@ -407,8 +467,8 @@ impl Traversal {
         out: &mut ContactOutput,
     ) {
         self.last_lip = None;
-        self.begin_cycle(q);
         let rel = poses.field.inverse() * poses.shell;
+        self.begin_cycle(q, &rel);
         let levels = levels.clamp(1, shell.level_offsets.len() - 1);
         let end = shell.level_offsets[levels];
         let mut lookups = 0;
@@ -454,7 +514,15 @@ impl Traversal {
             if deformable_field {
                 let y = poses.field.inverse_transform_point(&x);
                 let f_field = poses.field.rotation.inverse_transform_vector(&force);
-                field.add_reduced_force(&y, &f_field, &mut out.field_reduced_force);
+                match self.proxy_cache.get_mut(s) {
+                    Some(cache) => field.add_reduced_force_cached(
+                        &y,
+                        &f_field,
+                        &mut out.field_reduced_force,
+                        cache,
+                    ),
+                    None => field.add_reduced_force(&y, &f_field, &mut out.field_reduced_force),
+                }
             }
             out.contacts.push(ContactPoint {
                 point: s as u32,

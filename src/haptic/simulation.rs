@@ -103,12 +103,12 @@ impl HapticSimulation {
         let traversals = scene
             .environment
             .iter()
-            .map(|e| Traversal::new(&e.shell, scene.contact))
+            .map(|e| scene.haptic.field.new_traversal(&e.shell, scene.contact))
             .collect();
         let sweeps = scene
             .environment
             .iter()
-            .map(|e| Sweep::new(&e.shell))
+            .map(|e| scene.haptic.field.new_sweep(&e.shell))
             .collect();
         let outputs = scene
             .environment

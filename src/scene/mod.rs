@@ -167,6 +167,26 @@ impl HapticField {
         }
     }
 
+    /// A traversal of an environment pointshell against this field (with proxy caches
+    /// against a deformed field, [`Traversal::for_field`]).
+    pub fn new_traversal(&self, shell: &ContactShell, params: ContactParams) -> Traversal {
+        match self {
+            HapticField::Deformable { field, .. } => {
+                Traversal::for_field(shell, params, field.as_ref())
+            }
+            _ => Traversal::new(shell, params),
+        }
+    }
+
+    /// The buffers of sweeps of an environment pointshell against this field (with proxy
+    /// caches against a deformed field, [`Sweep::for_field`]).
+    pub fn new_sweep(&self, shell: &ContactShell) -> Sweep {
+        match self {
+            HapticField::Deformable { field, .. } => Sweep::for_field(shell, field.as_ref()),
+            _ => Sweep::new(shell),
+        }
+    }
+
     /// Traverses an environment pointshell against this field (thesis 3.10), statically
     /// dispatched to the rigid or the deformed field.
     pub fn traverse(
