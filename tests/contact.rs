@@ -7,7 +7,7 @@
 
 use haptics::contact::{
     ContactOutput, ContactParams, ContactShell, DeformedDistanceField, DistanceQuery, HalfSpace,
-    Poses, ShellModes, Traversal,
+    Lookup, Poses, ShellModes, Traversal,
 };
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
 use haptics::geometry::{MeshDistance, SignedDistanceField};
@@ -742,7 +742,7 @@ fn proxy_cache_answers_bit_for_bit() {
         .collect();
     let mut caches = vec![haptics::contact::ProxyCache::default(); points.len()];
     let mut q = [0.0f64; 4];
-    let (mut hits, mut scans) = (0usize, 0usize);
+    let (mut hits, mut scans, mut bounded) = (0usize, 0usize, 0usize);
     for step in 0..400 {
         // The beam bends slowly, with an occasional jolt.
         let jolt = if step % 97 == 0 { 0.5 } else { 0.001 };
@@ -760,6 +760,18 @@ fn proxy_cache_answers_bit_for_bit() {
                 field.distance(x).to_bits(),
                 "step {step} at {x}"
             );
+            // The one-lookup lower bound: below the distance, above what was asked.
+            let above = d - 10f64.powf(-5.0 + 4.0 * rng.next());
+            match field.distance_above_cached(x, above, cache) {
+                Lookup::Exact(e) => assert_eq!(e.to_bits(), d.to_bits()),
+                Lookup::Above(b) => {
+                    assert!(
+                        b > above && b <= d,
+                        "bound {b}, distance {d}, above {above}"
+                    );
+                    bounded += 1;
+                }
+            }
             if before.is_some() && cache.anchor() == before {
                 hits += 1;
             } else {
@@ -772,7 +784,8 @@ fn proxy_cache_answers_bit_for_bit() {
             assert_eq!(a, b, "reduced force, step {step}");
         }
     }
-    println!("proxy cache: {hits} hits, {scans} scans");
+    println!("proxy cache: {hits} hits, {scans} scans; {bounded} answered by the bound");
+    assert!(bounded > 5_000, "{bounded} answered by the bound");
     // Both paths are exercised: most small steps keep their proxies, large ones do not.
     assert!(
         hits > 20_000 && scans > 10_000,

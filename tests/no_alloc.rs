@@ -114,3 +114,114 @@ fn contact_traversal_allocates_nothing() {
         );
     }
 }
+
+/// Contact against a deformed distance field (thesis 3.12), as the haptic thread makes
+/// it: the field deformed to new q, the traversal with its proxy caches and one-lookup
+/// culling, and the continuous sweep with a slide, all allocate nothing after
+/// construction.
+#[test]
+fn deformed_field_contact_allocates_nothing() {
+    use haptics::contact::continuous::{slide, Motion, Sweep, SweepParams};
+    use haptics::contact::{ContactParams, ContactShell, DeformedDistanceField, Poses, Traversal};
+    use haptics::geometry::{MeshDistance, SignedDistanceField};
+    use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+
+    let mesh = haptics::mesh::read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
+    let surf = haptics::mesh::read_obj(&haptics::assets::model("beam3/beam3.obj")).unwrap();
+    let sdf = SignedDistanceField::compute(
+        &MeshDistance::new(&surf).unwrap(),
+        32,
+        1.5,
+        &haptics::progress::NoProgress,
+    )
+    .unwrap();
+    // Two smooth displacement fields (a bend and a twist along the beam's y axis).
+    let n = mesh.vertices.len();
+    let basis = DMatrix::from_fn(3 * n, 2, |row, j| {
+        let v = mesh.vertices[row / 3];
+        match (j, row % 3) {
+            (0, 0) => 0.05 * v.y * v.y,
+            (1, 0) => -0.2 * v.y * v.z,
+            (1, 2) => 0.2 * v.y * v.x,
+            _ => 0.0,
+        }
+    });
+    let mut field = DeformedDistanceField::new(
+        sdf,
+        &mesh,
+        &basis,
+        std::slice::from_ref(&surf.vertices),
+        40,
+        5,
+    )
+    .unwrap();
+    // A ring of points in three levels, rolled along the beam's x = 0.06 face.
+    let mut points = Vec::new();
+    let mut offsets = vec![0];
+    for count in [20, 60, 240] {
+        for i in 0..count {
+            let t = i as f64 / count as f64 * std::f64::consts::TAU + count as f64;
+            points.push(Point3::new(0.03 * t.cos(), 0.03 * t.sin(), 0.0));
+        }
+        offsets.push(points.len());
+    }
+    let normals: Vec<Vector3<f64>> = points.iter().map(|p| -p.coords.normalize()).collect();
+    let shell = ContactShell::new(points, normals, offsets, None).unwrap();
+    let params = ContactParams {
+        temporal_coherence: false,
+        ..ContactParams::default()
+    };
+    let mut traversal = Traversal::for_field(&shell, params, &field);
+    let mut sweep = Sweep::for_field(&shell, &field);
+    let mut out = Traversal::output(&shell, 2);
+    let sweep_params = SweepParams::with_limit(1e-3);
+    let grasp = Point3::new(0.0, 0.5, 0.0);
+    let (mut contacts, mut blocked) = (0, 0);
+    let before = allocations();
+    for i in 0..500 {
+        let s = i as f64 / 500.0;
+        field.update(&[(3.0 * s).sin(), 0.5 * s]);
+        let ring = Isometry3::from_parts(
+            Translation3::new(0.09 - 0.05 * (3.0 * s).sin(), 0.2 + 0.6 * s, 0.0),
+            UnitQuaternion::from_scaled_axis(Vector3::new(s, 0.0, 2.0 * s)),
+        );
+        let motion = Motion {
+            from: Isometry3::translation(grasp.x, grasp.y, grasp.z),
+            dx: Vector3::new(0.004, 0.0, 0.0),
+            dw: Vector3::new(0.0, 0.01, 0.0),
+            grasp,
+        };
+        let poses = Poses {
+            shell: ring,
+            field: motion.body_at(0.0),
+            grasp,
+        };
+        traversal.run(&shell, &field, &poses, &[], &mut out);
+        contacts += out.contacts.len();
+        let r = sweep.first_contact(
+            &shell,
+            &field,
+            &ring,
+            &[],
+            &motion,
+            &sweep_params,
+            Some(&traversal),
+        );
+        if let Some(b) = r.blocking {
+            blocked += 1;
+            let slid = slide(&motion, r.t, &[b]);
+            sweep.continue_contact(&shell, &field, &ring, &[], &slid, &sweep_params);
+        }
+    }
+    let after = allocations();
+    assert!(
+        contacts > 0 && blocked > 0,
+        "{contacts} contacts, {blocked} blocked sweeps"
+    );
+    assert_eq!(
+        after - before,
+        0,
+        "{} allocations in 500 cycles",
+        after - before
+    );
+}

@@ -46,7 +46,7 @@ use std::collections::BinaryHeap;
 use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
 use super::deformed_field::ProxyCache;
-use super::distance::DistanceQuery;
+use super::distance::{DistanceQuery, Lookup};
 use super::point_tree::ContactShell;
 use super::traversal::Traversal;
 
@@ -564,14 +564,24 @@ impl Sweep {
                 }
                 // A shared lookup counts as an evaluation: the budgets, and so the
                 // result, are those of a sweep that made it.
+                result.evaluations += 1;
                 let d0 = match known {
                     Some((d, _)) => {
                         result.shared += 1;
                         d
                     }
-                    None => distance(&mut self.proxy_cache, field, s as u32, &(to_body0 * p)),
+                    None => {
+                        let y = to_body0 * p;
+                        match self.proxy_cache.get_mut(s) {
+                            Some(cache) => match field.distance_above_cached(&y, reach, cache) {
+                                Lookup::Exact(d) => d,
+                                // Farther than it can reach: culled like `d0 > reach`.
+                                Lookup::Above(_) => continue,
+                            },
+                            None => field.distance(&y),
+                        }
+                    }
                 };
-                result.evaluations += 1;
                 // No point of the subtree can come within the limit of the surface.
                 if d0 > reach {
                     continue;

@@ -31,12 +31,19 @@
 //! k nearest and the scan is skipped. The cached answer is bit-identical to the scan's
 //! (the k proxies are re-sorted by distance, ties by index, as the scan orders them;
 //! tested).
+//!
+//! **Culling with one lookup.** A traversal only needs to know whether a node's point is
+//! farther than the node's radius. Since the weights sum to one and the rest field is
+//! `L`-Lipschitz, `d = sum w_i d_i >= d_1 - L sum_i w_i |X_i - X_1|` (`X_1` the nearest
+//! proxy's pull-back): one lookup and the other pull-backs (a matrix-vector product each)
+//! bound `d` from below, and when that bound already exceeds the radius the other k - 2
+//! lookups are skipped ([`DistanceQuery::distance_above_cached`]).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use nalgebra::{DMatrix, Matrix3, Point3, Vector3};
 
-use super::distance::DistanceQuery;
+use super::distance::{DistanceQuery, Lookup};
 use super::shell_modes::{for_each_embedded, ShellModesError};
 use crate::geometry::farthest::farthest_point_order;
 use crate::geometry::pointshell::PointshellError;
@@ -372,6 +379,54 @@ impl DeformedDistanceField {
         }
     }
 
+    /// The pull-back of `x` through proxy `i`'s local affine map.
+    #[inline]
+    fn pull_back(&self, i: usize, x: &Point3<f64>) -> Point3<f64> {
+        self.proxies[i].rest + self.inverse_gradients[i] * (x - self.positions[i])
+    }
+
+    /// The distance at `x` if it is at most `above` (bit for bit [`Self::blend`]), else a
+    /// lower bound of it above `above` from the nearest proxy's lookup alone (module
+    /// docs), less a rounding margin.
+    fn blend_above(&self, x: &Point3<f64>, nb: &Neighbours, above: f64) -> Lookup {
+        let (idx, w, count) = nb;
+        let mut backs = [Point3::origin(); MAX_NEIGHBOURS];
+        for j in 0..*count {
+            if w[j] != 0.0 {
+                backs[j] = self.pull_back(idx[j], x);
+            }
+        }
+        // The nearest proxy always has a nonzero weight.
+        let d1 = self.rest.lookup(&backs[0]);
+        let mut spread = 0.0;
+        for j in 1..*count {
+            if w[j] != 0.0 {
+                spread += w[j] * (backs[j] - backs[0]).norm();
+            }
+        }
+        let l = self.rest.lipschitz_bound();
+        // The weights sum to one up to rounding, and the lookups and pull-backs round.
+        let margin = 1e-9 * (d1.abs() + l * spread + self.rest.spacing);
+        let bound = d1 - l * spread - margin;
+        if bound > above {
+            return Lookup::Above(bound);
+        }
+        // The blend, in its order, with the first lookup made already.
+        let mut d = 0.0;
+        for j in 0..*count {
+            if w[j] == 0.0 {
+                continue;
+            }
+            let dj = if j == 0 {
+                d1
+            } else {
+                self.rest.lookup(&backs[j])
+            };
+            d += w[j] * dj;
+        }
+        Lookup::Exact(if d.is_nan() { f64::INFINITY } else { d })
+    }
+
     /// The blended pull-back distance of one domain's neighbours.
     fn blend(&self, x: &Point3<f64>, nb: &Neighbours) -> f64 {
         let (idx, w, count) = nb;
@@ -380,9 +435,7 @@ impl DeformedDistanceField {
             if w[j] == 0.0 {
                 continue;
             }
-            let i = idx[j];
-            let back = self.proxies[i].rest + self.inverse_gradients[i] * (x - self.positions[i]);
-            d += w[j] * self.rest.lookup(&back);
+            d += w[j] * self.rest.lookup(&self.pull_back(idx[j], x));
         }
         d
     }
@@ -484,6 +537,14 @@ impl DistanceQuery for DeformedDistanceField {
             }
             _ => self.distance(p),
         }
+    }
+
+    fn distance_above_cached(&self, p: &Point3<f64>, above: f64, cache: &mut ProxyCache) -> Lookup {
+        let [only] = self.domains.as_slice() else {
+            return Lookup::Exact(self.distance(p));
+        };
+        let nb = self.cached_neighbours(p, *only, cache);
+        self.blend_above(p, &nb, above)
     }
 
     fn add_reduced_force_cached(

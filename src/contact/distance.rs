@@ -46,6 +46,19 @@ pub trait DistanceQuery {
         self.distance(p)
     }
 
+    /// [`DistanceQuery::distance_cached`], or, where the field can show more cheaply that
+    /// the distance exceeds `above`, a lower bound of it that does. A traversal that only
+    /// needs to know whether a node is farther than its radius asks this (the deformed
+    /// field answers with one pull-back lookup instead of k - 1).
+    fn distance_above_cached(
+        &self,
+        p: &Point3<f64>,
+        _above: f64,
+        cache: &mut ProxyCache,
+    ) -> Lookup {
+        Lookup::Exact(self.distance_cached(p, cache))
+    }
+
     /// [`DistanceQuery::add_reduced_force`], bit for bit, with the point's cache.
     fn add_reduced_force_cached(
         &self,
@@ -56,6 +69,15 @@ pub trait DistanceQuery {
     ) {
         self.add_reduced_force(p, f, out)
     }
+}
+
+/// The answer of [`DistanceQuery::distance_above_cached`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lookup {
+    /// The distance, bit for bit as [`DistanceQuery::distance`] gives it.
+    Exact(f64),
+    /// A lower bound of the distance, greater than the threshold asked about.
+    Above(f64),
 }
 
 impl DistanceQuery for SignedDistanceField {
@@ -148,6 +170,11 @@ impl<T: DistanceQuery + ?Sized> DistanceQuery for &T {
     #[inline]
     fn distance_cached(&self, p: &Point3<f64>, cache: &mut ProxyCache) -> f64 {
         (**self).distance_cached(p, cache)
+    }
+
+    #[inline]
+    fn distance_above_cached(&self, p: &Point3<f64>, above: f64, cache: &mut ProxyCache) -> Lookup {
+        (**self).distance_above_cached(p, above, cache)
     }
 
     fn add_reduced_force_cached(

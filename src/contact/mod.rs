@@ -25,7 +25,7 @@ pub mod traversal;
 
 pub use continuous::{Motion, Sweep, SweepParams, SweepResult};
 pub use deformed_field::{DeformedDistanceField, DeformedFieldError, ProxyCache};
-pub use distance::{DistanceQuery, ExactField, HalfSpace};
+pub use distance::{DistanceQuery, ExactField, HalfSpace, Lookup};
 pub use model::{point_contact, Friction, PointContact};
 pub use point_tree::{ContactShell, NestedPointTree, PointTreeError};
 pub use shell_modes::{shell_modes, ShellModes, ShellModesError};

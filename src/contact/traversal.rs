@@ -42,7 +42,7 @@
 use nalgebra::{Isometry3, Point3, Vector3};
 
 use super::deformed_field::ProxyCache;
-use super::distance::DistanceQuery;
+use super::distance::{DistanceQuery, Lookup};
 use super::model::{ContactAccumulator, PointContact};
 use super::point_tree::ContactShell;
 
@@ -294,8 +294,11 @@ impl Traversal {
         self.contact_points.clear();
     }
 
-    /// Signed distance of point `s` this cycle (looked up once, then cached).
+    /// Signed distance of point `s` this cycle (looked up once, then cached), or, where
+    /// the field shows more cheaply that it exceeds `above`, a lower bound that does (not
+    /// kept: only exact distances are).
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn distance<D: DistanceQuery>(
         &mut self,
         shell: &ContactShell,
@@ -303,6 +306,7 @@ impl Traversal {
         rel: &Isometry3<f64>,
         q: &[f64],
         s: usize,
+        above: f64,
         lookups: &mut usize,
     ) -> f64 {
         if self.dist_stamp[s] == self.cycle {
@@ -311,7 +315,13 @@ impl Traversal {
         let p = shell.position(s, q);
         let y = rel * p;
         let d = match self.proxy_cache.get_mut(s) {
-            Some(cache) => field.distance_cached(&y, cache),
+            Some(cache) => match field.distance_above_cached(&y, above, cache) {
+                Lookup::Exact(d) => d,
+                Lookup::Above(bound) => {
+                    *lookups += 1;
+                    return bound;
+                }
+            },
             None => field.distance(&y),
         };
         self.dist[s] = d;
@@ -423,8 +433,8 @@ impl Traversal {
                     continue;
                 }
                 let s = tree.node_point[node] as usize;
-                let d = self.distance(shell, field, &rel, q, s, &mut lookups);
                 let radius = tree.radius(node, &self.q_abs);
+                let d = self.distance(shell, field, &rel, q, s, radius, &mut lookups);
                 if self.recording {
                     self.visited_nodes.push((node as u32, d <= radius));
                 }
@@ -473,7 +483,7 @@ impl Traversal {
         let end = shell.level_offsets[levels];
         let mut lookups = 0;
         for s in 0..end {
-            if self.distance(shell, field, &rel, q, s, &mut lookups) < 0.0 {
+            if self.distance(shell, field, &rel, q, s, f64::INFINITY, &mut lookups) < 0.0 {
                 self.contact_points.push(s as u32);
             }
         }
