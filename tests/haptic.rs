@@ -92,11 +92,15 @@ fn closed_loop_with_the_simulated_hand_is_stable() {
     };
     let mut device = SimulatedDevice::new(config, TargetSource::Script(Box::new(script))).unwrap();
     let mut energy = 0.0;
-    let mut last_pos: Option<Vector3<f64>> = None;
+    // The force written at one cycle acts over the motion to the next reading.
+    let mut last: Option<(Vector3<f64>, Vector3<f64>)> = None;
     let (mut hold_forces, mut hold_energy) = (Vec::new(), Vec::new());
     let mut peak_force: f64 = 0.0;
     for _ in 0..3200 {
         let s = device.read().unwrap();
+        if let Some((p, f)) = last {
+            energy += f.dot(&(s.pose.position - p));
+        }
         let pose = s.pose.isometry();
         let r = sim.cycle(&pose, false);
         assert!(!r.fault && r.force.iter().all(|f| f.is_finite()));
@@ -106,10 +110,7 @@ fn closed_loop_with_the_simulated_hand_is_stable() {
                 torque: r.torque,
             })
             .unwrap();
-        if let Some(p) = last_pos {
-            energy += r.force.dot(&(s.pose.position - p));
-        }
-        last_pos = Some(s.pose.position);
+        last = Some((s.pose.position, r.force));
         peak_force = peak_force.max(r.force.norm());
         if (1.0..1.5).contains(&s.time_s) {
             hold_forces.push(r.force.y);
