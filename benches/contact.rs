@@ -257,7 +257,7 @@ fn contact_benches(c: &mut Criterion) {
         field_r: tube_u.ncols(),
     };
     two.run(c, budget);
-    // A deformed-field lookup costs about four rigid ones: the budget for it.
+    // A deformed-field lookup costs two to four rigid ones: the budget for it.
     let budget = ContactParams::deformed_field().warm_budget;
     Config {
         name: "two-deformable, deformed-field budget",

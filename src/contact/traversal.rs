@@ -67,9 +67,11 @@ pub struct ContactParams {
 }
 
 impl ContactParams {
-    /// Defaults against a deformed distance field (thesis 3.12), whose lookups cost about
-    /// four rigid ones (k = 5 pull-backs and a nearest-proxy search): a quarter of the
-    /// node budget keeps the worst case in the same time.
+    /// Defaults against a deformed distance field (thesis 3.12), whose lookups cost two
+    /// to three rigid ones even with the proxy caches and one-lookup culling (k - 1
+    /// pull-backs and lookups where a node is not culled), and whose continuous sweep
+    /// pays the same per point: a quarter of the node budget keeps the worst case within
+    /// the rigid field's time (docs/contact.md).
     pub fn deformed_field() -> Self {
         ContactParams {
             warm_budget: ContactParams::default().warm_budget / 4,
