@@ -38,18 +38,24 @@ fn deformable_hoses(rest: haptics::geometry::SignedDistanceField) -> HapticField
         5,
     )
     .unwrap();
+    HapticField::Deformable {
+        field: Box::new(field),
+        dynamics: Box::new(reduced_dynamics(&model)),
+    }
+}
+
+/// The reduced implicit Newmark integrator of a baked model (damping 0.01 x stiffness).
+fn reduced_dynamics(
+    model: &haptics::reduction::bake::BakedModel,
+) -> haptics::dynamics::ObjectDynamics {
     let r = model.basis.ncols();
-    let dynamics = ReducedNewmark::new(
+    ReducedNewmark::new(
         haptics::dynamics::ObjectForces::from(ReducedForces::new(&model.polynomial, r).unwrap()),
         ReducedParams {
             damping_stiffness: 0.01,
             ..ReducedParams::default()
         },
-    );
-    HapticField::Deformable {
-        field: Box::new(field),
-        dynamics: Box::new(dynamics),
-    }
+    )
 }
 
 fn bridge_under_hoses() -> Scene {
@@ -67,14 +73,7 @@ fn bridge_under_hoses() -> Scene {
     )
     .unwrap();
     let shell = shell_from(&bridge_ps, Some(modes));
-    let r = model.basis.ncols();
-    let dynamics = ReducedNewmark::new(
-        haptics::dynamics::ObjectForces::from(ReducedForces::new(&model.polynomial, r).unwrap()),
-        ReducedParams {
-            damping_stiffness: 0.01,
-            ..ReducedParams::default()
-        },
-    );
+    let dynamics = reduced_dynamics(&model);
     // The hoses lie across the deck, 2 cm above it; the grasp point at their centre.
     let hoses = Isometry3::from_parts(
         Translation3::new(0.0, top + 1.5 + 0.02, -5.0),

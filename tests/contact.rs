@@ -614,14 +614,12 @@ fn beam_modes(r: usize) -> (VolumeMesh, SurfaceMesh, DMatrix<f64>) {
     (mesh, surf, modes.vectors)
 }
 
-/// The deformed distance field of the bent beam: continuous along lines in x and in q
-/// (no jumps when the nearest proxies change), and close to the exact distance to the
-/// deformed surface mesh near it.
-#[test]
-fn deformed_distance_field_is_continuous_and_accurate() {
+/// The beam's r = 4 modes and its deformed distance field (rest field of `resolution`
+/// cells, 40 proxies, k = 5), with the simulation mesh and the surface.
+fn beam_field(resolution: usize) -> (VolumeMesh, SurfaceMesh, DMatrix<f64>, DeformedDistanceField) {
     let (mesh, surf, basis) = beam_modes(4);
-    let (_, sdf) = beam_sdf(64);
-    let mut field = DeformedDistanceField::new(
+    let (_, sdf) = beam_sdf(resolution);
+    let field = DeformedDistanceField::new(
         sdf,
         &mesh,
         &basis,
@@ -630,6 +628,15 @@ fn deformed_distance_field_is_continuous_and_accurate() {
         5,
     )
     .unwrap();
+    (mesh, surf, basis, field)
+}
+
+/// The deformed distance field of the bent beam: continuous along lines in x and in q
+/// (no jumps when the nearest proxies change), and close to the exact distance to the
+/// deformed surface mesh near it.
+#[test]
+fn deformed_distance_field_is_continuous_and_accurate() {
+    let (mesh, surf, basis, mut field) = beam_field(64);
     // A moderate bend: tip displacement about 10% of the length.
     let emb = embed(&surf.vertices, &mesh).unwrap();
     let disp_of = |q: &[f64]| -> Vec<Vector3<f64>> {
@@ -724,17 +731,7 @@ fn deformed_distance_field_is_continuous_and_accurate() {
 /// without at every cycle of a recorded path over the bending beam.
 #[test]
 fn proxy_cache_answers_bit_for_bit() {
-    let (mesh, surf, basis) = beam_modes(4);
-    let (_, sdf) = beam_sdf(48);
-    let mut field = DeformedDistanceField::new(
-        sdf,
-        &mesh,
-        &basis,
-        std::slice::from_ref(&surf.vertices),
-        40,
-        5,
-    )
-    .unwrap();
+    let (.., mut field) = beam_field(48);
     assert!(field.uses_proxy_cache());
     let mut rng = Rng(5);
     let mut points: Vec<Point3<f64>> = (0..200)
@@ -833,17 +830,8 @@ fn proxy_cache_answers_bit_for_bit() {
 #[test]
 fn sweep_shares_the_traversals_lookups_bit_for_bit() {
     use haptics::contact::continuous::{slide, Motion, Sweep, SweepParams, SweepResult};
-    let (mesh, surf, basis) = beam_modes(4);
-    let (_, sdf) = beam_sdf(48);
-    let mut deformed = DeformedDistanceField::new(
-        sdf.clone(),
-        &mesh,
-        &basis,
-        std::slice::from_ref(&surf.vertices),
-        40,
-        5,
-    )
-    .unwrap();
+    let (.., mut deformed) = beam_field(48);
+    let sdf = deformed.rest_field().clone();
     deformed.update(&[0.005, -0.002, 0.001, 0.0]);
     let (p, n, off) = sphere_shell_points(40, 4, 0.03, 11);
     let shell = ContactShell::new(p, n, off, None).unwrap();

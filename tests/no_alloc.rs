@@ -41,6 +41,26 @@ fn reduced_newmark_step_allocates_nothing() {
     }
 }
 
+/// A ring of points of radius 3 cm in three levels (20, 60 and 240 points), with inward
+/// normals and the level offsets.
+fn ring() -> (
+    Vec<nalgebra::Point3<f64>>,
+    Vec<nalgebra::Vector3<f64>>,
+    Vec<usize>,
+) {
+    let mut points = Vec::new();
+    let mut offsets = vec![0];
+    for count in [20, 60, 240] {
+        for i in 0..count {
+            let t = i as f64 / count as f64 * std::f64::consts::TAU + count as f64;
+            points.push(nalgebra::Point3::new(0.03 * t.cos(), 0.03 * t.sin(), 0.0));
+        }
+        offsets.push(points.len());
+    }
+    let normals = points.iter().map(|p| -p.coords.normalize()).collect();
+    (points, normals, offsets)
+}
+
 /// One contact cycle (tree traversal, lookups, forces, gradients, reduced forces)
 /// allocates nothing after construction, with and without temporal coherence.
 #[test]
@@ -59,16 +79,7 @@ fn contact_traversal_allocates_nothing() {
     )
     .unwrap();
     // A deformable ring of points in three levels.
-    let mut points = Vec::new();
-    let mut offsets = vec![0];
-    for count in [20, 60, 240] {
-        for i in 0..count {
-            let t = i as f64 / count as f64 * std::f64::consts::TAU + count as f64;
-            points.push(Point3::new(0.03 * t.cos(), 0.03 * t.sin(), 0.0));
-        }
-        offsets.push(points.len());
-    }
-    let normals: Vec<Vector3<f64>> = points.iter().map(|p| -p.coords.normalize()).collect();
+    let (points, normals, offsets) = ring();
     let r = 3;
     let modes = ShellModes {
         r,
@@ -155,17 +166,8 @@ fn deformed_field_contact_allocates_nothing() {
         5,
     )
     .unwrap();
-    // A ring of points in three levels, rolled along the beam's x = 0.06 face.
-    let mut points = Vec::new();
-    let mut offsets = vec![0];
-    for count in [20, 60, 240] {
-        for i in 0..count {
-            let t = i as f64 / count as f64 * std::f64::consts::TAU + count as f64;
-            points.push(Point3::new(0.03 * t.cos(), 0.03 * t.sin(), 0.0));
-        }
-        offsets.push(points.len());
-    }
-    let normals: Vec<Vector3<f64>> = points.iter().map(|p| -p.coords.normalize()).collect();
+    // The ring, rolled along the beam's x = 0.06 face.
+    let (points, normals, offsets) = ring();
     let shell = ContactShell::new(points, normals, offsets, None).unwrap();
     let params = ContactParams {
         temporal_coherence: false,
