@@ -46,7 +46,7 @@ use std::collections::BinaryHeap;
 use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
 use super::deformed_field::ProxyCache;
-use super::distance::{DistanceQuery, Lookup};
+use super::distance::{cached_distance, cached_distance_above, DistanceQuery, Lookup};
 use super::point_tree::ContactShell;
 use super::traversal::Traversal;
 
@@ -420,7 +420,12 @@ impl Sweep {
                 d0
             } else {
                 result.evaluations += 1;
-                let d = distance(&mut self.proxy_cache, field, point, &(to_body0 * world));
+                let d = cached_distance(
+                    field,
+                    &mut self.proxy_cache,
+                    point as usize,
+                    &(to_body0 * world),
+                );
                 self.near[k].d0 = d;
                 d
             };
@@ -432,7 +437,7 @@ impl Sweep {
                 // this one does; if so it blocks at once.
                 let h = (1e-3 * limit / speed).min(1.0);
                 let y = motion.body_at(h).inverse() * world;
-                let dh = distance(&mut self.proxy_cache, field, point, &y);
+                let dh = cached_distance(field, &mut self.proxy_cache, point as usize, &y);
                 result.evaluations += 1;
                 if dh < d0 - 1e-2 * (h * speed) {
                     if self.at_limit.len() < MAX_AT_LIMIT {
@@ -496,7 +501,12 @@ impl Sweep {
             t = next_t.max(t);
             let body = motion.body_at(t).inverse();
             let c = self.candidates[i];
-            let d = distance(&mut self.proxy_cache, field, c.point, &(body * c.world));
+            let d = cached_distance(
+                field,
+                &mut self.proxy_cache,
+                c.point as usize,
+                &(body * c.world),
+            );
             result.evaluations += 1;
             let margin = d + limit;
             if margin <= c.block_at {
@@ -572,13 +582,10 @@ impl Sweep {
                     }
                     None => {
                         let y = to_body0 * p;
-                        match self.proxy_cache.get_mut(s) {
-                            Some(cache) => match field.distance_above_cached(&y, reach, cache) {
-                                Lookup::Exact(d) => d,
-                                // Farther than it can reach: culled like `d0 > reach`.
-                                Lookup::Above(_) => continue,
-                            },
-                            None => field.distance(&y),
+                        match cached_distance_above(field, &mut self.proxy_cache, s, &y, reach) {
+                            Lookup::Exact(d) => d,
+                            // Farther than it can reach: culled like `d0 > reach`.
+                            Lookup::Above(_) => continue,
                         }
                     }
                 };
@@ -603,22 +610,6 @@ impl Sweep {
             }
             std::mem::swap(&mut self.current, &mut self.next);
         }
-    }
-}
-
-/// The field's distance at body-frame point `y` queried for pointshell point `s`,
-/// through the point's proxy cache where the sweep keeps them (the same answer, bit for
-/// bit).
-#[inline]
-fn distance<D: DistanceQuery>(
-    caches: &mut [ProxyCache],
-    field: &D,
-    s: u32,
-    y: &Point3<f64>,
-) -> f64 {
-    match caches.get_mut(s as usize) {
-        Some(cache) => field.distance_cached(y, cache),
-        None => field.distance(y),
     }
 }
 

@@ -385,10 +385,8 @@ impl DeformedDistanceField {
         self.proxies[i].rest + self.inverse_gradients[i] * (x - self.positions[i])
     }
 
-    /// The distance at `x` if it is at most `above` (bit for bit [`Self::blend`]), else a
-    /// lower bound of it above `above` from the nearest proxy's lookup alone (module
-    /// docs), less a rounding margin.
-    fn blend_above(&self, x: &Point3<f64>, nb: &Neighbours, above: f64) -> Lookup {
+    /// The pull-backs of `x` through the neighbours that carry weight.
+    fn pull_backs(&self, x: &Point3<f64>, nb: &Neighbours) -> [Point3<f64>; MAX_NEIGHBOURS] {
         let (idx, w, count) = nb;
         let mut backs = [Point3::origin(); MAX_NEIGHBOURS];
         for j in 0..*count {
@@ -396,7 +394,40 @@ impl DeformedDistanceField {
                 backs[j] = self.pull_back(idx[j], x);
             }
         }
-        // The nearest proxy always has a nonzero weight.
+        backs
+    }
+
+    /// The blend `sum_j w_j SDF_rest(X_j)` of the lookups at the pull-backs `backs`, the
+    /// nearest proxy's (which always carries weight) given as `first`.
+    fn blend_lookups(&self, nb: &Neighbours, backs: &[Point3<f64>], first: f64) -> f64 {
+        let (_, w, count) = nb;
+        let mut d = 0.0;
+        for j in 0..*count {
+            if w[j] == 0.0 {
+                continue;
+            }
+            let dj = if j == 0 {
+                first
+            } else {
+                self.rest.lookup(&backs[j])
+            };
+            d += w[j] * dj;
+        }
+        d
+    }
+
+    /// The blended pull-back distance of one domain's neighbours.
+    fn blend(&self, x: &Point3<f64>, nb: &Neighbours) -> f64 {
+        let backs = self.pull_backs(x, nb);
+        self.blend_lookups(nb, &backs, self.rest.lookup(&backs[0]))
+    }
+
+    /// The distance at `x` if it is at most `above` (bit for bit [`Self::blend`]), else a
+    /// lower bound of it above `above` from the nearest proxy's lookup alone (module
+    /// docs), less a rounding margin.
+    fn blend_above(&self, x: &Point3<f64>, nb: &Neighbours, above: f64) -> Lookup {
+        let (_, w, count) = nb;
+        let backs = self.pull_backs(x, nb);
         let d1 = self.rest.lookup(&backs[0]);
         let mut spread = 0.0;
         for j in 1..*count {
@@ -411,33 +442,18 @@ impl DeformedDistanceField {
         if bound > above {
             return Lookup::Above(bound);
         }
-        // The blend, in its order, with the first lookup made already.
-        let mut d = 0.0;
-        for j in 0..*count {
-            if w[j] == 0.0 {
-                continue;
-            }
-            let dj = if j == 0 {
-                d1
-            } else {
-                self.rest.lookup(&backs[j])
-            };
-            d += w[j] * dj;
-        }
-        Lookup::Exact(if d.is_nan() { f64::INFINITY } else { d })
+        Lookup::Exact(nan_as_far(self.blend_lookups(nb, &backs, d1)))
     }
 
-    /// The blended pull-back distance of one domain's neighbours.
-    fn blend(&self, x: &Point3<f64>, nb: &Neighbours) -> f64 {
+    /// Spreads the body-frame force `f` over the neighbours' proxies with their weights.
+    fn spread(&self, nb: &Neighbours, f: &Vector3<f64>, out: &mut [f64]) {
         let (idx, w, count) = nb;
-        let mut d = 0.0;
         for j in 0..*count {
-            if w[j] == 0.0 {
-                continue;
+            let proxy = &self.proxies[idx[j]];
+            for (o, u) in out.iter_mut().zip(&proxy.u) {
+                *o += w[j] * u.dot(f);
             }
-            d += w[j] * self.rest.lookup(&self.pull_back(idx[j], x));
         }
-        d
     }
 
     /// The smallest domain distance at `x` (NaN domains ignored; infinity if all are
@@ -453,12 +469,22 @@ impl DeformedDistanceField {
             }
         }
         let (d, nb) = best.expect("a deformed field has at least one domain");
-        (if d.is_nan() { f64::INFINITY } else { d }, nb)
+        (nan_as_far(d), nb)
     }
 }
 
 /// The k nearest proxies of a domain, their normalized weights, and how many there are.
 type Neighbours = ([usize; MAX_NEIGHBOURS], [f64; MAX_NEIGHBOURS], usize);
+
+/// A blend that is NaN (a degenerate pull-back) reads as infinitely far: it neither
+/// culls nor touches.
+fn nan_as_far(d: f64) -> f64 {
+    if d.is_nan() {
+        f64::INFINITY
+    } else {
+        d
+    }
+}
 
 /// The blending weights (module docs) of `count` proxies `idx` at squared distances
 /// `dist2`, sorted nearest first.
@@ -485,19 +511,6 @@ fn weights(idx: [usize; MAX_NEIGHBOURS], dist2: [f64; MAX_NEIGHBOURS], count: us
         }
     }
     (idx, w, count)
-}
-
-impl DeformedDistanceField {
-    /// Spreads the body-frame force `f` at `p` over the answering domain's proxies.
-    fn spread(&self, nb: &Neighbours, f: &Vector3<f64>, out: &mut [f64]) {
-        let (idx, w, count) = nb;
-        for j in 0..*count {
-            let proxy = &self.proxies[idx[j]];
-            for (o, u) in out.iter_mut().zip(&proxy.u) {
-                *o += w[j] * u.dot(f);
-            }
-        }
-    }
 }
 
 impl DistanceQuery for DeformedDistanceField {
@@ -528,12 +541,7 @@ impl DistanceQuery for DeformedDistanceField {
         match self.domains.as_slice() {
             [only] => {
                 let nb = self.cached_neighbours(p, *only, cache);
-                let d = self.blend(p, &nb);
-                if d.is_nan() {
-                    f64::INFINITY
-                } else {
-                    d
-                }
+                nan_as_far(self.blend(p, &nb))
             }
             _ => self.distance(p),
         }

@@ -71,6 +71,37 @@ pub trait DistanceQuery {
     }
 }
 
+/// `field`'s distance at `y` for query point `s`, through `s`'s cache where `caches`
+/// holds one per point (empty: no caches), else the plain distance: the same answer.
+#[inline]
+pub(crate) fn cached_distance<D: DistanceQuery>(
+    field: &D,
+    caches: &mut [ProxyCache],
+    s: usize,
+    y: &Point3<f64>,
+) -> f64 {
+    match caches.get_mut(s) {
+        Some(cache) => field.distance_cached(y, cache),
+        None => field.distance(y),
+    }
+}
+
+/// [`cached_distance`], or, where a cached field can show more cheaply that the distance
+/// exceeds `above`, a lower bound that does ([`DistanceQuery::distance_above_cached`]).
+#[inline]
+pub(crate) fn cached_distance_above<D: DistanceQuery>(
+    field: &D,
+    caches: &mut [ProxyCache],
+    s: usize,
+    y: &Point3<f64>,
+    above: f64,
+) -> Lookup {
+    match caches.get_mut(s) {
+        Some(cache) => field.distance_above_cached(y, above, cache),
+        None => Lookup::Exact(field.distance(y)),
+    }
+}
+
 /// The answer of [`DistanceQuery::distance_above_cached`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Lookup {

@@ -42,7 +42,7 @@
 use nalgebra::{Isometry3, Point3, Vector3};
 
 use super::deformed_field::ProxyCache;
-use super::distance::{DistanceQuery, Lookup};
+use super::distance::{cached_distance_above, DistanceQuery, Lookup};
 use super::model::{ContactAccumulator, PointContact};
 use super::point_tree::ContactShell;
 
@@ -315,16 +315,12 @@ impl Traversal {
             return self.dist[s];
         }
         let p = shell.position(s, q);
-        let y = rel * p;
-        let d = match self.proxy_cache.get_mut(s) {
-            Some(cache) => match field.distance_above_cached(&y, above, cache) {
-                Lookup::Exact(d) => d,
-                Lookup::Above(bound) => {
-                    *lookups += 1;
-                    return bound;
-                }
-            },
-            None => field.distance(&y),
+        let d = match cached_distance_above(field, &mut self.proxy_cache, s, &(rel * p), above) {
+            Lookup::Exact(d) => d,
+            Lookup::Above(bound) => {
+                *lookups += 1;
+                return bound;
+            }
         };
         self.dist[s] = d;
         self.body[s] = p;
