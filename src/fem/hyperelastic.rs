@@ -35,6 +35,10 @@ pub trait TetMaterial: Send + Sync {
     /// Sets the run-time activation in [0, 1] (active muscle, [`super::muscle`]);
     /// passive materials ignore it.
     fn set_activation(&mut self, _alpha: f64) {}
+    /// The run-time activation in force (0 for passive materials).
+    fn activation(&self) -> f64 {
+        0.0
+    }
     /// The 9x9 tangent dP/dF at F: column `3 j + i` is dP[E_ij] (E_ij the unit matrix
     /// with a 1 at row i, column j), both sides column-major (`vec`). Materials with a
     /// cheaper closed form override it.

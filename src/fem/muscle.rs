@@ -621,6 +621,9 @@ impl TetMaterial for MuscleMaterial {
             0.0
         };
     }
+    fn activation(&self) -> f64 {
+        self.activation
+    }
 }
 
 #[cfg(test)]

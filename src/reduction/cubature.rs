@@ -36,9 +36,17 @@
 //! Small deformations (most of a haptic interaction) are then exact, and the same
 //! relative error of the full force needs fewer points: on the StVK bridge at r = 20,
 //! 83 points against 152 for the verbatim method at 2%. With all tets at weight 1 both
-//! forms are the exact reduced force. (For an active material the linearization is
-//! taken at the low end of the training's activation range; the sum stays exact with all
-//! tets for any activation.)
+//! forms are the exact reduced force.
+//!
+//! For an active material whose stress is affine in the activation alpha (the Blemker
+//! muscle: P = P_passive + alpha P_active, [`crate::fem::muscle`]), f(0), K0 and each
+//! point's P(I), dP/dF(I) are affine in alpha too: they are computed at alpha = 0 and 1,
+//! and [`CubatureForces::set_activation`] recombines them, so the affine part is exact
+//! at every activation, in training and at run time. This matters for the activated
+//! muscle: at rest its fibres already pull at sigma_max (300 times the shear modulus),
+//! and taken at alpha = 0 that whole active stress, with the geometric stiffness it
+//! gives the taut belly, would be left to the fit's 2% (docs/muscle.md). Materials not
+//! affine in their activation keep the linearization at the activation on entry.
 //!
 //! # Training (An et al. Sec. 4)
 //!
@@ -124,6 +132,24 @@ pub struct CubatureOptions {
     /// the material's current one): states the model is known to visit, such as a
     /// muscle's contracted equilibria, which random poses around rest rarely reach.
     pub extra_poses: Vec<(Vec<f64>, Option<f64>)>,
+    /// Stiffness rows fitted beside the forces (module docs, "Stiffness probes"): the
+    /// reduced tangent at a pose applied to a direction, for the directions where the
+    /// model's small stiffnesses must be right (a muscle palpated about its contracted
+    /// equilibrium).
+    pub stiffness_probes: Vec<StiffnessProbe>,
+}
+
+/// One stiffness row of the training: K(q) d, the reduced tangent at pose `q` (at
+/// `activation`, `None`: the material's current one) applied to the direction `d`,
+/// normalized by its own norm like a force row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StiffnessProbe {
+    /// The pose q (length r).
+    pub q: Vec<f64>,
+    /// The activation of the pose.
+    pub activation: Option<f64>,
+    /// The direction d (length r).
+    pub direction: Vec<f64>,
 }
 
 impl Default for CubatureOptions {
@@ -140,6 +166,7 @@ impl Default for CubatureOptions {
             seed: 1,
             exact_linear: true,
             extra_poses: Vec::new(),
+            stiffness_probes: Vec::new(),
         }
     }
 }
@@ -230,8 +257,17 @@ pub struct CubatureForces<M> {
     /// `gt` rounded to f32, present with [`CubaturePrecision::F32`] (then every path
     /// uses it).
     gt32: Option<Vec<f32>>,
-    /// The exact affine part, when the cubature fits only the nonlinear remainder.
+    /// The exact affine part, when the cubature fits only the nonlinear remainder (at
+    /// the activation `linear_activation`).
     linear: Option<LinearPart>,
+    /// The linear part at activation 0 and its slope in the activation, for materials
+    /// affine in it ([`affine_linearization`]): `linear` follows the activation.
+    linear_slope: Option<Box<(LinearPart, LinearPart)>>,
+    /// The activation `linear` was combined at.
+    linear_activation: f64,
+    /// The equilibrium correction ([`Self::correct_equilibria`]): the fit's force
+    /// residual at the exact reduced equilibria, by ascending activation.
+    correction: Option<Box<EquilibriumCorrection>>,
     /// Whether the per-point kernels run compiled for AVX2+FMA.
     fma: bool,
     /// Bytes of one block of tangent products ([`BLOCK_BYTES`]; tests shrink it).
@@ -250,6 +286,301 @@ struct LinearPart {
     p0: Vec<[f64; 9]>,
     /// w V dP/dF(I) per point.
     t0: Vec<nalgebra::SMatrix<f64, 9, 9>>,
+}
+
+impl LinearPart {
+    /// The linearization at rest at the material's current activation: the reduced
+    /// U^T K0 U and U^T R(0) of the full mesh, and P(I), dP/dF(I) of each listed element
+    /// times its `scale`.
+    fn at_rest<M: TetMaterial + ?Sized>(
+        kernel: &TetKernel,
+        material: &M,
+        basis: &DMatrix<f64>,
+        elements: &[usize],
+        scale: &[f64],
+    ) -> Self {
+        let (k0, f0) = reduced_linearization(kernel, material, basis);
+        let (p0, t0) = point_linearizations(material, elements, scale);
+        LinearPart { k0, f0, p0, t0 }
+    }
+
+    /// `self = base + alpha slope`, in place (allocates nothing).
+    fn combine(&mut self, base: &LinearPart, slope: &LinearPart, alpha: f64) {
+        let lerp = |out: &mut [f64], b: &[f64], s: &[f64]| {
+            for ((o, b), s) in out.iter_mut().zip(b).zip(s) {
+                *o = b + alpha * s;
+            }
+        };
+        lerp(&mut self.k0, &base.k0, &slope.k0);
+        lerp(&mut self.f0, &base.f0, &slope.f0);
+        for (o, (b, s)) in self.p0.iter_mut().zip(base.p0.iter().zip(&slope.p0)) {
+            lerp(o, b, s);
+        }
+        for (o, (b, s)) in self.t0.iter_mut().zip(base.t0.iter().zip(&slope.t0)) {
+            lerp(o.as_mut_slice(), b.as_slice(), s.as_slice());
+        }
+    }
+
+    /// `a - b`, entry by entry.
+    fn difference(a: &LinearPart, b: &LinearPart) -> LinearPart {
+        let sub =
+            |x: &[f64], y: &[f64]| -> Vec<f64> { x.iter().zip(y).map(|(x, y)| x - y).collect() };
+        LinearPart {
+            k0: sub(&a.k0, &b.k0),
+            f0: sub(&a.f0, &b.f0),
+            p0: a
+                .p0
+                .iter()
+                .zip(&b.p0)
+                .map(|(x, y)| std::array::from_fn(|c| x[c] - y[c]))
+                .collect(),
+            t0: a.t0.iter().zip(&b.t0).map(|(x, y)| x - y).collect(),
+        }
+    }
+}
+
+/// A force offset, piecewise linear in the activation, that makes the cubature's
+/// unloaded equilibria those of exact integration ([`CubatureForces::correct_equilibria`]).
+#[derive(Debug, Clone)]
+struct EquilibriumCorrection {
+    /// Ascending activations of the table.
+    activations: Vec<f64>,
+    /// Per activation, f~(q*) - f(q*) = f~(q*) at the exact reduced equilibrium q*.
+    offsets: Vec<Vec<f64>>,
+    /// The offset at the current activation.
+    now: Vec<f64>,
+}
+
+impl EquilibriumCorrection {
+    /// `now` = the table interpolated at `alpha` (clamped to its ends; allocates nothing).
+    fn interpolate(&mut self, alpha: f64) {
+        let a = &self.activations;
+        let i = a
+            .partition_point(|&x| x <= alpha)
+            .clamp(1, a.len().max(2) - 1);
+        if a.len() == 1 {
+            self.now.copy_from_slice(&self.offsets[0]);
+            return;
+        }
+        let t = ((alpha - a[i - 1]) / (a[i] - a[i - 1])).clamp(0.0, 1.0);
+        for ((o, lo), hi) in self
+            .now
+            .iter_mut()
+            .zip(&self.offsets[i - 1])
+            .zip(&self.offsets[i])
+        {
+            *o = lo + t * (hi - lo);
+        }
+    }
+}
+
+/// A stable unloaded equilibrium of reduced forces `forces` at its current activation,
+/// from `q`, in place: Newton on the energy, with the tangent shifted until positive
+/// definite where it is not (so every step descends) and backtracking until the energy
+/// decreases; near the solution, plain Newton steps. Saddles of the energy are
+/// equilibria too, and plain Newton converges to them as readily: near 0.8 activation
+/// the contracting muscle has one beside its stable state. Returns the final residual
+/// norm relative to `scale`.
+fn reduced_equilibrium<F: ReducedInternalForces>(forces: &F, q: &mut [f64], scale: f64) -> f64 {
+    let r = q.len();
+    let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+    let mut scratch = forces.scratch();
+    let mut rel = f64::INFINITY;
+    for _ in 0..200 {
+        forces.evaluate(q, &mut f, &mut k, &mut scratch);
+        rel = f.iter().map(|x| x * x).sum::<f64>().sqrt() / scale;
+        if rel <= 1e-11 {
+            break;
+        }
+        let km = DMatrix::from_column_slice(r, r, &k);
+        let fv = DVector::from_column_slice(&f);
+        let diag = (0..r).map(|i| km[(i, i)].abs()).fold(0.0f64, f64::max);
+        let mut shift = 0.0;
+        let dq = loop {
+            let shifted = &km + DMatrix::identity(r, r) * shift;
+            if let Some(ch) = shifted.cholesky() {
+                break ch.solve(&fv);
+            }
+            if shift > 1e6 * diag.max(f64::MIN_POSITIVE) {
+                return f64::INFINITY;
+            }
+            shift = if shift == 0.0 {
+                1e-8 * diag
+            } else {
+                4.0 * shift
+            };
+        };
+        let Some(e0) = forces.energy(q) else {
+            return f64::INFINITY;
+        };
+        let slope = fv.dot(&dq);
+        let mut step = 1.0;
+        let mut trial = vec![0.0; r];
+        loop {
+            for i in 0..r {
+                trial[i] = q[i] - step * dq[i];
+            }
+            let e = forces.energy(&trial).unwrap_or(f64::INFINITY);
+            // Armijo; within rounding of the energy, the step is taken as is (close to
+            // the minimum the energy no longer resolves the decrease).
+            let rounding = 1e-12 * e0.abs().max(f64::MIN_POSITIVE);
+            if e <= e0 - 1e-4 * step * slope || (shift == 0.0 && (e - e0).abs() <= rounding) {
+                break;
+            }
+            step *= 0.5;
+            if step < 1e-12 {
+                return rel;
+            }
+        }
+        q.copy_from_slice(&trial);
+    }
+    rel
+}
+
+/// The unloaded equilibria of exact integration in the basis `basis` (all tets of
+/// `kernel`, weight 1) at each of `activations`: [`stable_equilibria`] of
+/// [`CubatureForces::all_elements`].
+pub fn exact_equilibria<M: TetMaterial + Clone>(
+    kernel: &TetKernel,
+    basis: &DMatrix<f64>,
+    material: &M,
+    activations: &[f64],
+) -> Result<Vec<(f64, Vec<f64>)>, CubatureError> {
+    let mut exact = CubatureForces::all_elements(kernel, basis, material.clone())?;
+    stable_equilibria(&mut exact, activations)
+}
+
+/// The stable unloaded equilibria of reduced forces `forces` (which must have an
+/// energy) at each of `activations` (sorted and deduplicated), continued from rest (the
+/// equilibrium at activation 0) in activation steps of at most 0.25, each a minimum of
+/// the energy reached from the last (Newton from rest straight to full activation can
+/// land on another root, and plain Newton on a saddle). Returns (activation, q*) pairs,
+/// ascending; leaves `forces` at the last activation.
+pub fn stable_equilibria<F: ReducedInternalForces>(
+    forces: &mut F,
+    activations: &[f64],
+) -> Result<Vec<(f64, Vec<f64>)>, CubatureError> {
+    let mut table: Vec<f64> = activations.to_vec();
+    table.sort_by(f64::total_cmp);
+    table.dedup();
+    if table.is_empty() || table.iter().any(|a| !a.is_finite()) {
+        return Err(CubatureError::BadOptions(format!(
+            "equilibria at activations {activations:?}"
+        )));
+    }
+    let r = forces.r();
+    // The force scale of the convergence test: the largest force at rest over the table
+    // (the active pull). Where it is rounding beside the stiffness (a passive material,
+    // or only activation 0), rest is the equilibrium at every activation.
+    let mut scale = 0.0f64;
+    let mut stiffness = 0.0f64;
+    let (mut f0, mut k0) = (vec![0.0; r], vec![0.0; r * r]);
+    let mut scratch = forces.scratch();
+    for &alpha in &table {
+        forces.set_activation(alpha);
+        forces.evaluate(&vec![0.0; r], &mut f0, &mut k0, &mut scratch);
+        scale = scale.max(f0.iter().map(|x| x * x).sum::<f64>().sqrt());
+        stiffness = k0.iter().fold(stiffness, |m, x| m.max(x.abs()));
+    }
+    if scale <= 1e-12 * stiffness {
+        return Ok(table.iter().map(|&a| (a, vec![0.0; r])).collect());
+    }
+    let mut q = vec![0.0; r];
+    let mut from = 0.0;
+    let mut states = Vec::new();
+    for &alpha in &table {
+        let steps = ((alpha - from).abs() / 0.25).ceil().max(1.0) as usize;
+        for s in 1..=steps {
+            let a = from + (alpha - from) * s as f64 / steps as f64;
+            forces.set_activation(a);
+            let rel = reduced_equilibrium(&*forces, &mut q, scale);
+            if rel.is_nan() || rel > 1e-8 {
+                return Err(CubatureError::BadOptions(format!(
+                    "equilibria: Newton on the reduced forces did not converge at \
+                     activation {a} (residual {rel:.2e} of the active force at rest)"
+                )));
+            }
+        }
+        from = alpha;
+        states.push((alpha, q.clone()));
+    }
+    Ok(states)
+}
+
+/// P(I) and dP/dF(I) of each listed element, times its `scale`.
+#[allow(clippy::type_complexity)]
+fn point_linearizations<M: TetMaterial + ?Sized>(
+    material: &M,
+    elements: &[usize],
+    scale: &[f64],
+) -> (Vec<[f64; 9]>, Vec<nalgebra::SMatrix<f64, 9, 9>>) {
+    let id = Matrix3::identity();
+    elements
+        .iter()
+        .zip(scale)
+        .map(|(&e, &s)| {
+            let p = material.first_pk(e, &id) * s;
+            (
+                std::array::from_fn(|c| p.as_slice()[c]),
+                material.first_pk_tangent(e, &id) * s,
+            )
+        })
+        .unzip()
+}
+
+/// The exact linear part as a function of the activation (module docs, "Exact linear
+/// part"): where the material's stress and tangent at rest are affine in the activation
+/// (the Blemker muscle: P = P_passive + alpha P_active), the linearization at activation
+/// 0 and its slope, so that every activation gets its own exact affine part. Otherwise
+/// (a passive material, or one not affine in its activation) the linearization at the
+/// material's activation on entry and no slope. The material's activation is restored.
+fn affine_linearization<M: TetMaterial + ?Sized>(
+    kernel: &TetKernel,
+    material: &mut M,
+    basis: &DMatrix<f64>,
+    elements: &[usize],
+    scale: &[f64],
+) -> (LinearPart, Option<LinearPart>) {
+    let entry = material.activation();
+    // Checked on every tet of the mesh (the reduced part sums them all).
+    let all: Vec<usize> = (0..kernel.num_elements()).collect();
+    let ones = vec![1.0; all.len()];
+    let mut at = |alpha: f64| {
+        material.set_activation(alpha);
+        point_linearizations(&*material, &all, &ones)
+    };
+    let (p_lo, t_lo) = at(0.0);
+    let (p_mid, t_mid) = at(0.5);
+    let (p_hi, t_hi) = at(1.0);
+    material.set_activation(entry);
+    // Affine to rounding: the midpoint is the mean of the ends.
+    let mut largest = 0.0f64;
+    let mut deviation = 0.0f64;
+    let mut changes = false;
+    let mut check = |lo: &[f64], mid: &[f64], hi: &[f64]| {
+        for ((l, m), h) in lo.iter().zip(mid).zip(hi) {
+            largest = largest.max(l.abs()).max(h.abs());
+            deviation = deviation.max((m - 0.5 * (l + h)).abs());
+            changes |= l != h;
+        }
+    };
+    for e in 0..all.len() {
+        check(&p_lo[e], &p_mid[e], &p_hi[e]);
+        check(t_lo[e].as_slice(), t_mid[e].as_slice(), t_hi[e].as_slice());
+    }
+    if !changes || deviation > 1e-10 * largest {
+        return (
+            LinearPart::at_rest(kernel, &*material, basis, elements, scale),
+            None,
+        );
+    }
+    material.set_activation(0.0);
+    let base = LinearPart::at_rest(kernel, &*material, basis, elements, scale);
+    material.set_activation(1.0);
+    let one = LinearPart::at_rest(kernel, &*material, basis, elements, scale);
+    material.set_activation(entry);
+    let slope = LinearPart::difference(&one, &base);
+    (base, Some(slope))
 }
 
 /// The reduced linearization at rest of the full mesh: U^T K0 U and U^T R(0).
@@ -623,24 +954,17 @@ impl<M: TetMaterial> CubatureForces<M> {
             .zip(weights)
             .map(|(&e, &w)| w * kernel.volume[e])
             .collect();
-        let linear = exact_linear.then(|| {
-            let (k0, f0) = reduced_linearization(kernel, &material, basis);
-            let id = Matrix3::identity();
-            let p0 = elements
-                .iter()
-                .zip(&scale)
-                .map(|(&e, &s)| {
-                    let p = material.first_pk(e, &id) * s;
-                    std::array::from_fn(|c| p.as_slice()[c])
-                })
-                .collect();
-            let t0 = elements
-                .iter()
-                .zip(&scale)
-                .map(|(&e, &s)| material.first_pk_tangent(e, &id) * s)
-                .collect();
-            LinearPart { k0, f0, p0, t0 }
-        });
+        let mut material = material;
+        let (linear, linear_slope) = if exact_linear {
+            let (base, slope) =
+                affine_linearization(kernel, &mut material, basis, elements, &scale);
+            match slope {
+                Some(slope) => (Some(base.clone()), Some(Box::new((base, slope)))),
+                None => (Some(base), None),
+            }
+        } else {
+            (None, None)
+        };
         let mut cub = CubatureForces {
             r,
             material,
@@ -650,10 +974,15 @@ impl<M: TetMaterial> CubatureForces<M> {
             gt,
             gt32: None,
             linear,
+            linear_slope,
+            linear_activation: 0.0,
+            correction: None,
             fma: detect_fma(),
             block_bytes: BLOCK_BYTES,
         };
         cub.set_precision(CubaturePrecision::default_for(r));
+        let alpha = cub.material.activation();
+        cub.set_activation(alpha);
         Ok(cub)
     }
 
@@ -699,14 +1028,67 @@ impl<M: TetMaterial> CubatureForces<M> {
         &self.material
     }
 
-    /// The material, for run-time edits.
-    pub fn material_mut(&mut self) -> &mut M {
-        &mut self.material
-    }
-
-    /// Sets the material's run-time activation (a run-time input: no refit).
+    /// Sets the material's run-time activation (a run-time input: no refit). With a
+    /// material affine in its activation the exact linear part follows it (recombined
+    /// only when the activation changes; allocates nothing).
     pub fn set_activation(&mut self, alpha: f64) {
         self.material.set_activation(alpha);
+        let alpha = self.material.activation();
+        if alpha != self.linear_activation {
+            if let (Some(lin), Some(affine)) = (&mut self.linear, &self.linear_slope) {
+                lin.combine(&affine.0, &affine.1, alpha);
+            }
+            if let Some(c) = &mut self.correction {
+                c.interpolate(alpha);
+            }
+            self.linear_activation = alpha;
+        }
+    }
+
+    /// Equilibrium correction: makes the unloaded equilibria of this cubature those of
+    /// exact integration in the same basis, `equilibria` (activation, q*) from
+    /// [`exact_equilibria`], by subtracting the fit's force residual there, f~(q*), linearly
+    /// interpolated in the activation (a constant offset per activation: the stiffness
+    /// is unchanged, and the energy gains the matching linear term). For a muscle whose
+    /// unloaded equilibrium moves with its activation (an 8.8 mm contraction): the
+    /// palpation stiffness depends on where the belly sits, and a force fit to 2%
+    /// misplaces it (docs/muscle.md). Allocates; call it once after training or loading.
+    pub fn correct_equilibria(
+        &mut self,
+        equilibria: &[(f64, Vec<f64>)],
+    ) -> Result<(), CubatureError> {
+        let r = self.r;
+        if equilibria.is_empty()
+            || equilibria
+                .iter()
+                .any(|(a, q)| !a.is_finite() || q.len() != r)
+            || equilibria.windows(2).any(|w| w[0].0 >= w[1].0)
+        {
+            return Err(CubatureError::BadOptions(format!(
+                "equilibrium correction: {} states, which must be of {r} coordinates at \
+                 finite, strictly ascending activations",
+                equilibria.len()
+            )));
+        }
+        let entry = self.material.activation();
+        self.correction = None;
+        let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+        let mut scratch = self.scratch();
+        let mut offsets = Vec::new();
+        for (alpha, q) in equilibria {
+            self.set_activation(*alpha);
+            self.evaluate(q, &mut f, &mut k, &mut scratch);
+            offsets.push(f.clone());
+        }
+        self.correction = Some(Box::new(EquilibriumCorrection {
+            activations: equilibria.iter().map(|(a, _)| *a).collect(),
+            offsets,
+            now: vec![0.0; r],
+        }));
+        // Recombine at the activation on entry.
+        self.linear_activation = f64::NAN;
+        self.set_activation(entry);
+        Ok(())
     }
 
     /// The storage and stiffness arithmetic in use.
@@ -780,6 +1162,17 @@ impl<M: TetMaterial> CubatureForces<M> {
         if let Some(lin) = &self.linear {
             add_affine(lin, q, force);
         }
+        self.subtract_correction(force);
+    }
+
+    /// force -= the equilibrium correction at the current activation.
+    #[inline(always)]
+    fn subtract_correction(&self, force: &mut [f64]) {
+        if let Some(c) = &self.correction {
+            for (f, o) in force.iter_mut().zip(&c.now) {
+                *f -= o;
+            }
+        }
     }
 
     /// f~(q) into `force` (length r) and K~(q) into `stiffness` (r x r column-major),
@@ -851,6 +1244,7 @@ impl<M: TetMaterial> CubatureForces<M> {
         if let Some(lin) = &self.linear {
             add_affine(lin, &q[..r], &mut force[..r]);
         }
+        self.subtract_correction(&mut force[..r]);
         for j in 0..r {
             for i in j + 1..r {
                 stiffness[i * r + j] = stiffness[j * r + i];
@@ -948,6 +1342,9 @@ impl<M: TetMaterial> CubatureForces<M> {
         if let Some(lin) = &self.linear {
             let kq = DMatrix::from_column_slice(r, r, &lin.k0) * DVector::from_column_slice(q);
             w += dot(&lin.f0, q) + 0.5 * dot(kq.as_slice(), q);
+        }
+        if let Some(c) = &self.correction {
+            w -= dot(&c.now, q);
         }
         w
     }
@@ -1076,6 +1473,8 @@ impl PoseSampler {
 struct TrainingData {
     r: usize,
     t: usize,
+    /// The first `forces` of the T rows are force rows, the rest stiffness probes.
+    forces: usize,
     ne: usize,
     /// r x 9E column-major (column 9e + c: component c of G_e, transposed).
     g_all: Vec<f64>,
@@ -1096,21 +1495,21 @@ impl TrainingData {
         basis: &DMatrix<f64>,
         poses: &[Vec<f64>],
         activations: &[Option<f64>],
+        probes: &[StiffnessProbe],
         exact_linear: bool,
     ) -> Self {
         let r = basis.ncols();
         let ne = kernel.num_elements();
-        let t = poses.len();
-        // The affine part and the per-tet linearization at rest, at the material's
-        // activation on entry.
+        let t = poses.len() + probes.len();
+        // The affine part and the per-tet linearization at rest, as a function of the
+        // activation where the material is affine in it ([`affine_linearization`]).
+        let all: Vec<usize> = (0..ne).collect();
         let linear = exact_linear.then(|| {
-            let (k0, f0) = reduced_linearization(kernel, &*material, basis);
-            let id = Matrix3::identity();
-            let lin: Vec<(Matrix3<f64>, nalgebra::SMatrix<f64, 9, 9>)> = (0..ne)
-                .map(|e| (material.first_pk(e, &id), material.first_pk_tangent(e, &id)))
-                .collect();
-            (k0, f0, lin)
+            let (base, slope) = affine_linearization(kernel, material, basis, &all, &vec![1.0; ne]);
+            let now = base.clone();
+            (now, base, slope)
         });
+        let mut linear = linear;
         let mut g_all = vec![0.0; 9 * ne * r];
         {
             use rayon::prelude::*;
@@ -1120,7 +1519,7 @@ impl TrainingData {
                 .for_each(|(e, out)| mode_gradients(kernel, basis, e, out));
         }
         // vec F for every tet and pose: I + G_all^T Q, one product.
-        let mut qmat = faer::Mat::<f64>::zeros(r, t);
+        let mut qmat = faer::Mat::<f64>::zeros(r, poses.len());
         for (k, q) in poses.iter().enumerate() {
             for j in 0..r {
                 qmat[(j, k)] = q[j];
@@ -1129,7 +1528,11 @@ impl TrainingData {
         let mut p_all = vec![0.0; 9 * ne * t];
         {
             let g = MatRef::from_column_major_slice(&g_all, r, 9 * ne);
-            let dst = MatMut::from_column_major_slice_mut(&mut p_all, 9 * ne, t);
+            let dst = MatMut::from_column_major_slice_mut(
+                &mut p_all[..9 * ne * poses.len()],
+                9 * ne,
+                poses.len(),
+            );
             matmul(
                 dst,
                 Accum::Replace,
@@ -1141,7 +1544,7 @@ impl TrainingData {
         }
         let mut targets = vec![0.0; r * t];
         let mut full_norms = vec![0.0; t];
-        for k in 0..t {
+        for k in 0..poses.len() {
             if let Some(a) = activations[k] {
                 material.set_activation(a);
             }
@@ -1149,10 +1552,14 @@ impl TrainingData {
             let bn = b.iter().map(|x| x * x).sum::<f64>().sqrt();
             let inv = if bn > 0.0 { 1.0 / bn } else { 1.0 };
             full_norms[k] = if bn > 0.0 { 1.0 } else { 0.0 };
-            if let Some((k0, f0, _)) = &linear {
+            if let Some((now, base, slope)) = &mut linear {
+                // The linearization at this pose's activation.
+                if let Some(slope) = slope {
+                    now.combine(base, slope, material.activation());
+                }
                 // The fitted part: b - f0 - K0 q (normalized by the full |b|).
                 for j in 0..r {
-                    b[j] -= f0[j] + dot(&k0[j * r..(j + 1) * r], &poses[k]);
+                    b[j] -= now.f0[j] + dot(&now.k0[j * r..(j + 1) * r], &poses[k]);
                 }
             }
             for j in 0..r {
@@ -1160,7 +1567,7 @@ impl TrainingData {
             }
             let col = &mut p_all[k * 9 * ne..(k + 1) * 9 * ne];
             let mat = &*material;
-            let lin = linear.as_ref().map(|l| &l.2);
+            let lin = linear.as_ref().map(|l| &l.0);
             use rayon::prelude::*;
             col.par_chunks_mut(9).enumerate().for_each(|(e, v)| {
                 let mut f = Matrix3::from_column_slice(v);
@@ -1169,16 +1576,70 @@ impl TrainingData {
                 f[(2, 2)] += 1.0;
                 let mut pk = mat.first_pk(e, &f);
                 if let Some(lin) = lin {
-                    let (p0, t0) = &lin[e];
-                    let p0: [f64; 9] = std::array::from_fn(|c| p0.as_slice()[c]);
-                    subtract_linearization(&mut pk, f.as_slice(), &p0, t0);
+                    subtract_linearization(&mut pk, f.as_slice(), &lin.p0[e], &lin.t0[e]);
                 }
                 v.copy_from_slice((pk * (kernel.volume[e] * inv)).as_slice());
             });
         }
+        for (i, probe) in probes.iter().enumerate() {
+            let k = poses.len() + i;
+            if let Some(a) = probe.activation {
+                material.set_activation(a);
+            }
+            if let Some((now, base, Some(slope))) = &mut linear {
+                now.combine(base, slope, material.activation());
+            }
+            let col = &mut p_all[k * 9 * ne..(k + 1) * 9 * ne];
+            let mat = &*material;
+            let lin = linear.as_ref().map(|l| &l.0);
+            // Per tet V T(F) dF and, with an exact linear part, V T(I) dF: their sums
+            // through G_e are K(q) d and K0 d.
+            let mut rest = vec![0.0; 9 * ne];
+            {
+                use rayon::prelude::*;
+                col.par_chunks_mut(9)
+                    .zip(rest.par_chunks_mut(9))
+                    .enumerate()
+                    .for_each(|(e, (v, v0))| {
+                        let g = &g_all[9 * e * r..9 * (e + 1) * r];
+                        let fv = dot9::<f64, false>(g, &probe.q, r);
+                        let df = nalgebra::SVector::<f64, 9>::from_fn(|c, _| {
+                            dot(&g[c * r..(c + 1) * r], &probe.direction)
+                        });
+                        let f = Matrix3::from_column_slice(&fv);
+                        let tv = mat.first_pk_tangent(e, &f) * df * kernel.volume[e];
+                        v.copy_from_slice(tv.as_slice());
+                        if let Some(lin) = lin {
+                            v0.copy_from_slice((lin.t0[e] * df * kernel.volume[e]).as_slice());
+                        }
+                    });
+            }
+            let mut kd = vec![0.0; r];
+            for e in 0..ne {
+                let v: [f64; 9] = std::array::from_fn(|c| col[9 * e + c]);
+                axpy9::<f64, false>(&v, &g_all[9 * e * r..9 * (e + 1) * r], &mut kd, r);
+            }
+            let bn = kd.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let inv = if bn > 0.0 { 1.0 / bn } else { 1.0 };
+            full_norms[k] = if bn > 0.0 { 1.0 } else { 0.0 };
+            if let Some((now, _, _)) = &linear {
+                // The fitted part: (K(q) - K0) d.
+                for j in 0..r {
+                    kd[j] -= dot(&now.k0[j * r..(j + 1) * r], &probe.direction);
+                }
+                for (v, v0) in col.iter_mut().zip(&rest) {
+                    *v -= v0;
+                }
+            }
+            for j in 0..r {
+                targets[k * r + j] = kd[j] * inv;
+            }
+            col.iter_mut().for_each(|v| *v *= inv);
+        }
         let mut data = TrainingData {
             r,
             t,
+            forces: poses.len(),
             ne,
             g_all,
             p_all,
@@ -1293,7 +1754,8 @@ pub fn train_cubature<M: TetMaterial>(
         )));
     }
     let t0 = Instant::now();
-    // With an activation range, the linear part is taken at its low end.
+    // With an activation range, the pose sampler's modal scaling is taken at its low
+    // end (the linear part follows each pose's activation, [`affine_linearization`]).
     if let Some((lo, _)) = opts.activation {
         material.set_activation(lo);
     }
@@ -1322,12 +1784,25 @@ pub fn train_cubature<M: TetMaterial>(
         poses.push(q.clone());
         activations.push(*a);
     }
+    if let Some(p) = opts
+        .stiffness_probes
+        .iter()
+        .find(|p| p.q.len() != r || p.direction.len() != r)
+    {
+        return Err(CubatureError::BadOptions(format!(
+            "a stiffness probe has a pose of {} and a direction of {} coordinates; the \
+             basis has {r}",
+            p.q.len(),
+            p.direction.len()
+        )));
+    }
     let data = TrainingData::build(
         kernel,
         &mut material,
         basis,
         &poses,
         &activations,
+        &opts.stiffness_probes,
         opts.exact_linear,
     );
     let data_seconds = t0.elapsed().as_secs_f64();
@@ -1405,7 +1880,21 @@ fn greedy_selection(
     let b = &data.targets;
     // Relative to the full force (with an exact linear part the targets are only the
     // nonlinear remainder, but every pose's full force has norm 1 after normalization).
-    let bnorm = dot(&data.full_norms, &data.full_norms).sqrt();
+    // Each group of rows (forces, stiffness probes) must meet the tolerance on its own.
+    let split = r * data.forces;
+    let group_rel = |resid: &[f64]| -> f64 {
+        let rel = |range: std::ops::Range<usize>, norms: &[f64]| {
+            let n = dot(norms, norms).sqrt();
+            if n > 0.0 {
+                dot(&resid[range.clone()], &resid[range]).sqrt() / n
+            } else {
+                0.0
+            }
+        };
+        let forces = rel(0..split, &data.full_norms[..data.forces]);
+        let probes = rel(split..len, &data.full_norms[data.forces..]);
+        forces.max(probes)
+    };
     let mut resid = b.clone();
     let mut selected: Vec<usize> = Vec::new();
     let mut in_set = vec![false; ne];
@@ -1417,11 +1906,7 @@ fn greedy_selection(
     let mut gather = Vec::new();
     let max_points = opts.max_points.min(ne);
     let max_iterations = 4 * max_points + 10;
-    let mut rel = if bnorm > 0.0 {
-        dot(&resid, &resid).sqrt() / bnorm
-    } else {
-        0.0
-    };
+    let mut rel = group_rel(&resid);
     while rel > opts.tolerance && selected.len() < max_points && history.len() < max_iterations {
         let free = ne - selected.len();
         let want = opts.candidates.min(free);
@@ -1485,11 +1970,7 @@ fn greedy_selection(
         for (wi, ci) in w.iter().zip(&columns) {
             axpy(-wi, ci, &mut resid);
         }
-        rel = if bnorm > 0.0 {
-            dot(&resid, &resid).sqrt() / bnorm
-        } else {
-            0.0
-        };
+        rel = group_rel(&resid);
         history.push(rel);
     }
     let per_pose: Vec<f64> = (0..t)
@@ -1908,6 +2389,9 @@ mod tests {
         fn set_activation(&mut self, alpha: f64) {
             self.alpha = alpha;
         }
+        fn activation(&self) -> f64 {
+            self.alpha
+        }
     }
 
     #[test]
@@ -1942,6 +2426,145 @@ mod tests {
             ReducedInternalForces::set_activation(&mut cub, alpha);
             ReducedInternalForces::evaluate(&cub, &q, &mut f2, &mut k, &mut sc);
             assert!(relative_error(&f2, &f) < 1e-12);
+        }
+    }
+
+    /// With no points the cubature is its exact affine part alone: for a material affine
+    /// in its activation it must be f(0) + K0 q at every activation, not at the one the
+    /// cubature was built with.
+    #[test]
+    fn exact_linear_part_follows_the_activation() {
+        let (kernel, stvk, basis) = block();
+        let r = basis.ncols();
+        let mut cub = CubatureForces::from_points(
+            &kernel,
+            &basis,
+            Activated { stvk, alpha: 0.3 },
+            &[],
+            &[],
+            true,
+        )
+        .unwrap();
+        let mut reference =
+            CubatureForces::all_elements(&kernel, &basis, cub.material().clone()).unwrap();
+        // A pose small enough that the quadratic remainder is below 1e-6 of the force
+        // (strain ~1e-7).
+        let q: Vec<f64> = (0..r).map(|i| 1e-9 * (i as f64 + 1.0).sin()).collect();
+        let zero = vec![0.0; r];
+        let (mut f, mut k, mut fx, mut kx) = (
+            vec![0.0; r],
+            vec![0.0; r * r],
+            vec![0.0; r],
+            vec![0.0; r * r],
+        );
+        let (mut sc, mut scx) = (cub.scratch(), reference.scratch());
+        for alpha in [0.0, 0.3, 0.5, 1.0, 0.0] {
+            cub.set_activation(alpha);
+            reference.set_activation(alpha);
+            cub.evaluate(&q, &mut f, &mut k, &mut sc);
+            reference.evaluate(&q, &mut fx, &mut kx, &mut scx);
+            assert!(relative_error(&f, &fx) < 1e-6, "alpha {alpha}: force");
+            // The stiffness at rest is K0 itself: equal to rounding.
+            reference.evaluate(&zero, &mut fx, &mut kx, &mut scx);
+            assert!(relative_error(&k, &kx) < 1e-10, "alpha {alpha}: stiffness");
+        }
+    }
+
+    /// StVK plus an activated stress along x: W = W_stvk + alpha s (F_00 - 1), so
+    /// P = P_stvk + alpha s e_x e_x^T, affine in alpha, pulling at rest (a toy muscle).
+    #[derive(Debug, Clone)]
+    struct Pulling {
+        stvk: StvkMaterial,
+        alpha: f64,
+    }
+    const PULL: f64 = -2.0e3;
+    impl TetMaterial for Pulling {
+        fn energy_density(&self, e: usize, f: &Matrix3<f64>) -> f64 {
+            self.stvk.energy_density(e, f) + self.alpha * PULL * (f[(0, 0)] - 1.0)
+        }
+        fn first_pk(&self, e: usize, f: &Matrix3<f64>) -> Matrix3<f64> {
+            let mut p = self.stvk.first_pk(e, f);
+            p[(0, 0)] += self.alpha * PULL;
+            p
+        }
+        fn first_pk_differential(
+            &self,
+            e: usize,
+            f: &Matrix3<f64>,
+            df: &Matrix3<f64>,
+        ) -> Matrix3<f64> {
+            self.stvk.first_pk_differential(e, f, df)
+        }
+        fn set_activation(&mut self, alpha: f64) {
+            self.alpha = alpha;
+        }
+        fn activation(&self) -> f64 {
+            self.alpha
+        }
+    }
+
+    /// The equilibrium correction on a material that contracts with its activation:
+    /// the cubature's force vanishes at exact integration's stable equilibria, the
+    /// force stays the gradient of the energy, and changing the activation allocates
+    /// nothing.
+    #[test]
+    fn equilibrium_correction_makes_exact_equilibria_equilibria() {
+        let (kernel, stvk, basis) = block();
+        let r = basis.ncols();
+        let mat = Pulling { stvk, alpha: 0.0 };
+        // Deliberately few points, so that the fit is visibly off before correction.
+        let mut cub = CubatureForces::from_points(
+            &kernel,
+            &basis,
+            mat.clone(),
+            &[3, 20, 41],
+            &[30.0, 20.0, 25.0],
+            true,
+        )
+        .unwrap();
+        let table = [0.0, 0.5, 1.0];
+        let eq = exact_equilibria(&kernel, &basis, &mat, &table).unwrap();
+        // The pull moves the equilibrium (else the test is vacuous).
+        let size = |q: &[f64]| q.iter().map(|x| x * x).sum::<f64>().sqrt();
+        assert!(size(&eq[2].1) > 0.0);
+        let mut sc = cub.scratch();
+        let mut f = vec![0.0; r];
+        cub.set_activation(1.0);
+        cub.evaluate_force(&eq[2].1, &mut f, &mut sc);
+        let before = size(&f);
+        cub.correct_equilibria(&eq).unwrap();
+        let mut exact = CubatureForces::all_elements(&kernel, &basis, mat.clone()).unwrap();
+        let mut fx = vec![0.0; r];
+        let mut sx = exact.scratch();
+        exact.set_activation(1.0);
+        exact.evaluate_force(&vec![0.0; r], &mut fx, &mut sx);
+        let pull = size(&fx);
+        assert!(before > 1e-6 * pull, "the uncorrected fit is already exact");
+        for (a, q) in &eq {
+            cub.set_activation(*a);
+            cub.evaluate_force(q, &mut f, &mut sc);
+            // Zero to rounding beside the pull.
+            assert!(size(&f) <= 1e-12 * pull, "activation {a}: {}", size(&f));
+        }
+        // Between table entries the offset is interpolated; the force is still the
+        // gradient of the energy (central differences, O(h^2) about 1e-9 relative).
+        cub.set_activation(0.7);
+        let q: Vec<f64> = (0..r).map(|i| 2e-3 * (i as f64 + 0.5).sin()).collect();
+        cub.evaluate_force(&q, &mut f, &mut sc);
+        let fmax = f.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let h = 1e-6;
+        for j in 0..r {
+            let (mut qp, mut qm) = (q.clone(), q.clone());
+            qp[j] += h;
+            qm[j] -= h;
+            let fd = (cub.strain_energy(&qp) - cub.strain_energy(&qm)) / (2.0 * h);
+            assert!((fd - f[j]).abs() <= 1e-6 * fmax, "f[{j}] {} vs {fd}", f[j]);
+        }
+        // The stable equilibria agree with stable_equilibria on the corrected cubature.
+        let own = stable_equilibria(&mut cub, &table).unwrap();
+        for ((_, a), (_, b)) in own.iter().zip(&eq) {
+            let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+            assert!(size(&d) <= 1e-8 * size(&eq[2].1));
         }
     }
 

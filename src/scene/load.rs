@@ -641,6 +641,9 @@ impl Loader<'_> {
             "cubature",
             &crate::muscle::reduced::muscle_cubature_options(1),
         );
+        // The training's form beyond its options: the exact linear part follows the
+        // activation, and stiffness probes at the contracted equilibria.
+        k.value("cubature-training", &"affine linear part, stiffness probes");
         let stem = k.name("");
         let states = std::cell::RefCell::new(None);
         self.stage(object, "muscle basis");
@@ -680,8 +683,11 @@ impl Loader<'_> {
             },
         )?;
         let (elements, weights): (Vec<usize>, Vec<f64>) = points.into_iter().unzip();
-        let cub = CubatureForces::from_points(&kernel, &basis, material, &elements, &weights, true)
-            .map_err(|e| self.build(object, "muscle cubature", e))?;
+        let mut cub =
+            CubatureForces::from_points(&kernel, &basis, material, &elements, &weights, true)
+                .map_err(|e| self.build(object, "muscle cubature", e))?;
+        crate::muscle::reduced::correct_muscle_equilibria(&mut cub, &kernel, &basis)
+            .map_err(|e| self.build(object, "muscle equilibrium correction", e))?;
         let params = self.reduced_params(spec);
         Ok(Reduced {
             mesh,
