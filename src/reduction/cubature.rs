@@ -2365,18 +2365,43 @@ mod tests {
         }
     }
 
-    /// StVK with its stress scaled by (1 + 2 alpha): a toy active material.
+    /// A toy active material, affine in its activation alpha: StVK with its stress
+    /// scaled by (1 + gain alpha), plus a stress `pull` alpha along x that acts at rest
+    /// (W += pull alpha (F_00 - 1)), as a muscle's fibres do.
     #[derive(Debug, Clone)]
     struct Activated {
         stvk: StvkMaterial,
         alpha: f64,
+        gain: f64,
+        pull: f64,
+    }
+    impl Activated {
+        fn scaled(stvk: StvkMaterial, alpha: f64) -> Self {
+            Activated {
+                stvk,
+                alpha,
+                gain: 2.0,
+                pull: 0.0,
+            }
+        }
+        fn pulling(stvk: StvkMaterial) -> Self {
+            Activated {
+                stvk,
+                alpha: 0.0,
+                gain: 0.0,
+                pull: -2.0e3,
+            }
+        }
     }
     impl TetMaterial for Activated {
         fn energy_density(&self, e: usize, f: &Matrix3<f64>) -> f64 {
-            (1.0 + 2.0 * self.alpha) * self.stvk.energy_density(e, f)
+            (1.0 + self.gain * self.alpha) * self.stvk.energy_density(e, f)
+                + self.alpha * self.pull * (f[(0, 0)] - 1.0)
         }
         fn first_pk(&self, e: usize, f: &Matrix3<f64>) -> Matrix3<f64> {
-            self.stvk.first_pk(e, f) * (1.0 + 2.0 * self.alpha)
+            let mut p = self.stvk.first_pk(e, f) * (1.0 + self.gain * self.alpha);
+            p[(0, 0)] += self.alpha * self.pull;
+            p
         }
         fn first_pk_differential(
             &self,
@@ -2384,7 +2409,7 @@ mod tests {
             f: &Matrix3<f64>,
             df: &Matrix3<f64>,
         ) -> Matrix3<f64> {
-            self.stvk.first_pk_differential(e, f, df) * (1.0 + 2.0 * self.alpha)
+            self.stvk.first_pk_differential(e, f, df) * (1.0 + self.gain * self.alpha)
         }
         fn set_activation(&mut self, alpha: f64) {
             self.alpha = alpha;
@@ -2398,7 +2423,7 @@ mod tests {
     fn activation_is_a_run_time_input() {
         let (kernel, stvk, basis) = block();
         let r = basis.ncols();
-        let mat = Activated { stvk, alpha: 0.3 };
+        let mat = Activated::scaled(stvk, 0.3);
         let opts = CubatureOptions {
             training_poses: 40,
             held_out_poses: 20,
@@ -2439,7 +2464,7 @@ mod tests {
         let mut cub = CubatureForces::from_points(
             &kernel,
             &basis,
-            Activated { stvk, alpha: 0.3 },
+            Activated::scaled(stvk, 0.3),
             &[],
             &[],
             true,
@@ -2470,48 +2495,15 @@ mod tests {
         }
     }
 
-    /// StVK plus an activated stress along x: W = W_stvk + alpha s (F_00 - 1), so
-    /// P = P_stvk + alpha s e_x e_x^T, affine in alpha, pulling at rest (a toy muscle).
-    #[derive(Debug, Clone)]
-    struct Pulling {
-        stvk: StvkMaterial,
-        alpha: f64,
-    }
-    const PULL: f64 = -2.0e3;
-    impl TetMaterial for Pulling {
-        fn energy_density(&self, e: usize, f: &Matrix3<f64>) -> f64 {
-            self.stvk.energy_density(e, f) + self.alpha * PULL * (f[(0, 0)] - 1.0)
-        }
-        fn first_pk(&self, e: usize, f: &Matrix3<f64>) -> Matrix3<f64> {
-            let mut p = self.stvk.first_pk(e, f);
-            p[(0, 0)] += self.alpha * PULL;
-            p
-        }
-        fn first_pk_differential(
-            &self,
-            e: usize,
-            f: &Matrix3<f64>,
-            df: &Matrix3<f64>,
-        ) -> Matrix3<f64> {
-            self.stvk.first_pk_differential(e, f, df)
-        }
-        fn set_activation(&mut self, alpha: f64) {
-            self.alpha = alpha;
-        }
-        fn activation(&self) -> f64 {
-            self.alpha
-        }
-    }
-
     /// The equilibrium correction on a material that contracts with its activation:
     /// the cubature's force vanishes at exact integration's stable equilibria, the
-    /// force stays the gradient of the energy, and changing the activation allocates
-    /// nothing.
+    /// force stays the gradient of the energy, and its own stable equilibria are
+    /// exact integration's.
     #[test]
     fn equilibrium_correction_makes_exact_equilibria_equilibria() {
         let (kernel, stvk, basis) = block();
         let r = basis.ncols();
-        let mat = Pulling { stvk, alpha: 0.0 };
+        let mat = Activated::pulling(stvk);
         // Deliberately few points, so that the fit is visibly off before correction.
         let mut cub = CubatureForces::from_points(
             &kernel,
