@@ -122,6 +122,9 @@ pub struct ReplayStats {
     pub deepest: f64,
     /// Cycles whose motion the continuous contact cut short.
     pub cut: usize,
+    /// Cycles in which a deformable object's Newmark step diverged (or lost
+    /// definiteness) and was reset to rest.
+    pub resets: usize,
 }
 
 /// Replays `trajectory` on a fresh simulation of `scene`; returns the log.
@@ -147,6 +150,7 @@ pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> (Log, ReplayStats) {
             .push(row(s.time_s, &s.pose.isometry(), s.buttons, &r, us));
         stats.deepest = stats.deepest.max(r.depth);
         stats.cut += usize::from(r.swept < 1.0);
+        stats.resets += usize::from(r.reset);
     }
     (log, stats)
 }
@@ -222,10 +226,11 @@ fn summarize(log: &Log, stats: &ReplayStats) {
         max_of(col("lod"))
     );
     println!(
-        "deepest contact {:.3} mm, continuous contact cut {} of {} cycles",
+        "deepest contact {:.3} mm, continuous contact cut {} of {} cycles, {} dynamics resets",
         stats.deepest * 1e3,
         stats.cut,
-        log.rows.len()
+        log.rows.len(),
+        stats.resets
     );
 }
 
