@@ -297,7 +297,7 @@ fn reduced_muscle_palpation_matches_full_space() {
     // sixteenths, each the stable state continued from the last): the cubature's
     // unloaded equilibria are exact there (the equilibrium correction: the residual is
     // zero to rounding beside the active pull), and its softest stiffness follows exact
-    // integration's (measured within 1%; 25% fails on a spurious buckling, a softest
+    // integration's (measured within 3.3%; 25% fails on a spurious buckling, a softest
     // stiffness of the wrong sign, and leaves room for the fit's randomness). The
     // equilibria must be stable: plain Newton from the last state lands on a saddle at
     // 0.8125 (softest eigenvalue -6.2e5).
@@ -412,7 +412,7 @@ fn reduced_muscle_palpation_matches_full_space() {
         // stiffness felt when palpating is tiny beside the bulk and fibre stiffnesses
         // (kappa / mu = 10^4, fibres at sigma_max), and a fit of forces alone to 2%
         // missed it by 73%; with the affine part exact at every activation, stiffness
-        // probes and the equilibrium correction it is 0.5%, 0.3%, 0.6% (measured). 2.5%
+        // probes and the equilibrium correction it is 0.9% in each case (measured). 2.5%
         // leaves room for the fit's randomness and fails on any return of that failure.
         let err_fit = (dz_red - dz_x).abs() / dz_x.abs();
         assert!(
