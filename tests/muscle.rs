@@ -258,7 +258,7 @@ fn reduced_static<F: haptics::reduction::evaluator::ReducedInternalForces>(
 }
 
 /// The reduced unloaded equilibrium at activation `alpha`: the stable state continued
-/// from rest (`stable_equilibria`).
+/// from rest (`stable_equilibria`, which leaves `forces` at `alpha`).
 fn contracted<F: haptics::reduction::evaluator::ReducedInternalForces>(
     forces: &mut F,
     alpha: f64,
@@ -377,11 +377,9 @@ fn reduced_muscle_palpation_matches_full_space() {
             .sum::<f64>()
             / palp.len() as f64;
         // Reduced: the same two equilibria with the cubature forces.
-        cub.set_activation(alpha);
         let qa = contracted(&mut cub, alpha);
         let qf = reduced_static(&cub, &basis.u, &f, qa.clone());
-        let du =
-            &basis.u * (nalgebra::DVector::from_vec(qf) - nalgebra::DVector::from_vec(qa.clone()));
+        let du = &basis.u * (nalgebra::DVector::from_vec(qf) - nalgebra::DVector::from_vec(qa));
         let dz_red: f64 = palp.iter().map(|&v| du[3 * v + 2]).sum::<f64>() / palp.len() as f64;
         let mut exact = haptics::reduction::cubature::CubatureForces::all_elements(
             &model.kernel,
@@ -389,12 +387,10 @@ fn reduced_muscle_palpation_matches_full_space() {
             model.material.clone(),
         )
         .unwrap();
-        exact.set_activation(alpha);
         let qa_x = contracted(&mut exact, alpha);
         let qf_x = reduced_static(&exact, &basis.u, &f, qa_x.clone());
-        let du_x = &basis.u
-            * (nalgebra::DVector::from_vec(qf_x.clone())
-                - nalgebra::DVector::from_vec(qa_x.clone()));
+        let du_x =
+            &basis.u * (nalgebra::DVector::from_vec(qf_x) - nalgebra::DVector::from_vec(qa_x));
         let dz_x: f64 = palp.iter().map(|&v| du_x[3 * v + 2]).sum::<f64>() / palp.len() as f64;
         let err = (dz_red - dz_full).abs() / dz_full.abs();
         let err_exact = (dz_x - dz_full).abs() / dz_full.abs();

@@ -355,13 +355,11 @@ impl EquilibriumCorrection {
     /// `now` = the table interpolated at `alpha` (clamped to its ends; allocates nothing).
     fn interpolate(&mut self, alpha: f64) {
         let a = &self.activations;
-        let i = a
-            .partition_point(|&x| x <= alpha)
-            .clamp(1, a.len().max(2) - 1);
         if a.len() == 1 {
             self.now.copy_from_slice(&self.offsets[0]);
             return;
         }
+        let i = a.partition_point(|&x| x <= alpha).clamp(1, a.len() - 1);
         let t = ((alpha - a[i - 1]) / (a[i] - a[i - 1])).clamp(0.0, 1.0);
         for ((o, lo), hi) in self
             .now
@@ -385,6 +383,7 @@ fn reduced_equilibrium<F: ReducedInternalForces>(forces: &F, q: &mut [f64], scal
     let r = q.len();
     let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
     let mut scratch = forces.scratch();
+    let mut trial = vec![0.0; r];
     let mut rel = f64::INFINITY;
     for _ in 0..200 {
         forces.evaluate(q, &mut f, &mut k, &mut scratch);
@@ -415,7 +414,6 @@ fn reduced_equilibrium<F: ReducedInternalForces>(forces: &F, q: &mut [f64], scal
         };
         let slope = fv.dot(&dq);
         let mut step = 1.0;
-        let mut trial = vec![0.0; r];
         loop {
             for i in 0..r {
                 trial[i] = q[i] - step * dq[i];
@@ -1504,12 +1502,10 @@ impl TrainingData {
         // The affine part and the per-tet linearization at rest, as a function of the
         // activation where the material is affine in it ([`affine_linearization`]).
         let all: Vec<usize> = (0..ne).collect();
-        let linear = exact_linear.then(|| {
+        let mut linear = exact_linear.then(|| {
             let (base, slope) = affine_linearization(kernel, material, basis, &all, &vec![1.0; ne]);
-            let now = base.clone();
-            (now, base, slope)
+            (base.clone(), base, slope)
         });
-        let mut linear = linear;
         let mut g_all = vec![0.0; 9 * ne * r];
         {
             use rayon::prelude::*;
@@ -1552,11 +1548,11 @@ impl TrainingData {
             let bn = b.iter().map(|x| x * x).sum::<f64>().sqrt();
             let inv = if bn > 0.0 { 1.0 / bn } else { 1.0 };
             full_norms[k] = if bn > 0.0 { 1.0 } else { 0.0 };
-            if let Some((now, base, slope)) = &mut linear {
-                // The linearization at this pose's activation.
-                if let Some(slope) = slope {
-                    now.combine(base, slope, material.activation());
-                }
+            // The linearization at this pose's activation.
+            if let Some((now, base, Some(slope))) = &mut linear {
+                now.combine(base, slope, material.activation());
+            }
+            if let Some((now, _, _)) = &linear {
                 // The fitted part: b - f0 - K0 q (normalized by the full |b|).
                 for j in 0..r {
                     b[j] -= now.f0[j] + dot(&now.k0[j * r..(j + 1) * r], &poses[k]);
@@ -1581,6 +1577,8 @@ impl TrainingData {
                 v.copy_from_slice((pk * (kernel.volume[e] * inv)).as_slice());
             });
         }
+        // Per tet V T(I) dF of the current probe (with an exact linear part).
+        let mut rest = vec![0.0; 9 * ne];
         for (i, probe) in probes.iter().enumerate() {
             let k = poses.len() + i;
             if let Some(a) = probe.activation {
@@ -1594,7 +1592,6 @@ impl TrainingData {
             let lin = linear.as_ref().map(|l| &l.0);
             // Per tet V T(F) dF and, with an exact linear part, V T(I) dF: their sums
             // through G_e are K(q) d and K0 d.
-            let mut rest = vec![0.0; 9 * ne];
             {
                 use rayon::prelude::*;
                 col.par_chunks_mut(9)
