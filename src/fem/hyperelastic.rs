@@ -54,6 +54,16 @@ pub trait TetMaterial: Send + Sync {
         }
         t
     }
+    /// P(F) and dP/dF together, for callers that need both at the same F (the cubature's
+    /// haptic-rate loop): materials whose stress and tangent share their invariants
+    /// override it to compute them once.
+    fn first_pk_and_tangent(
+        &self,
+        e: usize,
+        f: &Matrix3<f64>,
+    ) -> (Matrix3<f64>, nalgebra::SMatrix<f64, 9, 9>) {
+        (self.first_pk(e, f), self.first_pk_tangent(e, f))
+    }
 }
 
 /// StVK with per-element Lame parameters, as a [`TetMaterial`] (thesis 2.2).

@@ -37,10 +37,20 @@
 //! P = U P(F^_clamped; V^T a) V^T: the material is rotation invariant on the left, and the
 //! fibre direction turns with V on the right. The forces then push an inverted element
 //! back. Above the threshold (every uninverted state of normal use) the exact formulas
-//! run and no SVD is computed: the test `J / tr C >= threshold` proves the smallest
-//! singular value is above it, since sigma_min^2 >= det C / (tr C)^2. The tangent of a
-//! clamped element holds U and V fixed (Irving et al. Sec. 5 do the same for their
-//! stiffness): it is an approximation used only by the Newton matrix.
+//! run and no SVD is computed: the test `J / |cof F| >= threshold` proves the smallest
+//! singular value is above it, since sigma_min = J / (sigma_1 sigma_2) and the Frobenius
+//! norm of the cofactor matrix cof F = J F^-T is at least sigma_1 sigma_2 (it is
+//! sqrt(s1^2 s2^2 + s1^2 s3^2 + s2^2 s3^2)); the cofactor is needed anyway for F^-T. The
+//! tangent of a clamped element holds U and V fixed (Irving et al. Sec. 5 do the same
+//! for their stiffness): it is an approximation used only by the Newton matrix, computed
+//! from one SVD as U (dP^/dF^) V^T applied to the rotated unit differentials.
+//!
+//! # Cost
+//! The cubature evaluates the stress and the tangent of a few hundred tets per haptic
+//! cycle ([`TetMaterial::first_pk_and_tangent`]): both come from one set of invariants
+//! (one cube root, one logarithm, the passive curve's exponential), the tangent is a
+//! fixed number of rank-one updates plus the F^-T dF^T F^-T operator, and nothing is
+//! allocated.
 
 use nalgebra::{Matrix3, Vector3};
 
@@ -271,33 +281,56 @@ struct Kinematics {
 }
 
 impl Kinematics {
-    /// `None` when det F <= 0 (the caller clamps first).
+    /// The invariants of F, with F^-T = cof F / J from the columns' cross products;
+    /// `None` when F is not certainly above the inversion threshold (the caller
+    /// diagonalizes), i.e. when J <= 0 or J < threshold x |cof F| (module docs).
     #[inline]
     fn new(f: &Matrix3<f64>, a: &Vector3<f64>) -> Option<Self> {
-        let j = f.determinant();
-        if j <= 0.0 || !j.is_finite() {
+        let cof = cofactor(f);
+        let j = f.column(0).dot(&cof.column(0));
+        if !(j > 0.0 && j.is_finite() && j >= INVERSION_THRESHOLD * cof.norm()) {
             return None;
         }
-        let f_inv_t = f.try_inverse()?.transpose();
+        Some(Self::with_cofactor(f, a, j, &cof))
+    }
+
+    /// The invariants of an F known to have J > 0 (a clamped diagonal one).
+    #[inline]
+    fn positive(f: &Matrix3<f64>, a: &Vector3<f64>) -> Option<Self> {
+        let cof = cofactor(f);
+        let j = f.column(0).dot(&cof.column(0));
+        (j > 0.0 && j.is_finite()).then(|| Self::with_cofactor(f, a, j, &cof))
+    }
+
+    #[inline]
+    fn with_cofactor(f: &Matrix3<f64>, a: &Vector3<f64>, j: f64, cof: &Matrix3<f64>) -> Self {
         let j13 = j.cbrt().recip();
         let j23 = j13 * j13;
         let fa = f * a;
         let lam = fa.norm();
-        Some(Kinematics {
-            f_inv_t,
+        Kinematics {
+            f_inv_t: cof / j,
             ln_j: j.ln(),
             j23,
             i1_bar: j23 * f.norm_squared(),
             l: j13 * lam,
             fa,
             lam,
-        })
+        }
     }
+}
+
+/// The cofactor matrix cof F = det F F^-T: its columns are the cross products of F's
+/// columns (f2 x f3, f3 x f1, f1 x f2), so det F = f1 . (f2 x f3).
+#[inline]
+fn cofactor(f: &Matrix3<f64>) -> Matrix3<f64> {
+    let (c0, c1, c2) = (f.column(0), f.column(1), f.column(2));
+    Matrix3::from_columns(&[c1.cross(&c2), c2.cross(&c0), c0.cross(&c1)])
 }
 
 /// W(F) for parameters `p`, activation `alpha` and unit fibre `a` (exact path; det F > 0).
 pub fn energy_density(p: &FibreParams, alpha: f64, a: &Vector3<f64>, f: &Matrix3<f64>) -> f64 {
-    match Kinematics::new(f, a) {
+    match Kinematics::positive(f, a) {
         Some(k) => {
             0.5 * p.mu * (k.i1_bar - 3.0)
                 + p.fibre_energy(k.l, alpha)
@@ -307,111 +340,127 @@ pub fn energy_density(p: &FibreParams, alpha: f64, a: &Vector3<f64>, f: &Matrix3
     }
 }
 
-/// P(F) by the exact formulas (det F > 0 required; `None` otherwise).
+/// P(F) by the exact formulas (det F > 0 required; `None` otherwise): the tests'
+/// reference for the clamped branch.
+#[cfg(test)]
 fn first_pk_exact(
     p: &FibreParams,
     alpha: f64,
     a: &Vector3<f64>,
     f: &Matrix3<f64>,
 ) -> Option<Matrix3<f64>> {
-    let k = Kinematics::new(f, a)?;
-    let (wf, _) = p.fibre_derivatives(k.l, alpha);
+    let k = Kinematics::positive(f, a)?;
+    Some(stress_with(p, &k, p.fibre_derivatives(k.l, alpha).0, a, f))
+}
+
+/// P given the kinematics of F and W_f' at its fibre stretch.
+#[inline]
+fn stress_with(
+    p: &FibreParams,
+    k: &Kinematics,
+    wf: f64,
+    a: &Vector3<f64>,
+    f: &Matrix3<f64>,
+) -> Matrix3<f64> {
     let d_i1 = f * (2.0 * k.j23) - k.f_inv_t * (2.0 / 3.0 * k.i1_bar);
     let d_l = if k.lam > 0.0 {
         k.fa * a.transpose() * (k.l / (k.lam * k.lam)) - k.f_inv_t * (k.l / 3.0)
     } else {
         Matrix3::zeros()
     };
-    Some(d_i1 * (0.5 * p.mu) + d_l * wf + k.f_inv_t * (p.kappa * k.ln_j))
+    d_i1 * (0.5 * p.mu) + d_l * wf + k.f_inv_t * (p.kappa * k.ln_j)
 }
 
-/// dP[dF] at F by the exact formulas (det F > 0 required).
-fn first_pk_differential_exact(
+/// P and the 9x9 tangent dP/dF by the exact formulas, in closed form: four rank-one
+/// terms, the operator dF -> F^-T dF^T F^-T and two diagonal-like ones, the same
+/// differentials as [`differential_with`] written as matrices (the test
+/// `tangent_matrix_equals_the_differentials` holds them equal). Index `3 j + i` is entry
+/// (i, j) (column-major `vec`). Plain arrays, no allocation: the cubature calls it for
+/// every point at the haptic rate.
+fn stress_and_tangent_with(
     p: &FibreParams,
     alpha: f64,
+    k: &Kinematics,
     a: &Vector3<f64>,
     f: &Matrix3<f64>,
-    df: &Matrix3<f64>,
-) -> Option<Matrix3<f64>> {
-    let k = Kinematics::new(f, a)?;
-    let fib = p.fibre_derivatives(k.l, alpha);
-    Some(differential_with(p, &k, fib, a, f, df))
-}
-
-/// The 9x9 tangent dP/dF by the exact formulas (det F > 0 required), in closed form: a
-/// few rank-one terms and the operator dF -> F^-T dF^T F^-T, the same differentials as
-/// [`differential_with`] written as matrices (the test `tangent_matrix_equals_the_differentials`
-/// holds them equal). Index `3 j + i` is entry (i, j) (column-major `vec`).
-fn tangent_exact(
-    p: &FibreParams,
-    alpha: f64,
-    a: &Vector3<f64>,
-    f: &Matrix3<f64>,
-) -> Option<nalgebra::SMatrix<f64, 9, 9>> {
-    let k = Kinematics::new(f, a)?;
+) -> (Matrix3<f64>, nalgebra::SMatrix<f64, 9, 9>) {
     let h = &k.f_inv_t;
-    let vh = h.as_slice();
-    let mut t = nalgebra::SMatrix::<f64, 9, 9>::zeros();
-    // Coefficient of the operator T_inv[(a,b),(d,c)] = H_ac H_db (dF -> H dF^T H, so
-    // d(F^-T)[dF] = -T_inv dF): every multiple of it, collected.
-    let mut c_inv = -p.kappa * k.ln_j;
-    // Volumetric: kappa vec(H) vec(H)^T.
-    let mut rank1: Vec<(f64, [f64; 9], [f64; 9])> = Vec::with_capacity(6);
-    let v = |m: &Matrix3<f64>| -> [f64; 9] { std::array::from_fn(|i| m.as_slice()[i]) };
-    let vh9: [f64; 9] = std::array::from_fn(|i| vh[i]);
-    rank1.push((p.kappa, vh9, vh9));
-    // Isochoric: (mu/2) [-(4/3) j23 vec(F) vec(H)^T + 2 j23 I - (2/3) vec(H) vec(D1)^T
-    // + (2/3) I~1 (H dF^T H)].
-    let d1 = f * (2.0 * k.j23) - h * (2.0 / 3.0 * k.i1_bar);
+    let vh: [f64; 9] = std::array::from_fn(|i| h.as_slice()[i]);
+    let vf: [f64; 9] = std::array::from_fn(|i| f.as_slice()[i]);
     let half_mu = 0.5 * p.mu;
-    rank1.push((-half_mu * 4.0 / 3.0 * k.j23, v(f), vh9));
-    rank1.push((-half_mu * 2.0 / 3.0, vh9, v(&d1)));
-    c_inv += half_mu * 2.0 / 3.0 * k.i1_bar;
+    // D1 = dI~1/dF and the stress without the fibre.
+    let d1: [f64; 9] = std::array::from_fn(|i| 2.0 * k.j23 * vf[i] - 2.0 / 3.0 * k.i1_bar * vh[i]);
+    let mut pk: [f64; 9] = std::array::from_fn(|i| half_mu * d1[i] + p.kappa * k.ln_j * vh[i]);
+    // The rank-one terms, grouped by their left vector (each sum below is the derivation
+    // term by term: volumetric kappa vec(H) vec(H)^T; isochoric (mu/2) [-(4/3) j23
+    // vec(F) vec(H)^T - (2/3) vec(H) vec(D1)^T]; fibre wff vec(Dl) vec(Dl)^T + wf
+    // [-(m/3) vec(L) vec(H)^T - (m/lam) vec(L) vec(L)^T - (1/3) vec(H) vec(Dl)^T], with
+    // L = (F a) a^T / lam, Dl = m L - (l/3) H, m = J^(-1/3)):
+    // - vec(H) (kappa vec(H) - (mu/3) vec(D1) - (wf/3) vec(Dl))^T,
+    // - vec(F) (-(2/3) mu j23 vec(H))^T,
+    // - vec(L) (-(wf m/3) vec(H) - (wf m/lam) vec(L))^T,
+    // - vec(Dl) (wff vec(Dl))^T.
+    let mut y_h: [f64; 9] = std::array::from_fn(|i| p.kappa * vh[i] - p.mu / 3.0 * d1[i]);
+    let y_f: [f64; 9] = std::array::from_fn(|i| -2.0 / 3.0 * p.mu * k.j23 * vh[i]);
+    // Every multiple of the operator T_inv[(a,b),(d,c)] = H_ac H_db (dF -> H dF^T H, so
+    // d(F^-T)[dF] = -T_inv dF), collected: volumetric and isochoric here, fibre below.
+    let mut c_inv = -p.kappa * k.ln_j + half_mu * 2.0 / 3.0 * k.i1_bar;
     let diag = half_mu * 2.0 * k.j23;
-    // Fibre: wff vec(Dl) vec(Dl)^T + wf [-(m/3) vec(L) vec(H)^T + m (A - vec(L) vec(L)^T / lam)
-    // - (1/3) vec(H) vec(Dl)^T - (l/3) (H dF^T H)], L = (F a) a^T / lam, A[dF] = dF a a^T / lam.
-    let mut fibre_a = 0.0;
+    let mut fibre = None;
     if k.lam > 0.0 {
         let (wf, wff) = p.fibre_derivatives(k.l, alpha);
         let m = k.l / k.lam;
-        let big_l = k.fa * a.transpose() / k.lam;
-        let d_l = big_l * m - h * (k.l / 3.0);
-        rank1.push((wff, v(&d_l), v(&d_l)));
-        rank1.push((-wf * m / 3.0, v(&big_l), vh9));
-        rank1.push((-wf * m / k.lam, v(&big_l), v(&big_l)));
-        rank1.push((-wf / 3.0, vh9, v(&d_l)));
+        let big_l: [f64; 9] = std::array::from_fn(|i| k.fa[i % 3] * a[i / 3] / k.lam);
+        let dl: [f64; 9] = std::array::from_fn(|i| m * big_l[i] - k.l / 3.0 * vh[i]);
+        for i in 0..9 {
+            pk[i] += wf * dl[i];
+            y_h[i] -= wf / 3.0 * dl[i];
+        }
+        let y_l: [f64; 9] = std::array::from_fn(|i| -wf * m * (vh[i] / 3.0 + big_l[i] / k.lam));
+        let y_dl: [f64; 9] = std::array::from_fn(|i| wff * dl[i]);
         c_inv += wf * k.l / 3.0;
-        fibre_a = wf * m / k.lam;
+        // A[dF] = dF a a^T / lam, with weight wf m / lam.
+        fibre = Some((big_l, y_l, dl, y_dl, wf * m / k.lam));
     }
-    for (c, x, y) in &rank1 {
-        for col in 0..9 {
-            let cy = c * y[col];
-            for row in 0..9 {
-                t[(row, col)] += x[row] * cy;
+    // Column-major: t[col][row].
+    let mut t = [[0.0f64; 9]; 9];
+    for (col, tc) in t.iter_mut().enumerate() {
+        for (row, v) in tc.iter_mut().enumerate() {
+            *v = vh[row] * y_h[col] + vf[row] * y_f[col];
+        }
+    }
+    if let Some((big_l, y_l, dl, y_dl, _)) = &fibre {
+        for (col, tc) in t.iter_mut().enumerate() {
+            for (row, v) in tc.iter_mut().enumerate() {
+                *v += big_l[row] * y_l[col] + dl[row] * y_dl[col];
             }
         }
     }
     // T_inv: row (a, b) = 3b + a, column (d, c) = 3c + d: H_ac H_db.
     for c in 0..3 {
         for d in 0..3 {
-            let col = 3 * c + d;
+            let tc = &mut t[3 * c + d];
             for b in 0..3 {
+                let hdb = c_inv * h[(d, b)];
                 for a2 in 0..3 {
-                    t[(3 * b + a2, col)] += c_inv * h[(a2, c)] * h[(d, b)];
+                    tc[3 * b + a2] += h[(a2, c)] * hdb;
                 }
             }
             // A[dF]_(r,s) = sum_c dF_rc a_c a_s / lam: for dF = E_dc, row (d, s).
-            if fibre_a != 0.0 {
+            if let Some((.., fibre_a)) = fibre {
                 for s2 in 0..3 {
-                    t[(3 * s2 + d, col)] += fibre_a * a[c] * a[s2];
+                    tc[3 * s2 + d] += fibre_a * a[c] * a[s2];
                 }
             }
         }
     }
-    for i in 0..9 {
-        t[(i, i)] += diag;
+    for (i, tc) in t.iter_mut().enumerate() {
+        tc[i] += diag;
     }
-    Some(t)
+    (
+        Matrix3::from_column_slice(&pk),
+        nalgebra::SMatrix::from_data(nalgebra::ArrayStorage(t)),
+    )
 }
 
 /// dP[dF] given the kinematics of F and (W_f', W_f'') at its fibre stretch.
@@ -452,14 +501,6 @@ fn differential_with(
     d_iso + d_fib + d_vol
 }
 
-/// Whether F's smallest singular value is certainly at least the threshold, from
-/// sigma_min >= det F / tr(F^T F) (no SVD).
-#[inline]
-fn certainly_uninverted(f: &Matrix3<f64>) -> bool {
-    let j = f.determinant();
-    j > 0.0 && j >= INVERSION_THRESHOLD * f.norm_squared()
-}
-
 /// The signed diagonalization F = U diag(s) V^T with det U = det V = 1 and the sign of
 /// det F on the smallest singular value (Irving et al. 2004, Sec. 4).
 fn signed_svd(f: &Matrix3<f64>) -> (Matrix3<f64>, Vector3<f64>, Matrix3<f64>) {
@@ -480,24 +521,69 @@ fn signed_svd(f: &Matrix3<f64>) -> (Matrix3<f64>, Vector3<f64>, Matrix3<f64>) {
     (u, s, v)
 }
 
+/// How the material is evaluated at one F: by the exact formulas (F certainly above the
+/// inversion threshold, or found so by its SVD), or in the clamped diagonal frame
+/// F^ = diag(max(s, threshold)) of F = U diag(s) V^T, with the fibre turned to V^T a.
+// A short-lived stack value: boxing the larger variant would allocate per evaluation in
+// the haptic loop.
+#[allow(clippy::large_enum_variant)]
+enum Evaluation {
+    Exact(Kinematics),
+    Clamped {
+        u: Matrix3<f64>,
+        v: Matrix3<f64>,
+        f_hat: Matrix3<f64>,
+        a_hat: Vector3<f64>,
+        k: Kinematics,
+    },
+}
+
+impl Evaluation {
+    /// `None` only for a non-finite F.
+    #[inline]
+    fn new(f: &Matrix3<f64>, a: &Vector3<f64>) -> Option<Self> {
+        if let Some(k) = Kinematics::new(f, a) {
+            return Some(Evaluation::Exact(k));
+        }
+        if !f.iter().all(|x| x.is_finite()) {
+            return None;
+        }
+        let (u, s, v) = signed_svd(f);
+        if s.min() >= INVERSION_THRESHOLD {
+            if let Some(k) = Kinematics::positive(f, a) {
+                return Some(Evaluation::Exact(k));
+            }
+        }
+        let f_hat = Matrix3::from_diagonal(&s.map(|x| x.max(INVERSION_THRESHOLD)));
+        let a_hat = v.transpose() * a;
+        let k = Kinematics::positive(&f_hat, &a_hat)?;
+        Some(Evaluation::Clamped {
+            u,
+            v,
+            f_hat,
+            a_hat,
+            k,
+        })
+    }
+}
+
 /// P(F) robust to inversion: the exact formula above the threshold, the clamped
 /// diagonalization of Irving et al. below it.
 pub fn first_pk(p: &FibreParams, alpha: f64, a: &Vector3<f64>, f: &Matrix3<f64>) -> Matrix3<f64> {
-    if certainly_uninverted(f) {
-        if let Some(pk) = first_pk_exact(p, alpha, a, f) {
-            return pk;
+    match Evaluation::new(f, a) {
+        Some(Evaluation::Exact(k)) => stress_with(p, &k, p.fibre_derivatives(k.l, alpha).0, a, f),
+        Some(Evaluation::Clamped {
+            u,
+            v,
+            f_hat,
+            a_hat,
+            k,
+        }) => {
+            u * stress_with(p, &k, p.fibre_derivatives(k.l, alpha).0, &a_hat, &f_hat)
+                * v.transpose()
         }
+        None => Matrix3::zeros(),
     }
-    let (u, s, v) = signed_svd(f);
-    if s.min() >= INVERSION_THRESHOLD {
-        if let Some(pk) = first_pk_exact(p, alpha, a, f) {
-            return pk;
-        }
-    }
-    let fhat = Matrix3::from_diagonal(&s.map(|x| x.max(INVERSION_THRESHOLD)));
-    let a_hat = v.transpose() * a;
-    let p_hat = first_pk_exact(p, alpha, &a_hat, &fhat).unwrap_or_else(Matrix3::zeros);
-    u * p_hat * v.transpose()
 }
 
 /// dP[dF], consistent with [`first_pk`] (exact above the threshold; with U, V held fixed
@@ -509,23 +595,61 @@ pub fn first_pk_differential(
     f: &Matrix3<f64>,
     df: &Matrix3<f64>,
 ) -> Matrix3<f64> {
-    if certainly_uninverted(f) {
-        if let Some(d) = first_pk_differential_exact(p, alpha, a, f, df) {
-            return d;
+    match Evaluation::new(f, a) {
+        Some(Evaluation::Exact(k)) => {
+            differential_with(p, &k, p.fibre_derivatives(k.l, alpha), a, f, df)
         }
-    }
-    let (u, s, v) = signed_svd(f);
-    if s.min() >= INVERSION_THRESHOLD {
-        if let Some(d) = first_pk_differential_exact(p, alpha, a, f, df) {
-            return d;
+        Some(Evaluation::Clamped {
+            u,
+            v,
+            f_hat,
+            a_hat,
+            k,
+        }) => {
+            let df_hat = u.transpose() * df * v;
+            let fib = p.fibre_derivatives(k.l, alpha);
+            u * differential_with(p, &k, fib, &a_hat, &f_hat, &df_hat) * v.transpose()
         }
+        None => Matrix3::zeros(),
     }
-    let fhat = Matrix3::from_diagonal(&s.map(|x| x.max(INVERSION_THRESHOLD)));
-    let a_hat = v.transpose() * a;
-    let df_hat = u.transpose() * df * v;
-    let d = first_pk_differential_exact(p, alpha, &a_hat, &fhat, &df_hat)
-        .unwrap_or_else(Matrix3::zeros);
-    u * d * v.transpose()
+}
+
+/// P(F) and the 9x9 tangent dP/dF, consistent with [`first_pk`] and
+/// [`first_pk_differential`]: in the clamped frame, column E_ij of the tangent is
+/// U T^[U^T E_ij V] V^T with T^ the exact tangent at F^.
+pub fn first_pk_and_tangent(
+    p: &FibreParams,
+    alpha: f64,
+    a: &Vector3<f64>,
+    f: &Matrix3<f64>,
+) -> (Matrix3<f64>, nalgebra::SMatrix<f64, 9, 9>) {
+    match Evaluation::new(f, a) {
+        Some(Evaluation::Exact(k)) => stress_and_tangent_with(p, alpha, &k, a, f),
+        Some(Evaluation::Clamped {
+            u,
+            v,
+            f_hat,
+            a_hat,
+            k,
+        }) => {
+            let (p_hat, t_hat) = stress_and_tangent_with(p, alpha, &k, &a_hat, &f_hat);
+            let mut t = nalgebra::SMatrix::<f64, 9, 9>::zeros();
+            for j in 0..3 {
+                for i in 0..3 {
+                    // U^T E_ij V = (row i of U)^T (row j of V).
+                    let df_hat = u.row(i).transpose() * v.row(j);
+                    let dp_hat = Matrix3::from_column_slice(
+                        (t_hat * nalgebra::SVector::<f64, 9>::from_column_slice(df_hat.as_slice()))
+                            .as_slice(),
+                    );
+                    let dp = u * dp_hat * v.transpose();
+                    t.column_mut(3 * j + i).copy_from_slice(dp.as_slice());
+                }
+            }
+            (u * p_hat * v.transpose(), t)
+        }
+        None => (Matrix3::zeros(), nalgebra::SMatrix::zeros()),
+    }
 }
 
 /// The muscle material of a tet mesh: a parameter set per material group (muscle,
@@ -594,24 +718,15 @@ impl TetMaterial for MuscleMaterial {
         first_pk_differential(p, alpha, &self.fibres[e], f, df)
     }
     fn first_pk_tangent(&self, e: usize, f: &Matrix3<f64>) -> nalgebra::SMatrix<f64, 9, 9> {
+        self.first_pk_and_tangent(e, f).1
+    }
+    fn first_pk_and_tangent(
+        &self,
+        e: usize,
+        f: &Matrix3<f64>,
+    ) -> (Matrix3<f64>, nalgebra::SMatrix<f64, 9, 9>) {
         let (p, alpha) = self.params(e);
-        let a = &self.fibres[e];
-        if certainly_uninverted(f) {
-            if let Some(t) = tangent_exact(p, alpha, a, f) {
-                return t;
-            }
-        }
-        // Near inversion: the nine clamped differentials.
-        let mut t = nalgebra::SMatrix::<f64, 9, 9>::zeros();
-        for j in 0..3 {
-            for i in 0..3 {
-                let mut d = Matrix3::zeros();
-                d[(i, j)] = 1.0;
-                let dp = first_pk_differential(p, alpha, a, f, &d);
-                t.column_mut(3 * j + i).copy_from_slice(dp.as_slice());
-            }
-        }
-        t
+        first_pk_and_tangent(p, alpha, &self.fibres[e], f)
     }
     /// Clamps to [0, 1] (the caller validates user input with [`check_activation`]).
     fn set_activation(&mut self, alpha: f64) {
@@ -867,21 +982,64 @@ mod tests {
 
     #[test]
     fn tangent_matrix_equals_the_differentials() {
+        // The closed-form tangent (with its stress) against the nine differentials and
+        // the stress alone, on both branches: an ordinary F, one whose cheap bound fails
+        // but whose SVD finds it above the threshold, and an inverted one (clamped frame,
+        // U and V held fixed in both forms). Both forms are the same algebra in another
+        // order: 1e-9 relative to the largest entry is round-off.
         let mut m = MuscleMaterial::uniform(FibreParams::default(), fibre(), 1);
         m.set_activation(0.6);
-        let f = sample_f(11, 0.2);
-        let t = m.first_pk_tangent(0, &f);
-        for j in 0..3 {
-            for i in 0..3 {
-                let mut d = Matrix3::zeros();
-                d[(i, j)] = 1.0;
-                let dp = m.first_pk_differential(0, &f, &d);
-                for c in 0..9 {
-                    assert!(
-                        (t[(c, 3 * j + i)] - dp.as_slice()[c]).abs()
-                            <= 1e-9 * dp.abs().max().max(1.0)
-                    );
+        let r1 = nalgebra::Rotation3::from_euler_angles(0.2, 0.4, -0.3).into_inner();
+        let r2 = nalgebra::Rotation3::from_euler_angles(-0.5, 0.1, 0.9).into_inner();
+        let stretched = |s: Vector3<f64>| r1 * Matrix3::from_diagonal(&s) * r2.transpose();
+        let cases = [
+            sample_f(11, 0.2),
+            stretched(Vector3::new(0.15, 0.13, 0.12)),
+            stretched(Vector3::new(1.1, 0.9, -0.3)),
+        ];
+        // The middle case is the one the cofactor bound cannot certify.
+        let cof_bound = |f: &Matrix3<f64>| f.determinant() / cofactor(f).norm();
+        assert!(cof_bound(&cases[1]) < INVERSION_THRESHOLD);
+        assert!(cases[1].singular_values().min() > INVERSION_THRESHOLD);
+        for f in &cases {
+            let (pk, t) = m.first_pk_and_tangent(0, f);
+            let p_alone = m.first_pk(0, f);
+            assert!((pk - p_alone).abs().max() <= 1e-9 * p_alone.abs().max().max(1.0));
+            for j in 0..3 {
+                for i in 0..3 {
+                    let mut d = Matrix3::zeros();
+                    d[(i, j)] = 1.0;
+                    let dp = m.first_pk_differential(0, f, &d);
+                    for c in 0..9 {
+                        assert!(
+                            (t[(c, 3 * j + i)] - dp.as_slice()[c]).abs()
+                                <= 1e-9 * dp.abs().max().max(1.0),
+                            "F = {f}: entry ({c}, {}) {} vs {}",
+                            3 * j + i,
+                            t[(c, 3 * j + i)],
+                            dp.as_slice()[c]
+                        );
+                    }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn cofactor_bound_never_certifies_a_tet_below_the_threshold() {
+        // J / |cof F| <= sigma_min for every F: sampled over random gradients with
+        // singular values across the threshold.
+        for seed in 0..200 {
+            let f = sample_f(seed, 0.9);
+            let j = f.determinant();
+            let bound = j / cofactor(&f).norm();
+            let smin = f.singular_values().min();
+            if j > 0.0 {
+                assert!(bound <= smin * (1.0 + 1e-12), "F = {f}: {bound} > {smin}");
+            }
+            if let Some(inv) = f.try_inverse() {
+                let reference = j * inv.transpose();
+                assert!((cofactor(&f) - reference).abs().max() <= 1e-9 * reference.abs().max());
             }
         }
     }

@@ -1282,8 +1282,8 @@ impl<M: TetMaterial> CubatureForces<M> {
                 let fv = dot9::<T, FMA>(gp, q, r);
                 let f = Matrix3::from_column_slice(&fv);
                 let s = self.scale[p];
-                let mut pk = self.material.first_pk(e, &f) * s;
-                let mut t = self.material.first_pk_tangent(e, &f) * s;
+                let (pk, t) = self.material.first_pk_and_tangent(e, &f);
+                let (mut pk, mut t) = (pk * s, t * s);
                 if let Some(lin) = &self.linear {
                     subtract_linearization(&mut pk, &fv, &lin.p0[p], &lin.t0[p]);
                     t -= &lin.t0[p];
