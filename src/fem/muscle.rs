@@ -304,13 +304,16 @@ impl Kinematics {
 
     #[inline]
     fn with_cofactor(f: &Matrix3<f64>, a: &Vector3<f64>, j: f64, cof: &Matrix3<f64>) -> Self {
-        let j13 = j.cbrt().recip();
+        // J^(-1/3) from ln J, which the volume term needs anyway (one exp instead of a
+        // cube root).
+        let ln_j = j.ln();
+        let j13 = (-ln_j / 3.0).exp();
         let j23 = j13 * j13;
         let fa = f * a;
         let lam = fa.norm();
         Kinematics {
             f_inv_t: cof / j,
-            ln_j: j.ln(),
+            ln_j,
             j23,
             i1_bar: j23 * f.norm_squared(),
             l: j13 * lam,
