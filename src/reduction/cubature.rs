@@ -1131,13 +1131,9 @@ impl<M: TetMaterial> CubatureForces<M> {
 
     /// Points per block of the stiffness product.
     fn block_points(&self) -> usize {
-        let bytes = match self.precision() {
-            CubaturePrecision::F64 => 8,
-            CubaturePrecision::F32 => 4,
-        };
-        let stride = match self.precision() {
-            CubaturePrecision::F64 => self.r,
-            CubaturePrecision::F32 => self.stride32(),
+        let (bytes, stride) = match self.precision() {
+            CubaturePrecision::F64 => (8, self.r),
+            CubaturePrecision::F32 => (4, self.stride32()),
         };
         (self.block_bytes / (9 * stride * bytes)).clamp(1, self.elements.len().max(1))
     }
