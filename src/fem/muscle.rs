@@ -48,7 +48,8 @@
 //! # Cost
 //! The cubature evaluates the stress and the tangent of a few hundred tets per haptic
 //! cycle ([`TetMaterial::first_pk_and_tangent`]): both come from one set of invariants
-//! (one cube root, one logarithm, the passive curve's exponential), the tangent is a
+//! (one logarithm, with J^(-1/3) = exp(-ln J / 3), and the passive curve's exponential),
+//! the tangent is a
 //! fixed number of rank-one updates plus the F^-T dF^T F^-T operator, and nothing is
 //! allocated.
 
@@ -524,29 +525,30 @@ fn signed_svd(f: &Matrix3<f64>) -> (Matrix3<f64>, Vector3<f64>, Matrix3<f64>) {
     (u, s, v)
 }
 
-/// How the material is evaluated at one F: by the exact formulas (F certainly above the
-/// inversion threshold, or found so by its SVD), or in the clamped diagonal frame
-/// F^ = diag(max(s, threshold)) of F = U diag(s) V^T, with the fibre turned to V^T a.
-// A short-lived stack value: boxing the larger variant would allocate per evaluation in
-// the haptic loop.
-#[allow(clippy::large_enum_variant)]
-enum Evaluation {
-    Exact(Kinematics),
-    Clamped {
-        u: Matrix3<f64>,
-        v: Matrix3<f64>,
-        f_hat: Matrix3<f64>,
-        a_hat: Vector3<f64>,
-        k: Kinematics,
-    },
+/// Where the material is evaluated for one F: F itself by the exact formulas (F
+/// certainly above the inversion threshold, or found so by its SVD), or the clamped
+/// diagonal frame F^ = diag(max(s, threshold)) of F = U diag(s) V^T with the fibre
+/// turned to V^T a, whose results are rotated back by U (.) V^T.
+struct Frame {
+    k: Kinematics,
+    f: Matrix3<f64>,
+    a: Vector3<f64>,
+    /// (U, V) of the clamped frame; `None` for the exact formulas.
+    rotation: Option<(Matrix3<f64>, Matrix3<f64>)>,
 }
 
-impl Evaluation {
+impl Frame {
     /// `None` only for a non-finite F.
     #[inline]
     fn new(f: &Matrix3<f64>, a: &Vector3<f64>) -> Option<Self> {
+        let exact = |k| Frame {
+            k,
+            f: *f,
+            a: *a,
+            rotation: None,
+        };
         if let Some(k) = Kinematics::new(f, a) {
-            return Some(Evaluation::Exact(k));
+            return Some(exact(k));
         }
         if !f.iter().all(|x| x.is_finite()) {
             return None;
@@ -554,36 +556,46 @@ impl Evaluation {
         let (u, s, v) = signed_svd(f);
         if s.min() >= INVERSION_THRESHOLD {
             if let Some(k) = Kinematics::positive(f, a) {
-                return Some(Evaluation::Exact(k));
+                return Some(exact(k));
             }
         }
         let f_hat = Matrix3::from_diagonal(&s.map(|x| x.max(INVERSION_THRESHOLD)));
         let a_hat = v.transpose() * a;
         let k = Kinematics::positive(&f_hat, &a_hat)?;
-        Some(Evaluation::Clamped {
-            u,
-            v,
-            f_hat,
-            a_hat,
+        Some(Frame {
             k,
+            f: f_hat,
+            a: a_hat,
+            rotation: Some((u, v)),
         })
+    }
+
+    /// A differential of F into this frame: U^T dF V.
+    #[inline]
+    fn rotate_in(&self, df: &Matrix3<f64>) -> Matrix3<f64> {
+        match &self.rotation {
+            Some((u, v)) => u.transpose() * df * v,
+            None => *df,
+        }
+    }
+
+    /// A stress (or its differential) out of this frame: U P V^T.
+    #[inline]
+    fn rotate_out(&self, m: Matrix3<f64>) -> Matrix3<f64> {
+        match &self.rotation {
+            Some((u, v)) => u * m * v.transpose(),
+            None => m,
+        }
     }
 }
 
 /// P(F) robust to inversion: the exact formula above the threshold, the clamped
 /// diagonalization of Irving et al. below it.
 pub fn first_pk(p: &FibreParams, alpha: f64, a: &Vector3<f64>, f: &Matrix3<f64>) -> Matrix3<f64> {
-    match Evaluation::new(f, a) {
-        Some(Evaluation::Exact(k)) => stress_with(p, &k, p.fibre_derivatives(k.l, alpha).0, a, f),
-        Some(Evaluation::Clamped {
-            u,
-            v,
-            f_hat,
-            a_hat,
-            k,
-        }) => {
-            u * stress_with(p, &k, p.fibre_derivatives(k.l, alpha).0, &a_hat, &f_hat)
-                * v.transpose()
+    match Frame::new(f, a) {
+        Some(fr) => {
+            let wf = p.fibre_derivatives(fr.k.l, alpha).0;
+            fr.rotate_out(stress_with(p, &fr.k, wf, &fr.a, &fr.f))
         }
         None => Matrix3::zeros(),
     }
@@ -598,20 +610,11 @@ pub fn first_pk_differential(
     f: &Matrix3<f64>,
     df: &Matrix3<f64>,
 ) -> Matrix3<f64> {
-    match Evaluation::new(f, a) {
-        Some(Evaluation::Exact(k)) => {
-            differential_with(p, &k, p.fibre_derivatives(k.l, alpha), a, f, df)
-        }
-        Some(Evaluation::Clamped {
-            u,
-            v,
-            f_hat,
-            a_hat,
-            k,
-        }) => {
-            let df_hat = u.transpose() * df * v;
-            let fib = p.fibre_derivatives(k.l, alpha);
-            u * differential_with(p, &k, fib, &a_hat, &f_hat, &df_hat) * v.transpose()
+    match Frame::new(f, a) {
+        Some(fr) => {
+            let fib = p.fibre_derivatives(fr.k.l, alpha);
+            let d = differential_with(p, &fr.k, fib, &fr.a, &fr.f, &fr.rotate_in(df));
+            fr.rotate_out(d)
         }
         None => Matrix3::zeros(),
     }
@@ -626,33 +629,28 @@ pub fn first_pk_and_tangent(
     a: &Vector3<f64>,
     f: &Matrix3<f64>,
 ) -> (Matrix3<f64>, nalgebra::SMatrix<f64, 9, 9>) {
-    match Evaluation::new(f, a) {
-        Some(Evaluation::Exact(k)) => stress_and_tangent_with(p, alpha, &k, a, f),
-        Some(Evaluation::Clamped {
-            u,
-            v,
-            f_hat,
-            a_hat,
-            k,
-        }) => {
-            let (p_hat, t_hat) = stress_and_tangent_with(p, alpha, &k, &a_hat, &f_hat);
-            let mut t = nalgebra::SMatrix::<f64, 9, 9>::zeros();
-            for j in 0..3 {
-                for i in 0..3 {
-                    // U^T E_ij V = (row i of U)^T (row j of V).
-                    let df_hat = u.row(i).transpose() * v.row(j);
-                    let dp_hat = Matrix3::from_column_slice(
-                        (t_hat * nalgebra::SVector::<f64, 9>::from_column_slice(df_hat.as_slice()))
-                            .as_slice(),
-                    );
-                    let dp = u * dp_hat * v.transpose();
-                    t.column_mut(3 * j + i).copy_from_slice(dp.as_slice());
-                }
-            }
-            (u * p_hat * v.transpose(), t)
-        }
-        None => (Matrix3::zeros(), nalgebra::SMatrix::zeros()),
+    let Some(fr) = Frame::new(f, a) else {
+        return (Matrix3::zeros(), nalgebra::SMatrix::zeros());
+    };
+    let (pk, t_hat) = stress_and_tangent_with(p, alpha, &fr.k, &fr.a, &fr.f);
+    if fr.rotation.is_none() {
+        return (pk, t_hat);
     }
+    let mut t = nalgebra::SMatrix::<f64, 9, 9>::zeros();
+    for j in 0..3 {
+        for i in 0..3 {
+            let mut e_ij = Matrix3::zeros();
+            e_ij[(i, j)] = 1.0;
+            let df_hat = fr.rotate_in(&e_ij);
+            let dp_hat = Matrix3::from_column_slice(
+                (t_hat * nalgebra::SVector::<f64, 9>::from_column_slice(df_hat.as_slice()))
+                    .as_slice(),
+            );
+            t.column_mut(3 * j + i)
+                .copy_from_slice(fr.rotate_out(dp_hat).as_slice());
+        }
+    }
+    (fr.rotate_out(pk), t)
 }
 
 /// The muscle material of a tet mesh: a parameter set per material group (muscle,
