@@ -82,17 +82,21 @@
 //! over the points, each point's 9 x r block gives vec F = I + G_p^T q (nine dot products
 //! of length r), adds G_p vec(P~) to the force, and H_p = (T~ G_p^T)^T (81 axpys of
 //! length r); after each block of points (128 KiB of H, so that it and its G columns stay
-//! in cache) the block's K += G_B H_B^T is one faer matrix product, lower triangle only
-//! (9N r^2 / 2 multiply-adds in all: the dominant cost), mirrored at the end. P~ and T~
-//! carry the factor w_e V_e. The per-point kernels are compiled for AVX2+FMA and chosen
-//! at run time. By default G is stored in f32, each column padded with zeros to whole
+//! in cache) the block's K += G_B H_B^T is one lower-triangle product (9N r^2 / 2
+//! multiply-adds in all: the dominant cost), mirrored at the end. P~ and T~ carry the
+//! factor w_e V_e. By default G is stored in f32, each column padded with zeros to whole
 //! 8-lane registers (no scalar tail at r = 20, 60 or 100), and the product is f32
 //! ([`CubaturePrecision`]). Nothing is allocated per call.
+//!
+//! Every sum is a fixed chain of fused multiply-adds, so an evaluation gives the same
+//! bits on every CPU: a replay recorded on one machine reproduces on another. The
+//! kernels are compiled three times ([`CubatureKernels`]: portable, AVX2+FMA, AVX-512),
+//! chosen at run time, and differ only in speed; the stiffness product is written here
+//! rather than taken from faer, whose kernel and blocking depend on the CPU.
 
 use std::time::Instant;
 
 use faer::linalg::matmul::matmul;
-use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::{Accum, MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector, Matrix3};
 use rand::{Rng, SeedableRng};
@@ -270,8 +274,8 @@ pub struct CubatureForces<M> {
     /// The equilibrium correction ([`Self::correct_equilibria`]): the fit's force
     /// residual at the exact reduced equilibria, by ascending activation.
     correction: Option<Box<EquilibriumCorrection>>,
-    /// Whether the per-point kernels run compiled for AVX2+FMA.
-    fma: bool,
+    /// The compilation the kernels run in ([`CubatureKernels`]).
+    kernels: CubatureKernels,
     /// Bytes of one block of tangent products ([`BLOCK_BYTES`]; tests shrink it).
     block_bytes: usize,
 }
@@ -611,7 +615,7 @@ fn reduced_linearization<M: TetMaterial + ?Sized>(
 pub struct CubatureScratch {
     h64: Vec<f64>,
     h32: Vec<f32>,
-    /// The r x r f32 product (f32 precision).
+    /// The f32 product (f32 precision), r columns of the padded length.
     k32: Vec<f32>,
 }
 
@@ -731,35 +735,26 @@ impl Real for f32 {
 }
 
 #[inline(always)]
-fn fmadd_t<T: Real, const FMA: bool>(a: T, b: T, c: T) -> T {
-    if FMA {
-        a.mul_add(b, c)
-    } else {
-        a * b + c
-    }
+fn fmadd_t<T: Real>(a: T, b: T, c: T) -> T {
+    a.mul_add(b, c)
 }
 
 /// h_a = sum_c t[a, c] g_c for the 9 r-vectors g_c of one point (r x 9 column-major
 /// blocks), one register width of modes at a time so that the nine g chunks stay in
 /// registers.
 #[inline(always)]
-fn apply_tangent<T: Real, const FMA: bool>(t: &[[T; 9]; 9], g: &[T], h: &mut [T], r: usize) {
+fn apply_tangent<T: Real>(t: &[[T; 9]; 9], g: &[T], h: &mut [T], r: usize) {
     // `r` is the column stride of g and h (padded for f32: every lane is computed, the
     // padding's zeros give zeros).
     if T::LANES == 8 {
-        apply_tangent_lanes::<T, FMA, 8>(t, g, h, r)
+        apply_tangent_lanes::<T, 8>(t, g, h, r)
     } else {
-        apply_tangent_lanes::<T, FMA, 4>(t, g, h, r)
+        apply_tangent_lanes::<T, 4>(t, g, h, r)
     }
 }
 
 #[inline(always)]
-fn apply_tangent_lanes<T: Real, const FMA: bool, const L: usize>(
-    t: &[[T; 9]; 9],
-    g: &[T],
-    h: &mut [T],
-    r: usize,
-) {
+fn apply_tangent_lanes<T: Real, const L: usize>(t: &[[T; 9]; 9], g: &[T], h: &mut [T], r: usize) {
     let g = &g[..9 * r];
     let h = &mut h[..9 * r];
     let mut j = 0;
@@ -772,7 +767,7 @@ fn apply_tangent_lanes<T: Real, const FMA: bool, const L: usize>(
             let mut acc = [T::default(); L];
             for (chunk, &tac) in gc.iter().zip(ta) {
                 for l in 0..L {
-                    acc[l] = fmadd_t::<T, FMA>(tac, chunk[l], acc[l]);
+                    acc[l] = fmadd_t::<T>(tac, chunk[l], acc[l]);
                 }
             }
             h[a * r + j..a * r + j + L].copy_from_slice(&acc);
@@ -783,7 +778,7 @@ fn apply_tangent_lanes<T: Real, const FMA: bool, const L: usize>(
         for (a, ta) in t.iter().enumerate() {
             let mut acc = T::default();
             for (c, &tac) in ta.iter().enumerate() {
-                acc = fmadd_t::<T, FMA>(tac, g[c * r + jj], acc);
+                acc = fmadd_t::<T>(tac, g[c * r + jj], acc);
             }
             h[a * r + jj] = acc;
         }
@@ -793,7 +788,7 @@ fn apply_tangent_lanes<T: Real, const FMA: bool, const L: usize>(
 /// vec F = I + G_p q of one point: nine dot products of length r in one pass over q,
 /// in f64 whatever the storage of G (columns `stride` apart).
 #[inline(always)]
-fn dot9<S: Real, const FMA: bool>(g: &[S], q: &[f64], r: usize, stride: usize) -> [f64; 9] {
+fn dot9<S: Real>(g: &[S], q: &[f64], r: usize, stride: usize) -> [f64; 9] {
     const L: usize = 4;
     let g = &g[..9 * stride];
     let q = &q[..r];
@@ -804,7 +799,7 @@ fn dot9<S: Real, const FMA: bool>(g: &[S], q: &[f64], r: usize, stride: usize) -
         for (c, a) in acc.iter_mut().enumerate() {
             let gc = &g[c * stride + j..c * stride + j + L];
             for l in 0..L {
-                a[l] = fmadd_t::<f64, FMA>(gc[l].into(), qc[l], a[l]);
+                a[l] = fmadd_t::<f64>(gc[l].into(), qc[l], a[l]);
             }
         }
         j += L;
@@ -813,7 +808,7 @@ fn dot9<S: Real, const FMA: bool>(g: &[S], q: &[f64], r: usize, stride: usize) -
         let a = &acc[c];
         let mut v = identity_entry(c) + ((a[0] + a[1]) + (a[2] + a[3]));
         for jj in j..r {
-            v = fmadd_t::<f64, FMA>(g[c * stride + jj].into(), q[jj], v);
+            v = fmadd_t::<f64>(g[c * stride + jj].into(), q[jj], v);
         }
         v
     })
@@ -821,13 +816,7 @@ fn dot9<S: Real, const FMA: bool>(g: &[S], q: &[f64], r: usize, stride: usize) -
 
 /// force += sum_c p_c g_c over one point's nine r-vectors (f64 sums).
 #[inline(always)]
-fn axpy9<S: Real, const FMA: bool>(
-    p: &[f64; 9],
-    g: &[S],
-    force: &mut [f64],
-    r: usize,
-    stride: usize,
-) {
+fn axpy9<S: Real>(p: &[f64; 9], g: &[S], force: &mut [f64], r: usize, stride: usize) {
     const L: usize = 4;
     let g = &g[..9 * stride];
     let force = &mut force[..r];
@@ -837,7 +826,7 @@ fn axpy9<S: Real, const FMA: bool>(
         for (c, &pc) in p.iter().enumerate() {
             let gc = &g[c * stride + j..c * stride + j + L];
             for l in 0..L {
-                fc[l] = fmadd_t::<f64, FMA>(pc, gc[l].into(), fc[l]);
+                fc[l] = fmadd_t::<f64>(pc, gc[l].into(), fc[l]);
             }
         }
         force[j..j + L].copy_from_slice(&fc);
@@ -845,7 +834,7 @@ fn axpy9<S: Real, const FMA: bool>(
     }
     for jj in j..r {
         for (c, &pc) in p.iter().enumerate() {
-            force[jj] = fmadd_t::<f64, FMA>(pc, g[c * stride + jj].into(), force[jj]);
+            force[jj] = fmadd_t::<f64>(pc, g[c * stride + jj].into(), force[jj]);
         }
     }
 }
@@ -881,12 +870,29 @@ fn add_affine(lin: &LinearPart, q: &[f64], force: &mut [f64]) {
     }
 }
 
-/// K (lower triangle) (+)= G H^T for one block of columns (r rows each, `stride` apart),
-/// by faer.
+/// K (lower triangle, column-major, leading dimension `ldk`) (+)= G H^T for one block
+/// of `cols` columns of G and H (r rows each, `stride` apart), with tiles of `L`-lane
+/// registers (and `H = L / 2`-lane ones for what is left).
+///
+/// Every entry is a chain of fused multiply-adds over the columns in order, started from
+/// K (`accumulate`) or from zero, whatever the register width, the tiling or the chunks
+/// of columns, so the result is the same bit for bit on every CPU and for any block size
+/// (a chain cut between blocks and resumed from the stored entry is the same chain).
+/// Written by hand instead of faer's triangular product because faer picks its kernel
+/// (AVX2 or AVX-512) and its blocking (from the cache sizes it reads) at run time: with
+/// f32 storage the rounded stiffness then differed from one CPU to another, and a
+/// recorded replay whose contact set sits on an edge did not reproduce on another
+/// machine.
+///
+/// Columns go in chunks that stay in the L1 cache while every tile passes over them;
+/// tiles are two registers of rows by four columns (8 accumulators). The tiles that
+/// straddle the diagonal also compute a few entries above it, which the caller never
+/// reads. Rows past `r` up to `stride` are the zero padding of G.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn block_product<T: Real + faer::traits::ComplexField>(
+fn lower_product<T: Real, const L: usize, const H: usize>(
     k: &mut [T],
+    ldk: usize,
     g: &[T],
     h: &[T],
     r: usize,
@@ -894,32 +900,184 @@ fn block_product<T: Real + faer::traits::ComplexField>(
     cols: usize,
     accumulate: bool,
 ) {
-    triangular::matmul(
-        MatMut::from_column_major_slice_mut(&mut k[..r * r], r, r),
-        BlockStructure::TriangularLower,
-        if accumulate {
-            Accum::Add
-        } else {
-            Accum::Replace
-        },
-        MatRef::from_column_major_slice_with_stride(&g[..stride * cols], r, cols, stride),
-        BlockStructure::Rectangular,
-        MatRef::from_column_major_slice_with_stride(&h[..stride * cols], r, cols, stride)
-            .transpose(),
-        BlockStructure::Rectangular,
-        T::from_f64(1.0),
-        Par::Seq,
-    );
+    assert!(ldk >= stride && k.len() >= ldk * r && H * 2 == L);
+    let g = &g[..stride * cols];
+    let h = &h[..stride * cols];
+    let chunk = (16 * 1024 / (stride * std::mem::size_of::<T>())).max(8);
+    let mut c0 = 0;
+    while c0 < cols {
+        let c1 = (c0 + chunk).min(cols);
+        let (gc, hc) = (&g[c0 * stride..c1 * stride], &h[c0 * stride..c1 * stride]);
+        lower_chunk::<T, L, H>(k, ldk, gc, hc, r, stride, c1 - c0, accumulate || c0 > 0);
+        c0 = c1;
+    }
 }
 
-fn detect_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn lower_chunk<T: Real, const L: usize, const H: usize>(
+    k: &mut [T],
+    ldk: usize,
+    g: &[T],
+    h: &[T],
+    r: usize,
+    stride: usize,
+    cols: usize,
+    accumulate: bool,
+) {
+    let mut j0 = 0;
+    while j0 < r {
+        let nj = (r - j0).min(4);
+        let mut i0 = (j0 / H) * H;
+        while i0 + 2 * L <= stride {
+            lower_tile::<T, L, 2>(k, ldk, g, h, stride, cols, i0, j0, nj, accumulate);
+            i0 += 2 * L;
+        }
+        if i0 + L <= stride {
+            lower_tile::<T, L, 1>(k, ldk, g, h, stride, cols, i0, j0, nj, accumulate);
+            i0 += L;
+        }
+        if i0 + H <= stride {
+            lower_tile::<T, H, 1>(k, ldk, g, h, stride, cols, i0, j0, nj, accumulate);
+            i0 += H;
+        }
+        // Rows that do not fill a register (f64 storage with r not a multiple of H).
+        for i in i0.max(j0)..r {
+            for j in j0..j0 + nj {
+                let mut v = if accumulate {
+                    k[j * ldk + i]
+                } else {
+                    T::default()
+                };
+                for c in 0..cols {
+                    v = fmadd_t(g[c * stride + i], h[c * stride + j], v);
+                }
+                k[j * ldk + i] = v;
+            }
+        }
+        j0 += nj;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+}
+
+/// One tile of [`lower_product`]: rows i0 .. i0 + M L, columns j0 .. j0 + nj (nj <= 4).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn lower_tile<T: Real, const L: usize, const M: usize>(
+    k: &mut [T],
+    ldk: usize,
+    g: &[T],
+    h: &[T],
+    stride: usize,
+    cols: usize,
+    i0: usize,
+    j0: usize,
+    nj: usize,
+    accumulate: bool,
+) {
+    if nj == 4 {
+        lower_tile_n::<T, L, M, 4>(k, ldk, g, h, stride, cols, i0, j0, accumulate)
+    } else {
+        for j in j0..j0 + nj {
+            lower_tile_n::<T, L, M, 1>(k, ldk, g, h, stride, cols, i0, j, accumulate)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn lower_tile_n<T: Real, const L: usize, const M: usize, const N: usize>(
+    k: &mut [T],
+    ldk: usize,
+    g: &[T],
+    h: &[T],
+    stride: usize,
+    cols: usize,
+    i0: usize,
+    j0: usize,
+    accumulate: bool,
+) {
+    if cols == 0 {
+        return;
+    }
+    // The last column's reads end inside g and h (checked once: the loop below reads
+    // without bounds checks, which otherwise cost as much as its multiply-adds).
+    assert!(i0 + M * L <= stride && j0 + N <= stride && (j0 + N - 1) * ldk + i0 + M * L <= k.len());
+    assert!(g.len() >= cols * stride && h.len() >= cols * stride);
+    let mut acc = [[[T::default(); L]; M]; N];
+    if accumulate {
+        for (n, accn) in acc.iter_mut().enumerate() {
+            for (m, a) in accn.iter_mut().enumerate() {
+                let at = (j0 + n) * ldk + i0 + m * L;
+                a.copy_from_slice(&k[at..at + L]);
+            }
+        }
+    }
+    for c in 0..cols {
+        let (gb, hb) = (c * stride + i0, c * stride + j0);
+        for (n, accn) in acc.iter_mut().enumerate() {
+            // SAFETY: hb + n < c * stride + j0 + N <= cols * stride <= h.len() (asserted).
+            let b = unsafe { *h.get_unchecked(hb + n) };
+            for (m, a) in accn.iter_mut().enumerate() {
+                for (l, al) in a.iter_mut().enumerate() {
+                    // SAFETY: gb + m L + l < c * stride + i0 + M L <= g.len() (asserted).
+                    let x = unsafe { *g.get_unchecked(gb + m * L + l) };
+                    *al = fmadd_t(x, b, *al);
+                }
+            }
+        }
+    }
+    for (n, accn) in acc.iter().enumerate() {
+        for (m, a) in accn.iter().enumerate() {
+            let at = (j0 + n) * ldk + i0 + m * L;
+            k[at..at + L].copy_from_slice(a);
+        }
+    }
+}
+
+/// The compilations of the per-point kernels and the stiffness product. All three do
+/// the same arithmetic (the same chains of fused multiply-adds, in the same order), so
+/// they give the same bits; they differ only in the instructions and their speed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CubatureKernels {
+    /// No target features (every fused multiply-add a library call where the build's
+    /// target has no FMA: correct and slow).
+    Portable,
+    /// AVX2 and FMA (8 f32 lanes).
+    Avx2,
+    /// AVX-512F (16 f32 lanes for the stiffness product).
+    Avx512,
+}
+
+impl CubatureKernels {
+    /// The default at r modes: AVX-512 where the stiffness product dominates (r above
+    /// 32), else at most AVX2. Measured 2026-11-28 (Intel Xeon 2.5 GHz, fastest calls):
+    /// the product alone at r = 60 (200 points) 138 us in AVX-512 against 198 us in
+    /// AVX2, at r = 100 (300 points) 442 us against 686 us; but the whole muscle
+    /// evaluation at r = 20, where the per-point material law dominates, 407 us against
+    /// 351 us (wide instructions lower the core's clock for the scalar work too).
+    pub fn default_for(r: usize) -> Self {
+        let best = Self::detect();
+        if r > 32 {
+            best
+        } else {
+            best.min(CubatureKernels::Avx2)
+        }
+    }
+
+    /// The fastest this CPU runs.
+    pub fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") {
+                return if has!("avx512f") {
+                    CubatureKernels::Avx512
+                } else {
+                    CubatureKernels::Avx2
+                };
+            }
+        }
+        CubatureKernels::Portable
     }
 }
 
@@ -988,7 +1146,7 @@ impl<M: TetMaterial> CubatureForces<M> {
             linear_slope,
             linear_activation: 0.0,
             correction: None,
-            fma: detect_fma(),
+            kernels: CubatureKernels::default_for(r),
             block_bytes: BLOCK_BYTES,
         };
         cub.set_precision(CubaturePrecision::default_for(r));
@@ -999,6 +1157,8 @@ impl<M: TetMaterial> CubatureForces<M> {
 
     /// Every tet with weight 1: the exact reduced force U^T R(U q) and stiffness
     /// U^T K(U q) U (a reference, as slow as the full mesh; no separate linear part).
+    /// Stored in f64: the exact equilibria and the training's stiffness probes are
+    /// computed with it, and the f32 rounding of G would move them by about 1e-7.
     pub fn all_elements(
         kernel: &TetKernel,
         basis: &DMatrix<f64>,
@@ -1006,7 +1166,9 @@ impl<M: TetMaterial> CubatureForces<M> {
     ) -> Result<Self, CubatureError> {
         let elements: Vec<usize> = (0..kernel.num_elements()).collect();
         let weights = vec![1.0; elements.len()];
-        Self::from_points(kernel, basis, material, &elements, &weights, false)
+        let mut exact = Self::from_points(kernel, basis, material, &elements, &weights, false)?;
+        exact.set_precision(CubaturePrecision::F64);
+        Ok(exact)
     }
 
     /// Whether the affine part of the force is exact ([`CubatureOptions::exact_linear`]).
@@ -1161,7 +1323,7 @@ impl<M: TetMaterial> CubatureForces<M> {
         CubatureScratch {
             h64: vec![0.0; n64],
             h32: vec![0.0; n32],
-            k32: vec![0.0; if n32 > 0 { self.r * self.r } else { 0 }],
+            k32: vec![0.0; if n32 > 0 { self.stride32() * self.r } else { 0 }],
         }
     }
 
@@ -1184,14 +1346,14 @@ impl<M: TetMaterial> CubatureForces<M> {
         force.iter_mut().for_each(|x| *x = 0.0);
         for (p, &e) in self.elements.iter().enumerate() {
             let gp = &g[9 * p * stride..9 * (p + 1) * stride];
-            let fv = dot9::<S, false>(gp, q, r, stride);
+            let fv = dot9::<S>(gp, q, r, stride);
             let f = Matrix3::from_column_slice(&fv);
             let mut pk = self.material.first_pk(e, &f) * self.scale[p];
             if let Some(lin) = &self.linear {
                 subtract_linearization(&mut pk, &fv, &lin.p0[p], &lin.t0[p]);
             }
             let pk: [f64; 9] = std::array::from_fn(|c| pk.as_slice()[c]);
-            axpy9::<S, false>(&pk, gp, force, r, stride);
+            axpy9::<S>(&pk, gp, force, r, stride);
         }
         if let Some(lin) = &self.linear {
             add_affine(lin, q, force);
@@ -1218,24 +1380,47 @@ impl<M: TetMaterial> CubatureForces<M> {
         stiffness: &mut [f64],
         scratch: &mut CubatureScratch,
     ) {
-        #[cfg(target_arch = "x86_64")]
-        if self.fma {
-            // SAFETY: AVX2 and FMA were detected on this CPU (`fma` is only set then).
-            unsafe { self.evaluate_fma(q, force, stiffness, scratch) };
-            return;
+        match self.kernels {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX-512F, AVX2 and FMA (`kernels` is never above
+            // `CubatureKernels::detect`).
+            CubatureKernels::Avx512 => unsafe {
+                self.evaluate_avx512(q, force, stiffness, scratch)
+            },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX2 and FMA (as above).
+            CubatureKernels::Avx2 => unsafe { self.evaluate_avx2(q, force, stiffness, scratch) },
+            _ => self.evaluate_any::<false>(q, force, stiffness, scratch),
         }
-        self.evaluate_any::<false>(q, force, stiffness, scratch);
     }
 
-    /// Uses (when `on` and the CPU has them) or avoids the AVX2+FMA compilation of the
-    /// per-point kernels, so tests can compare both paths on one machine.
-    pub fn use_fma(&mut self, on: bool) {
-        self.fma = on && detect_fma();
+    /// Runs the given compilation of the kernels, or the fastest below it this CPU
+    /// has, so tests can compare them on one machine. Returns the one chosen.
+    pub fn use_kernels(&mut self, kernels: CubatureKernels) -> CubatureKernels {
+        self.kernels = kernels.min(CubatureKernels::detect());
+        self.kernels
+    }
+
+    /// The compilation of the kernels in use.
+    pub fn kernels(&self) -> CubatureKernels {
+        self.kernels
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn evaluate_fma(
+    unsafe fn evaluate_avx2(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut CubatureScratch,
+    ) {
+        self.evaluate_any::<false>(q, force, stiffness, scratch);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn evaluate_avx512(
         &self,
         q: &[f64],
         force: &mut [f64],
@@ -1245,8 +1430,9 @@ impl<M: TetMaterial> CubatureForces<M> {
         self.evaluate_any::<true>(q, force, stiffness, scratch);
     }
 
+    /// `WIDE`: the stiffness product in AVX-512's register width.
     #[inline(always)]
-    fn evaluate_any<const FMA: bool>(
+    fn evaluate_any<const WIDE: bool>(
         &self,
         q: &[f64],
         force: &mut [f64],
@@ -1262,14 +1448,15 @@ impl<M: TetMaterial> CubatureForces<M> {
         let CubatureScratch { h64, h32, k32 } = scratch;
         match &self.gt32 {
             None => {
-                self.evaluate_with::<f64, FMA>(&self.gt, q, force, stiffness, h64, true);
+                self.evaluate_with::<f64, WIDE>(&self.gt, q, force, stiffness, r, h64, true);
             }
             Some(g32) => {
-                assert!(k32.len() == r * r, "scratch from another precision");
-                if self.evaluate_with::<f32, FMA>(g32, q, force, k32, h32, false) {
+                let ldk = self.stride32();
+                assert!(k32.len() == ldk * r, "scratch from another precision");
+                if self.evaluate_with::<f32, WIDE>(g32, q, force, k32, ldk, h32, false) {
                     for j in 0..r {
                         for i in j..r {
-                            stiffness[j * r + i] += k32[j * r + i] as f64;
+                            stiffness[j * r + i] += k32[j * ldk + i] as f64;
                         }
                     }
                 }
@@ -1291,13 +1478,15 @@ impl<M: TetMaterial> CubatureForces<M> {
     /// when there are points). Points go in blocks: the tangent products of a block
     /// (`h`) and its G columns stay in cache for the block's product. Returns whether
     /// `k` was written.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn evaluate_with<T: Real + faer::traits::ComplexField, const FMA: bool>(
+    fn evaluate_with<T: Real, const WIDE: bool>(
         &self,
         g: &[T],
         q: &[f64],
         force: &mut [f64],
         k: &mut [T],
+        ldk: usize,
         h: &mut [T],
         accumulate: bool,
     ) -> bool {
@@ -1319,7 +1508,7 @@ impl<M: TetMaterial> CubatureForces<M> {
             for p in start..end {
                 let e = self.elements[p];
                 let gp = &g[9 * p * stride..9 * (p + 1) * stride];
-                let fv = dot9::<T, FMA>(gp, q, r, stride);
+                let fv = dot9::<T>(gp, q, r, stride);
                 let f = Matrix3::from_column_slice(&fv);
                 let s = self.scale[p];
                 let (pk, t) = self.material.first_pk_and_tangent(e, &f);
@@ -1329,22 +1518,26 @@ impl<M: TetMaterial> CubatureForces<M> {
                     t -= &lin.t0[p];
                 }
                 let pk: [f64; 9] = std::array::from_fn(|c| pk.as_slice()[c]);
-                axpy9::<T, FMA>(&pk, gp, force, r, stride);
+                axpy9::<T>(&pk, gp, force, r, stride);
                 let tt: [[T; 9]; 9] =
                     std::array::from_fn(|a| std::array::from_fn(|c| T::from_f64(t[(a, c)])));
                 let hp = &mut h[9 * (p - start) * stride..9 * (p - start + 1) * stride];
-                apply_tangent::<T, FMA>(&tt, gp, hp, stride);
+                apply_tangent::<T>(&tt, gp, hp, stride);
             }
             let cols = 9 * (end - start);
-            block_product::<T>(
-                k,
+            let (gb, hb) = (
                 &g[9 * start * stride..9 * end * stride],
                 &h[..cols * stride],
-                r,
-                stride,
-                cols,
-                accumulate || written,
             );
+            let acc = accumulate || written;
+            // Register widths in lanes of T: f32 8 (AVX2) or 16 (AVX-512), f64 4 or 8.
+            match (T::LANES == 8, WIDE) {
+                (true, true) => lower_product::<T, 16, 8>(k, ldk, gb, hb, r, stride, cols, acc),
+                (true, false) | (false, true) => {
+                    lower_product::<T, 8, 4>(k, ldk, gb, hb, r, stride, cols, acc)
+                }
+                (false, false) => lower_product::<T, 4, 2>(k, ldk, gb, hb, r, stride, cols, acc),
+            }
             written = true;
             start = end;
         }
@@ -1367,7 +1560,7 @@ impl<M: TetMaterial> CubatureForces<M> {
         let q = &q[..r];
         let mut w = 0.0;
         for (p, &e) in self.elements.iter().enumerate() {
-            let fv = dot9::<S, false>(&g[9 * p * stride..9 * (p + 1) * stride], q, r, stride);
+            let fv = dot9::<S>(&g[9 * p * stride..9 * (p + 1) * stride], q, r, stride);
             let f = Matrix3::from_column_slice(&fv);
             w += self.scale[p] * self.material.energy_density(e, &f);
             if let Some(lin) = &self.linear {
@@ -1641,7 +1834,7 @@ impl TrainingData {
                     .enumerate()
                     .for_each(|(e, (v, v0))| {
                         let g = &g_all[9 * e * r..9 * (e + 1) * r];
-                        let fv = dot9::<f64, false>(g, &probe.q, r, r);
+                        let fv = dot9::<f64>(g, &probe.q, r, r);
                         let df = nalgebra::SVector::<f64, 9>::from_fn(|c, _| {
                             dot(&g[c * r..(c + 1) * r], &probe.direction)
                         });
@@ -1656,7 +1849,7 @@ impl TrainingData {
             let mut kd = vec![0.0; r];
             for e in 0..ne {
                 let v: [f64; 9] = std::array::from_fn(|c| col[9 * e + c]);
-                axpy9::<f64, false>(&v, &g_all[9 * e * r..9 * (e + 1) * r], &mut kd, r, r);
+                axpy9::<f64>(&v, &g_all[9 * e * r..9 * (e + 1) * r], &mut kd, r, r);
             }
             let bn = kd.iter().map(|x| x * x).sum::<f64>().sqrt();
             let inv = if bn > 0.0 { 1.0 / bn } else { 1.0 };
@@ -2314,21 +2507,35 @@ mod tests {
             let e = cub.strain_energy(&q);
             let ef = kernel.strain_energy(&mat, u.as_slice());
             assert!((e - ef).abs() <= 1e-11 * ef.abs(), "{e} vs {ef}");
-            // The portable and the AVX2+FMA kernels agree, in blocks of 10 points too.
-            let mut c2 = cub.clone();
-            c2.use_fma(false);
-            c2.block_bytes = 10 * 9 * 5 * 8;
-            let (mut f2, mut k2) = (vec![0.0; r], vec![0.0; r * r]);
-            c2.evaluate(&q, &mut f2, &mut k2, &mut c2.scratch());
-            assert!(relative_error(&f2, &f) < 1e-13);
-            assert!(relative_error(&k2, &k) < 1e-13);
+            // Every compilation this CPU runs (portable, AVX2, AVX-512), in blocks of
+            // 10 points too, gives the same bits: every sum is the same chain of fused
+            // multiply-adds.
+            for kernels in [
+                CubatureKernels::Portable,
+                CubatureKernels::Avx2,
+                CubatureKernels::Avx512,
+            ] {
+                let mut c2 = cub.clone();
+                c2.use_kernels(kernels);
+                c2.block_bytes = 10 * 9 * 5 * 8;
+                let (mut f2, mut k2) = (vec![0.0; r], vec![0.0; r * r]);
+                c2.evaluate(&q, &mut f2, &mut k2, &mut c2.scratch());
+                assert_eq!(f2, f, "{:?}", c2.kernels());
+                assert_eq!(k2, k, "{:?}", c2.kernels());
+            }
             // f32 gradients: the model moves by the rounding of G (6e-8 relative, 1e-6
             // allowed on the force), the stiffness by f32 sums over 96 tets (1e-5); the
             // force-only path uses the same rounded G. Small blocks of points (7 and 13
-            // per block) give the same sums.
-            for (fma, block_bytes) in [(false, 7 * 9 * 5 * 4), (true, 13 * 9 * 5 * 4)] {
+            // per block) and every compilation give the same bits.
+            let mut first_f32: Option<(Vec<f64>, Vec<f64>)> = None;
+            for (kernels, block_bytes) in [
+                (CubatureKernels::Portable, 7 * 9 * 5 * 4),
+                (CubatureKernels::Avx2, 13 * 9 * 5 * 4),
+                (CubatureKernels::Avx512, 13 * 9 * 5 * 4),
+                (CubatureKernels::Avx512, BLOCK_BYTES),
+            ] {
                 let mut c3 = cub.clone();
-                c3.use_fma(fma);
+                c3.use_kernels(kernels);
                 c3.block_bytes = block_bytes;
                 c3.set_precision(CubaturePrecision::F32);
                 assert_eq!(c3.precision(), CubaturePrecision::F32);
@@ -2341,11 +2548,107 @@ mod tests {
                 let mut f4 = vec![0.0; r];
                 c3.evaluate_force(&q, &mut f4, &mut c3.scratch());
                 assert!(relative_error(&f4, &f3) < 1e-13);
+                match &first_f32 {
+                    None => first_f32 = Some((f3, k3)),
+                    Some((f0, k0)) => assert!(*f0 == f3 && *k0 == k3),
+                }
             }
         }
         assert!(!CubatureForces::all_elements(&kernel, &basis, mat)
             .unwrap()
             .exact_linear());
+    }
+
+    /// K (+)= G H^T entry by entry: one fused chain over the columns, in order.
+    #[allow(clippy::too_many_arguments)]
+    fn lower_product_reference<T: Real>(
+        k: &mut [T],
+        ldk: usize,
+        g: &[T],
+        h: &[T],
+        r: usize,
+        stride: usize,
+        cols: usize,
+        accumulate: bool,
+    ) {
+        for j in 0..r {
+            for i in j..r {
+                let mut v = if accumulate {
+                    k[j * ldk + i]
+                } else {
+                    T::default()
+                };
+                for c in 0..cols {
+                    v = g[c * stride + i].mul_add(h[c * stride + j], v);
+                }
+                k[j * ldk + i] = v;
+            }
+        }
+    }
+
+    fn check_lower_product<
+        T: Real + std::fmt::Debug + PartialEq,
+        const L: usize,
+        const H: usize,
+    >(
+        r: usize,
+        stride: usize,
+        cols: usize,
+    ) {
+        let value = |i: usize| T::from_f64(((i * 7919 % 1013) as f64 / 1013.0 - 0.5) * 3.0);
+        // Zero padding below row r, as the cubature stores it.
+        let padded = |seed: usize| -> Vec<T> {
+            (0..stride * cols)
+                .map(|x| {
+                    if x % stride < r {
+                        value(x + seed)
+                    } else {
+                        T::default()
+                    }
+                })
+                .collect()
+        };
+        let (g, h) = (padded(1), padded(500));
+        let ldk = stride;
+        let k0: Vec<T> = (0..ldk * r).map(|x| value(x + 77)).collect();
+        for accumulate in [false, true] {
+            let mut want = k0.clone();
+            lower_product_reference(&mut want, ldk, &g, &h, r, stride, cols, accumulate);
+            let mut got = k0.clone();
+            lower_product::<T, L, H>(&mut got, ldk, &g, &h, r, stride, cols, accumulate);
+            // Split in two blocks of columns, the second resuming the first's chains.
+            let mut split = k0.clone();
+            lower_product::<T, L, H>(&mut split, ldk, &g, &h, r, stride, 9, accumulate);
+            let (g2, h2) = (&g[9 * stride..], &h[9 * stride..]);
+            lower_product::<T, L, H>(&mut split, ldk, g2, h2, r, stride, cols - 9, true);
+            for j in 0..r {
+                for i in j..r {
+                    let at = j * ldk + i;
+                    assert_eq!(got[at], want[at], "r {r} stride {stride} ({i}, {j})");
+                    assert_eq!(split[at], want[at], "split, r {r} ({i}, {j})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_stiffness_product_is_the_same_chain_of_fused_sums_for_every_tiling() {
+        // f64 storage is unpadded (scalar rows when r is not a multiple of the half
+        // register); f32 is padded to whole 8-lane registers. Sizes cover every tile
+        // shape and tail, both register widths (AVX2's and AVX-512's lane counts: the
+        // arithmetic, not the instructions, is under test here), and, with 600 columns,
+        // several chunks of columns.
+        for r in 1..=21usize {
+            let s32 = r.div_ceil(8) * 8;
+            check_lower_product::<f64, 4, 2>(r, r, 23);
+            check_lower_product::<f64, 8, 4>(r, r, 23);
+            check_lower_product::<f32, 8, 4>(r, s32, 23);
+            check_lower_product::<f32, 16, 8>(r, s32, 23);
+        }
+        check_lower_product::<f32, 8, 4>(100, 104, 600);
+        check_lower_product::<f32, 16, 8>(100, 104, 600);
+        check_lower_product::<f64, 4, 2>(60, 60, 600);
+        check_lower_product::<f64, 8, 4>(60, 60, 600);
     }
 
     #[test]

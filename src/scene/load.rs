@@ -643,7 +643,10 @@ impl Loader<'_> {
         );
         // The training's form beyond its options: the exact linear part follows the
         // activation, and stiffness probes at the contracted equilibria.
-        k.value("cubature-training", &"affine linear part, stiffness probes");
+        k.value(
+            "cubature-training",
+            &"affine linear part, stiffness probes, f64 reference",
+        );
         let stem = k.name("");
         let states = std::cell::RefCell::new(None);
         self.stage(object, "muscle basis");
