@@ -888,57 +888,75 @@ fn add_affine(lin: &LinearPart, q: &[f64], force: &mut [f64]) {
 /// tiles are two registers of rows by four columns (8 accumulators). The tiles that
 /// straddle the diagonal also compute a few entries above it, which the caller never
 /// reads. Rows past `r` up to `stride` are the zero padding of G.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn lower_product<T: Real, const L: usize, const H: usize>(
     k: &mut [T],
     ldk: usize,
-    g: &[T],
-    h: &[T],
-    r: usize,
-    stride: usize,
-    cols: usize,
+    block: &LowerBlock<'_, T>,
     accumulate: bool,
 ) {
+    let LowerBlock {
+        g,
+        h,
+        r,
+        stride,
+        cols,
+    } = *block;
     assert!(ldk >= stride && k.len() >= ldk * r && H * 2 == L);
-    let g = &g[..stride * cols];
-    let h = &h[..stride * cols];
     let chunk = (16 * 1024 / (stride * std::mem::size_of::<T>())).max(8);
     let mut c0 = 0;
     while c0 < cols {
         let c1 = (c0 + chunk).min(cols);
-        let (gc, hc) = (&g[c0 * stride..c1 * stride], &h[c0 * stride..c1 * stride]);
-        lower_chunk::<T, L, H>(k, ldk, gc, hc, r, stride, c1 - c0, accumulate || c0 > 0);
+        let part = LowerBlock {
+            g: &g[c0 * stride..c1 * stride],
+            h: &h[c0 * stride..c1 * stride],
+            cols: c1 - c0,
+            ..*block
+        };
+        lower_chunk::<T, L, H>(k, ldk, &part, accumulate || c0 > 0);
         c0 = c1;
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The operands of [`lower_product`]: G and H, `cols` columns of `stride` entries
+/// each, of which the first r are used.
+#[derive(Clone, Copy)]
+struct LowerBlock<'a, T> {
+    g: &'a [T],
+    h: &'a [T],
+    r: usize,
+    stride: usize,
+    cols: usize,
+}
+
 #[inline(always)]
 fn lower_chunk<T: Real, const L: usize, const H: usize>(
     k: &mut [T],
     ldk: usize,
-    g: &[T],
-    h: &[T],
-    r: usize,
-    stride: usize,
-    cols: usize,
+    b: &LowerBlock<'_, T>,
     accumulate: bool,
 ) {
+    let LowerBlock {
+        g,
+        h,
+        r,
+        stride,
+        cols,
+    } = *b;
     let mut j0 = 0;
     while j0 < r {
         let nj = (r - j0).min(4);
         let mut i0 = (j0 / H) * H;
         while i0 + 2 * L <= stride {
-            lower_tile::<T, L, 2>(k, ldk, g, h, stride, cols, i0, j0, nj, accumulate);
+            lower_tile::<T, L, 2>(k, ldk, b, i0, j0, nj, accumulate);
             i0 += 2 * L;
         }
         if i0 + L <= stride {
-            lower_tile::<T, L, 1>(k, ldk, g, h, stride, cols, i0, j0, nj, accumulate);
+            lower_tile::<T, L, 1>(k, ldk, b, i0, j0, nj, accumulate);
             i0 += L;
         }
         if i0 + H <= stride {
-            lower_tile::<T, H, 1>(k, ldk, g, h, stride, cols, i0, j0, nj, accumulate);
+            lower_tile::<T, H, 1>(k, ldk, b, i0, j0, nj, accumulate);
             i0 += H;
         }
         // Rows that do not fill a register (f64 storage with r not a multiple of H).
@@ -960,42 +978,37 @@ fn lower_chunk<T: Real, const L: usize, const H: usize>(
 }
 
 /// One tile of [`lower_product`]: rows i0 .. i0 + M L, columns j0 .. j0 + nj (nj <= 4).
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn lower_tile<T: Real, const L: usize, const M: usize>(
     k: &mut [T],
     ldk: usize,
-    g: &[T],
-    h: &[T],
-    stride: usize,
-    cols: usize,
+    b: &LowerBlock<'_, T>,
     i0: usize,
     j0: usize,
     nj: usize,
     accumulate: bool,
 ) {
     if nj == 4 {
-        lower_tile_n::<T, L, M, 4>(k, ldk, g, h, stride, cols, i0, j0, accumulate)
+        lower_tile_n::<T, L, M, 4>(k, ldk, b, i0, j0, accumulate)
     } else {
         for j in j0..j0 + nj {
-            lower_tile_n::<T, L, M, 1>(k, ldk, g, h, stride, cols, i0, j, accumulate)
+            lower_tile_n::<T, L, M, 1>(k, ldk, b, i0, j, accumulate)
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn lower_tile_n<T: Real, const L: usize, const M: usize, const N: usize>(
     k: &mut [T],
     ldk: usize,
-    g: &[T],
-    h: &[T],
-    stride: usize,
-    cols: usize,
+    b: &LowerBlock<'_, T>,
     i0: usize,
     j0: usize,
     accumulate: bool,
 ) {
+    let LowerBlock {
+        g, h, stride, cols, ..
+    } = *b;
     if cols == 0 {
         return;
     }
@@ -1016,12 +1029,12 @@ fn lower_tile_n<T: Real, const L: usize, const M: usize, const N: usize>(
         let (gb, hb) = (c * stride + i0, c * stride + j0);
         for (n, accn) in acc.iter_mut().enumerate() {
             // SAFETY: hb + n < c * stride + j0 + N <= cols * stride <= h.len() (asserted).
-            let b = unsafe { *h.get_unchecked(hb + n) };
+            let hv = unsafe { *h.get_unchecked(hb + n) };
             for (m, a) in accn.iter_mut().enumerate() {
                 for (l, al) in a.iter_mut().enumerate() {
                     // SAFETY: gb + m L + l < c * stride + i0 + M L <= g.len() (asserted).
                     let x = unsafe { *g.get_unchecked(gb + m * L + l) };
-                    *al = fmadd_t(x, b, *al);
+                    *al = fmadd_t(x, hv, *al);
                 }
             }
         }
@@ -1525,18 +1538,19 @@ impl<M: TetMaterial> CubatureForces<M> {
                 apply_tangent::<T>(&tt, gp, hp, stride);
             }
             let cols = 9 * (end - start);
-            let (gb, hb) = (
-                &g[9 * start * stride..9 * end * stride],
-                &h[..cols * stride],
-            );
+            let b = LowerBlock {
+                g: &g[9 * start * stride..9 * end * stride],
+                h: &h[..cols * stride],
+                r,
+                stride,
+                cols,
+            };
             let acc = accumulate || written;
             // Register widths in lanes of T: f32 8 (AVX2) or 16 (AVX-512), f64 4 or 8.
             match (T::LANES == 8, WIDE) {
-                (true, true) => lower_product::<T, 16, 8>(k, ldk, gb, hb, r, stride, cols, acc),
-                (true, false) | (false, true) => {
-                    lower_product::<T, 8, 4>(k, ldk, gb, hb, r, stride, cols, acc)
-                }
-                (false, false) => lower_product::<T, 4, 2>(k, ldk, gb, hb, r, stride, cols, acc),
+                (true, true) => lower_product::<T, 16, 8>(k, ldk, &b, acc),
+                (true, false) | (false, true) => lower_product::<T, 8, 4>(k, ldk, &b, acc),
+                (false, false) => lower_product::<T, 4, 2>(k, ldk, &b, acc),
             }
             written = true;
             start = end;
@@ -2615,12 +2629,25 @@ mod tests {
             let mut want = k0.clone();
             lower_product_reference(&mut want, ldk, &g, &h, r, stride, cols, accumulate);
             let mut got = k0.clone();
-            lower_product::<T, L, H>(&mut got, ldk, &g, &h, r, stride, cols, accumulate);
+            let whole = LowerBlock {
+                g: &g,
+                h: &h,
+                r,
+                stride,
+                cols,
+            };
+            lower_product::<T, L, H>(&mut got, ldk, &whole, accumulate);
             // Split in two blocks of columns, the second resuming the first's chains.
             let mut split = k0.clone();
-            lower_product::<T, L, H>(&mut split, ldk, &g, &h, r, stride, 9, accumulate);
-            let (g2, h2) = (&g[9 * stride..], &h[9 * stride..]);
-            lower_product::<T, L, H>(&mut split, ldk, g2, h2, r, stride, cols - 9, true);
+            let first = LowerBlock { cols: 9, ..whole };
+            lower_product::<T, L, H>(&mut split, ldk, &first, accumulate);
+            let second = LowerBlock {
+                g: &g[9 * stride..],
+                h: &h[9 * stride..],
+                cols: cols - 9,
+                ..whole
+            };
+            lower_product::<T, L, H>(&mut split, ldk, &second, true);
             for j in 0..r {
                 for i in j..r {
                     let at = j * ldk + i;
