@@ -284,27 +284,31 @@ impl<F: ReducedInternalForces> ReducedNewmark<F> {
 /// memory, which nalgebra's owned decompositions do not offer. n <= MAX_R (255).
 pub fn cholesky_solve_in_place(a: &mut [f64], n: usize, b: &mut [f64]) -> bool {
     // A is symmetric, so its column-major storage read row-major is the same matrix:
-    // build the lower factor row by row (L[i][k] at a[i*n + k]), which keeps every inner
-    // loop a contiguous dot product or axpy.
+    // the lower factor is stored by rows (L[i][k] at a[i*n + k]), which keeps every inner
+    // loop a contiguous dot product. It is built a column at a time (left-looking):
+    // L[i][j] = (A[i][j] - L[i, ..j] . L[j, ..j]) / L[j][j] for all i > j are independent
+    // dot products, which the core overlaps; built row by row, each entry waited for the
+    // one before it (a chain of n^3 / 6 dependent additions). Each entry is the same
+    // expression either way, so the factor is the same bits.
     // Reciprocals of the diagonal on the stack: divisions are long-latency and would
     // otherwise serialize the factorization.
     let a = &mut a[..n * n];
     let b = &mut b[..n];
     let mut inv = [0.0f64; crate::reduction::evaluator::MAX_R];
-    for i in 0..n {
-        let (done, rest) = a.split_at_mut(i * n);
-        let row_i = &mut rest[..n];
-        for j in 0..i {
-            let row_j = &done[j * n..j * n + j];
-            let s = dot(&row_i[..j], row_j);
-            row_i[j] = (row_i[j] - s) * inv[j];
-        }
-        let d = row_i[i] - dot(&row_i[..i], &row_i[..i]);
+    for j in 0..n {
+        let (done, rest) = a.split_at_mut((j + 1) * n);
+        let row_j = &mut done[j * n..j * n + j + 1];
+        let d = row_j[j] - dot(&row_j[..j], &row_j[..j]);
         if d.is_nan() || d <= 0.0 || !d.is_finite() {
             return false;
         }
-        row_i[i] = d.sqrt();
-        inv[i] = 1.0 / row_i[i];
+        row_j[j] = d.sqrt();
+        inv[j] = 1.0 / row_j[j];
+        let row_j = &row_j[..j];
+        for row_i in rest.chunks_exact_mut(n) {
+            let s = dot(&row_i[..j], row_j);
+            row_i[j] = (row_i[j] - s) * inv[j];
+        }
     }
     // L y = b.
     for i in 0..n {

@@ -710,9 +710,41 @@ trait Real:
     const LANES: usize;
     fn mul_add(self, b: Self, c: Self) -> Self;
     fn from_f64(x: f64) -> Self;
+    /// [`lower_tile_n`] in AVX2 registers (`LANES` lanes) or, `wide`, AVX-512 ones.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA, and AVX-512F when `wide`.
+    #[cfg(target_arch = "x86_64")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn simd_tile<const M: usize, const N: usize>(
+        wide: bool,
+        k: &mut [Self],
+        ldk: usize,
+        b: &LowerBlock<'_, Self>,
+        i0: usize,
+        j0: usize,
+        accumulate: bool,
+    );
 }
 impl Real for f64 {
     const LANES: usize = 4;
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn simd_tile<const M: usize, const N: usize>(
+        wide: bool,
+        k: &mut [f64],
+        ldk: usize,
+        b: &LowerBlock<'_, f64>,
+        i0: usize,
+        j0: usize,
+        accumulate: bool,
+    ) {
+        if wide {
+            tiles::avx512_f64::<M, N>(k, ldk, b, i0, j0, accumulate)
+        } else {
+            tiles::avx2_f64::<M, N>(k, ldk, b, i0, j0, accumulate)
+        }
+    }
     #[inline(always)]
     fn mul_add(self, b: f64, c: f64) -> f64 {
         f64::mul_add(self, b, c)
@@ -724,6 +756,23 @@ impl Real for f64 {
 }
 impl Real for f32 {
     const LANES: usize = 8;
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn simd_tile<const M: usize, const N: usize>(
+        wide: bool,
+        k: &mut [f32],
+        ldk: usize,
+        b: &LowerBlock<'_, f32>,
+        i0: usize,
+        j0: usize,
+        accumulate: bool,
+    ) {
+        if wide {
+            tiles::avx512_f32::<M, N>(k, ldk, b, i0, j0, accumulate)
+        } else {
+            tiles::avx2_f32::<M, N>(k, ldk, b, i0, j0, accumulate)
+        }
+    }
     #[inline(always)]
     fn mul_add(self, b: f32, c: f32) -> f32 {
         f32::mul_add(self, b, c)
@@ -889,7 +938,7 @@ fn add_affine(lin: &LinearPart, q: &[f64], force: &mut [f64]) {
 /// straddle the diagonal also compute a few entries above it, which the caller never
 /// reads. Rows past `r` up to `stride` are the zero padding of G.
 #[inline(always)]
-fn lower_product<T: Real, const L: usize, const H: usize>(
+fn lower_product<T: Real, const L: usize, const H: usize, const SIMD: bool>(
     k: &mut [T],
     ldk: usize,
     block: &LowerBlock<'_, T>,
@@ -913,7 +962,7 @@ fn lower_product<T: Real, const L: usize, const H: usize>(
             cols: c1 - c0,
             ..*block
         };
-        lower_chunk::<T, L, H>(k, ldk, &part, accumulate || c0 > 0);
+        lower_chunk::<T, L, H, SIMD>(k, ldk, &part, accumulate || c0 > 0);
         c0 = c1;
     }
 }
@@ -930,7 +979,7 @@ struct LowerBlock<'a, T> {
 }
 
 #[inline(always)]
-fn lower_chunk<T: Real, const L: usize, const H: usize>(
+fn lower_chunk<T: Real, const L: usize, const H: usize, const SIMD: bool>(
     k: &mut [T],
     ldk: usize,
     b: &LowerBlock<'_, T>,
@@ -948,15 +997,15 @@ fn lower_chunk<T: Real, const L: usize, const H: usize>(
         let nj = (r - j0).min(4);
         let mut i0 = (j0 / H) * H;
         while i0 + 2 * L <= stride {
-            lower_tile::<T, L, 2>(k, ldk, b, i0, j0, nj, accumulate);
+            lower_tile::<T, L, 2, SIMD>(k, ldk, b, i0, j0, nj, accumulate);
             i0 += 2 * L;
         }
         if i0 + L <= stride {
-            lower_tile::<T, L, 1>(k, ldk, b, i0, j0, nj, accumulate);
+            lower_tile::<T, L, 1, SIMD>(k, ldk, b, i0, j0, nj, accumulate);
             i0 += L;
         }
         if i0 + H <= stride {
-            lower_tile::<T, H, 1>(k, ldk, b, i0, j0, nj, accumulate);
+            lower_tile::<T, H, 1, SIMD>(k, ldk, b, i0, j0, nj, accumulate);
             i0 += H;
         }
         // Rows that do not fill a register (f64 storage with r not a multiple of H).
@@ -978,8 +1027,9 @@ fn lower_chunk<T: Real, const L: usize, const H: usize>(
 }
 
 /// One tile of [`lower_product`]: rows i0 .. i0 + M L, columns j0 .. j0 + nj (nj <= 4).
+/// The tile kernels must be called with no more lanes than the CPU has.
 #[inline(always)]
-fn lower_tile<T: Real, const L: usize, const M: usize>(
+fn lower_tile<T: Real, const L: usize, const M: usize, const SIMD: bool>(
     k: &mut [T],
     ldk: usize,
     b: &LowerBlock<'_, T>,
@@ -989,16 +1039,19 @@ fn lower_tile<T: Real, const L: usize, const M: usize>(
     accumulate: bool,
 ) {
     if nj == 4 {
-        lower_tile_n::<T, L, M, 4>(k, ldk, b, i0, j0, accumulate)
+        lower_tile_n::<T, L, M, 4, SIMD>(k, ldk, b, i0, j0, accumulate)
     } else {
         for j in j0..j0 + nj {
-            lower_tile_n::<T, L, M, 1>(k, ldk, b, i0, j, accumulate)
+            lower_tile_n::<T, L, M, 1, SIMD>(k, ldk, b, i0, j, accumulate)
         }
     }
 }
 
+///
+/// With `SIMD` the tile runs in explicit AVX2 (L = `T::LANES`) or AVX-512 (L = 2
+/// `T::LANES`) registers ([`tiles`]); the caller guarantees that the CPU has them.
 #[inline(always)]
-fn lower_tile_n<T: Real, const L: usize, const M: usize, const N: usize>(
+fn lower_tile_n<T: Real, const L: usize, const M: usize, const N: usize, const SIMD: bool>(
     k: &mut [T],
     ldk: usize,
     b: &LowerBlock<'_, T>,
@@ -1006,6 +1059,12 @@ fn lower_tile_n<T: Real, const L: usize, const M: usize, const N: usize>(
     j0: usize,
     accumulate: bool,
 ) {
+    #[cfg(target_arch = "x86_64")]
+    if SIMD && (L == T::LANES || L == 2 * T::LANES) {
+        // SAFETY: the caller's CPU has the registers of L lanes (`SIMD`).
+        unsafe { T::simd_tile::<M, N>(L == 2 * T::LANES, k, ldk, b, i0, j0, accumulate) };
+        return;
+    }
     let LowerBlock {
         g, h, stride, cols, ..
     } = *b;
@@ -1045,6 +1104,133 @@ fn lower_tile_n<T: Real, const L: usize, const M: usize, const N: usize>(
             k[at..at + L].copy_from_slice(a);
         }
     }
+}
+
+/// The tiles of [`lower_product`] in explicit AVX2 and AVX-512 registers: the same
+/// chains of fused multiply-adds as the generic [`lower_tile_n`], so the same bits.
+/// Written with intrinsics because the compiler's vectorization of the generic tile is
+/// fragile: compiled for AVX-512, its 2 x 4 tile of 16-lane accumulators (128 floats)
+/// stayed on the stack as scalar fused multiply-adds, and the r = 100 product ran ten
+/// times slower than the AVX2 one.
+#[cfg(target_arch = "x86_64")]
+mod tiles {
+    use super::LowerBlock;
+    use std::arch::x86_64::*;
+
+    macro_rules! tile {
+        ($name:ident, $feature:literal, $t:ty, $v:ty, $lanes:literal,
+         $load:ident, $store:ident, $splat:ident, $fmadd:ident, $zero:ident) => {
+            /// K (rows i0 .. i0 + M L, columns j0 .. j0 + N) (+)= G H^T over the block's
+            /// columns: M N registers of accumulators.
+            ///
+            /// # Safety
+            /// The CPU has the instructions of `$feature`.
+            #[target_feature(enable = $feature)]
+            pub(super) unsafe fn $name<const M: usize, const N: usize>(
+                k: &mut [$t],
+                ldk: usize,
+                b: &LowerBlock<'_, $t>,
+                i0: usize,
+                j0: usize,
+                accumulate: bool,
+            ) {
+                const L: usize = $lanes;
+                let LowerBlock {
+                    g, h, stride, cols, ..
+                } = *b;
+                if cols == 0 {
+                    return;
+                }
+                assert!(
+                    i0 + M * L <= stride
+                        && j0 + N <= stride
+                        && (j0 + N - 1) * ldk + i0 + M * L <= k.len()
+                );
+                assert!(g.len() >= cols * stride && h.len() >= cols * stride);
+                let mut acc = [[$zero(); M]; N];
+                let kp = k.as_mut_ptr();
+                if accumulate {
+                    for (n, accn) in acc.iter_mut().enumerate() {
+                        for (m, a) in accn.iter_mut().enumerate() {
+                            // SAFETY: inside k (asserted).
+                            *a = unsafe { $load(kp.add((j0 + n) * ldk + i0 + m * L)) };
+                        }
+                    }
+                }
+                let (gp, hp) = (g.as_ptr(), h.as_ptr());
+                for c in 0..cols {
+                    let (gb, hb) = (c * stride + i0, c * stride + j0);
+                    let mut x = [$zero(); M];
+                    for (m, xm) in x.iter_mut().enumerate() {
+                        // SAFETY: gb + M L <= cols * stride <= g.len() (asserted).
+                        *xm = unsafe { $load(gp.add(gb + m * L)) };
+                    }
+                    for (n, accn) in acc.iter_mut().enumerate() {
+                        // SAFETY: hb + N <= cols * stride <= h.len() (asserted).
+                        let hv = $splat(unsafe { *hp.add(hb + n) });
+                        for (a, &xm) in accn.iter_mut().zip(&x) {
+                            *a = $fmadd(xm, hv, *a);
+                        }
+                    }
+                }
+                for (n, accn) in acc.iter().enumerate() {
+                    for (m, &a) in accn.iter().enumerate() {
+                        // SAFETY: inside k (asserted).
+                        unsafe { $store(kp.add((j0 + n) * ldk + i0 + m * L), a) };
+                    }
+                }
+            }
+        };
+    }
+
+    tile!(
+        avx2_f32,
+        "avx2,fma",
+        f32,
+        __m256,
+        8,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_set1_ps,
+        _mm256_fmadd_ps,
+        _mm256_setzero_ps
+    );
+    tile!(
+        avx2_f64,
+        "avx2,fma",
+        f64,
+        __m256d,
+        4,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_set1_pd,
+        _mm256_fmadd_pd,
+        _mm256_setzero_pd
+    );
+    tile!(
+        avx512_f32,
+        "avx512f",
+        f32,
+        __m512,
+        16,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_set1_ps,
+        _mm512_fmadd_ps,
+        _mm512_setzero_ps
+    );
+    tile!(
+        avx512_f64,
+        "avx512f",
+        f64,
+        __m512d,
+        8,
+        _mm512_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_set1_pd,
+        _mm512_fmadd_pd,
+        _mm512_setzero_pd
+    );
 }
 
 /// The compilations of the per-point kernels and the stiffness product. All three do
@@ -1403,7 +1589,7 @@ impl<M: TetMaterial> CubatureForces<M> {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX2 and FMA (as above).
             CubatureKernels::Avx2 => unsafe { self.evaluate_avx2(q, force, stiffness, scratch) },
-            _ => self.evaluate_any::<false>(q, force, stiffness, scratch),
+            _ => self.evaluate_any::<false, false>(q, force, stiffness, scratch),
         }
     }
 
@@ -1428,7 +1614,7 @@ impl<M: TetMaterial> CubatureForces<M> {
         stiffness: &mut [f64],
         scratch: &mut CubatureScratch,
     ) {
-        self.evaluate_any::<false>(q, force, stiffness, scratch);
+        self.evaluate_any::<false, true>(q, force, stiffness, scratch);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -1440,12 +1626,13 @@ impl<M: TetMaterial> CubatureForces<M> {
         stiffness: &mut [f64],
         scratch: &mut CubatureScratch,
     ) {
-        self.evaluate_any::<true>(q, force, stiffness, scratch);
+        self.evaluate_any::<true, true>(q, force, stiffness, scratch);
     }
 
-    /// `WIDE`: the stiffness product in AVX-512's register width.
+    /// `WIDE`: the stiffness product in AVX-512's register width; `SIMD`: in explicit
+    /// AVX2 / AVX-512 registers (the caller's CPU has them).
     #[inline(always)]
-    fn evaluate_any<const WIDE: bool>(
+    fn evaluate_any<const WIDE: bool, const SIMD: bool>(
         &self,
         q: &[f64],
         force: &mut [f64],
@@ -1461,12 +1648,12 @@ impl<M: TetMaterial> CubatureForces<M> {
         let CubatureScratch { h64, h32, k32 } = scratch;
         match &self.gt32 {
             None => {
-                self.evaluate_with::<f64, WIDE>(&self.gt, q, force, stiffness, r, h64, true);
+                self.evaluate_with::<f64, WIDE, SIMD>(&self.gt, q, force, stiffness, r, h64, true);
             }
             Some(g32) => {
                 let ldk = self.stride32();
                 assert!(k32.len() == ldk * r, "scratch from another precision");
-                if self.evaluate_with::<f32, WIDE>(g32, q, force, k32, ldk, h32, false) {
+                if self.evaluate_with::<f32, WIDE, SIMD>(g32, q, force, k32, ldk, h32, false) {
                     for j in 0..r {
                         for i in j..r {
                             stiffness[j * r + i] += k32[j * ldk + i] as f64;
@@ -1493,7 +1680,7 @@ impl<M: TetMaterial> CubatureForces<M> {
     /// `k` was written.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn evaluate_with<T: Real, const WIDE: bool>(
+    fn evaluate_with<T: Real, const WIDE: bool, const SIMD: bool>(
         &self,
         g: &[T],
         q: &[f64],
@@ -1548,9 +1735,9 @@ impl<M: TetMaterial> CubatureForces<M> {
             let acc = accumulate || written;
             // Register widths in lanes of T: f32 8 (AVX2) or 16 (AVX-512), f64 4 or 8.
             match (T::LANES == 8, WIDE) {
-                (true, true) => lower_product::<T, 16, 8>(k, ldk, &b, acc),
-                (true, false) | (false, true) => lower_product::<T, 8, 4>(k, ldk, &b, acc),
-                (false, false) => lower_product::<T, 4, 2>(k, ldk, &b, acc),
+                (true, true) => lower_product::<T, 16, 8, SIMD>(k, ldk, &b, acc),
+                (true, false) | (false, true) => lower_product::<T, 8, 4, SIMD>(k, ldk, &b, acc),
+                (false, false) => lower_product::<T, 4, 2, SIMD>(k, ldk, &b, acc),
             }
             written = true;
             start = end;
@@ -2600,10 +2787,32 @@ mod tests {
         }
     }
 
+    /// The generic tiles, and the explicit-register ones where the CPU has them.
     fn check_lower_product<
         T: Real + std::fmt::Debug + PartialEq,
         const L: usize,
         const H: usize,
+    >(
+        r: usize,
+        stride: usize,
+        cols: usize,
+    ) {
+        check_lower_product_with::<T, L, H, false>(r, stride, cols);
+        let needed = if L == 2 * T::LANES {
+            CubatureKernels::Avx512
+        } else {
+            CubatureKernels::Avx2
+        };
+        if CubatureKernels::detect() >= needed {
+            check_lower_product_with::<T, L, H, true>(r, stride, cols);
+        }
+    }
+
+    fn check_lower_product_with<
+        T: Real + std::fmt::Debug + PartialEq,
+        const L: usize,
+        const H: usize,
+        const SIMD: bool,
     >(
         r: usize,
         stride: usize,
@@ -2636,22 +2845,25 @@ mod tests {
                 stride,
                 cols,
             };
-            lower_product::<T, L, H>(&mut got, ldk, &whole, accumulate);
+            lower_product::<T, L, H, SIMD>(&mut got, ldk, &whole, accumulate);
             // Split in two blocks of columns, the second resuming the first's chains.
             let mut split = k0.clone();
             let first = LowerBlock { cols: 9, ..whole };
-            lower_product::<T, L, H>(&mut split, ldk, &first, accumulate);
+            lower_product::<T, L, H, SIMD>(&mut split, ldk, &first, accumulate);
             let second = LowerBlock {
                 g: &g[9 * stride..],
                 h: &h[9 * stride..],
                 cols: cols - 9,
                 ..whole
             };
-            lower_product::<T, L, H>(&mut split, ldk, &second, true);
+            lower_product::<T, L, H, SIMD>(&mut split, ldk, &second, true);
             for j in 0..r {
                 for i in j..r {
                     let at = j * ldk + i;
-                    assert_eq!(got[at], want[at], "r {r} stride {stride} ({i}, {j})");
+                    assert_eq!(
+                        got[at], want[at],
+                        "r {r} stride {stride} simd {SIMD} ({i}, {j})"
+                    );
                     assert_eq!(split[at], want[at], "split, r {r} ({i}, {j})");
                 }
             }
