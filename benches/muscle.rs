@@ -7,12 +7,18 @@
 //!
 //! - `muscle/step/20`: one reduced step (cubature force and stiffness, 20 x 20 solve).
 //! - `muscle/eval/20`: the cubature force and stiffness alone.
+//!
+//! Printed before the timings: the fastest of 2,000 evaluations in each compilation of
+//! the cubature kernels this CPU runs (`CubatureKernels`), taken in turns so that the
+//! machine's load falls on each alike; the default at r = 20 is the faster of them.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
+use haptics::fem::muscle::MuscleMaterial;
 use haptics::mesh::fusiform::FusiformSpec;
 use haptics::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
 use haptics::muscle::{FusiformModel, MaterialFile};
+use haptics::reduction::cubature::{CubatureForces, CubatureKernels};
 
 fn bench(c: &mut Criterion) {
     faer::set_global_parallelism(faer::Par::Seq);
@@ -46,6 +52,7 @@ fn bench(c: &mut Criterion) {
     eval.set_activation(0.5);
     let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
     let mut scratch = eval.scratch();
+    compare_kernels(&eval, &q);
     group.bench_function("eval/20", |b| {
         b.iter(|| eval.evaluate(std::hint::black_box(&q), &mut f, &mut k, &mut scratch))
     });
@@ -66,6 +73,41 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// Fastest evaluation per compilation of the kernels, interleaved in rounds.
+fn compare_kernels(cub: &CubatureForces<MuscleMaterial>, q: &[f64]) {
+    let r = q.len();
+    let mut kernels = vec![CubatureKernels::Portable];
+    for k in [CubatureKernels::Avx2, CubatureKernels::Avx512] {
+        if k <= CubatureKernels::detect() {
+            kernels.push(k);
+        }
+    }
+    let mut best = vec![f64::INFINITY; kernels.len()];
+    let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+    let mut cub = cub.clone();
+    let mut scratch = cub.scratch();
+    for _round in 0..40 {
+        for (kernel, best) in kernels.iter().zip(&mut best) {
+            cub.use_kernels(*kernel);
+            for _ in 0..50 {
+                let t = std::time::Instant::now();
+                cub.evaluate(std::hint::black_box(q), &mut f, &mut k, &mut scratch);
+                *best = best.min(t.elapsed().as_secs_f64());
+            }
+        }
+    }
+    for (kernel, best) in kernels.iter().zip(&best) {
+        eprintln!(
+            "muscle: {kernel:?} kernels, fastest evaluation {:.0} us",
+            best * 1e6
+        );
+    }
+    eprintln!(
+        "muscle: default at r = {r}: {:?}",
+        CubatureKernels::default_for(r)
+    );
 }
 
 criterion_group! {
