@@ -726,62 +726,43 @@ trait Real:
         accumulate: bool,
     );
 }
-impl Real for f64 {
-    const LANES: usize = 4;
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn simd_tile<const M: usize, const N: usize>(
-        wide: bool,
-        k: &mut [f64],
-        ldk: usize,
-        b: &LowerBlock<'_, f64>,
-        i0: usize,
-        j0: usize,
-        accumulate: bool,
-    ) {
-        if wide {
-            tiles::avx512_f64::<M, N>(k, ldk, b, i0, j0, accumulate)
-        } else {
-            tiles::avx2_f64::<M, N>(k, ldk, b, i0, j0, accumulate)
+/// The impl of [`Real`] for one float type, its lanes per AVX2 register and its two
+/// register tiles.
+macro_rules! real {
+    ($t:ty, $lanes:literal, $avx2:ident, $avx512:ident) => {
+        impl Real for $t {
+            const LANES: usize = $lanes;
+            #[cfg(target_arch = "x86_64")]
+            #[inline(always)]
+            unsafe fn simd_tile<const M: usize, const N: usize>(
+                wide: bool,
+                k: &mut [$t],
+                ldk: usize,
+                b: &LowerBlock<'_, $t>,
+                i0: usize,
+                j0: usize,
+                accumulate: bool,
+            ) {
+                if wide {
+                    tiles::$avx512::<M, N>(k, ldk, b, i0, j0, accumulate)
+                } else {
+                    tiles::$avx2::<M, N>(k, ldk, b, i0, j0, accumulate)
+                }
+            }
+            #[inline(always)]
+            fn mul_add(self, b: $t, c: $t) -> $t {
+                <$t>::mul_add(self, b, c)
+            }
+            #[inline(always)]
+            #[allow(clippy::unnecessary_cast)]
+            fn from_f64(x: f64) -> $t {
+                x as $t
+            }
         }
-    }
-    #[inline(always)]
-    fn mul_add(self, b: f64, c: f64) -> f64 {
-        f64::mul_add(self, b, c)
-    }
-    #[inline(always)]
-    fn from_f64(x: f64) -> f64 {
-        x
-    }
+    };
 }
-impl Real for f32 {
-    const LANES: usize = 8;
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn simd_tile<const M: usize, const N: usize>(
-        wide: bool,
-        k: &mut [f32],
-        ldk: usize,
-        b: &LowerBlock<'_, f32>,
-        i0: usize,
-        j0: usize,
-        accumulate: bool,
-    ) {
-        if wide {
-            tiles::avx512_f32::<M, N>(k, ldk, b, i0, j0, accumulate)
-        } else {
-            tiles::avx2_f32::<M, N>(k, ldk, b, i0, j0, accumulate)
-        }
-    }
-    #[inline(always)]
-    fn mul_add(self, b: f32, c: f32) -> f32 {
-        f32::mul_add(self, b, c)
-    }
-    #[inline(always)]
-    fn from_f64(x: f64) -> f32 {
-        x as f32
-    }
-}
+real!(f64, 4, avx2_f64, avx512_f64);
+real!(f32, 8, avx2_f32, avx512_f32);
 
 #[inline(always)]
 fn fmadd_t<T: Real>(a: T, b: T, c: T) -> T {
