@@ -5,8 +5,8 @@
 //!
 //! Layout of the cache directory:
 //! - `KIND-KEY.EXT`: the artifact (`sdf-*.dist`, `pshell-*.pshell`, `veg-*.veg`), KEY the
-//!   first 32 hex digits of SHA-256 over [`FORMAT_VERSION`], the kind, the bytes of every
-//!   input file and the `Debug` form of every parameter;
+//!   first 32 hex digits of SHA-256 over [`FORMAT_VERSION`], [`BUILDER_FINGERPRINT`], the
+//!   kind, the bytes of every input file and the `Debug` form of every parameter;
 //! - `KIND-KEY.EXT.sha256`: the SHA-256 of the artifact's bytes, written after it;
 //! - `bake-KEY/`: a baked directory ([`crate::reduction::bake::bake`], which validates
 //!   its own manifest and output hashes).
@@ -28,6 +28,12 @@ use crate::io::{file_sha256, hex, temp_sibling, write_bytes_atomic};
 /// so old caches are not reused.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// A fingerprint of the source code that builds the cached artifacts (the geometry,
+/// mesh, FEM, reduction and muscle modules and the scene loader; `build.rs`): a build
+/// whose builders changed gets new keys and rebuilds its cache instead of reusing the
+/// artifacts of another build.
+pub const BUILDER_FINGERPRINT: &str = env!("HAPTICS_BUILDER_FINGERPRINT");
+
 /// A cache key under construction.
 pub struct CacheKey {
     hasher: Sha256,
@@ -37,8 +43,15 @@ pub struct CacheKey {
 impl CacheKey {
     /// A key for artifacts of `kind` (`sdf`, `pshell`, `veg`, `bake`).
     pub fn new(kind: &'static str) -> Self {
+        Self::of_build(kind, BUILDER_FINGERPRINT)
+    }
+
+    /// A key for artifacts of `kind` built by the code of `fingerprint`.
+    fn of_build(kind: &'static str, fingerprint: &str) -> Self {
         let mut hasher = Sha256::new();
-        hasher.update(format!("haptics scene cache v{FORMAT_VERSION}\0{kind}\0").as_bytes());
+        hasher.update(
+            format!("haptics scene cache v{FORMAT_VERSION}\0{fingerprint}\0{kind}\0").as_bytes(),
+        );
         CacheKey { hasher, kind }
     }
 
@@ -129,6 +142,23 @@ fn commit_inner(temp: &Path, artifact: &Path) -> Result<(), SceneError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_depend_on_the_builders_code() {
+        let name = |fingerprint: &str| {
+            let mut k = CacheKey::of_build("bake", fingerprint);
+            k.value("basis", &20);
+            k.name("")
+        };
+        assert_eq!(name("0123456789abcdef"), name("0123456789abcdef"));
+        assert_ne!(name("0123456789abcdef"), name("0123456789abcdee"));
+        // The build's own fingerprint: 16 hex digits from build.rs, in every new key.
+        assert_eq!(BUILDER_FINGERPRINT.len(), 16);
+        assert!(BUILDER_FINGERPRINT.bytes().all(|b| b.is_ascii_hexdigit()));
+        let mut k = CacheKey::new("bake");
+        k.value("basis", &20);
+        assert_eq!(k.name(""), name(BUILDER_FINGERPRINT));
+    }
 
     #[test]
     fn a_failed_commit_leaves_no_temporary() {
