@@ -64,6 +64,11 @@ pub struct ContactParams {
     pub max_penetration: f64,
     /// Coulomb friction; `None` is frictionless.
     pub friction: Option<super::model::Friction>,
+    /// Node budget of the continuous sweep's candidate search
+    /// ([`super::continuous::SweepParams::node_budget`]): levels completed or not
+    /// started, as in the traversal. Where the sweep stops at a coarse level, fine points
+    /// between its samples can go past the penetration limit.
+    pub sweep_budget: usize,
 }
 
 impl ContactParams {
@@ -94,6 +99,7 @@ impl Default for ContactParams {
             temporal_coherence: true,
             max_penetration: 1e-3,
             friction: None,
+            sweep_budget: 4000,
         }
     }
 }

@@ -375,7 +375,10 @@ impl HapticSimulation {
         if limit <= 0.0 || depth + lip * reach < 0.5 * limit {
             return (step.pose_after(&from, 1.0), 1.0);
         }
-        let params = SweepParams::with_limit(limit);
+        let params = SweepParams {
+            node_budget: self.scene.contact.sweep_budget,
+            ..SweepParams::with_limit(limit)
+        };
         let mut motion = Motion {
             from,
             dx: step.dx,

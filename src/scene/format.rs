@@ -342,6 +342,8 @@ pub struct ContactSpec {
     /// Continuous contact: how far the held object may go into what it touches (scene
     /// units, default 0.001); 0 turns the sweep off.
     pub max_penetration: Option<f64>,
+    /// Node budget of the continuous sweep's candidate search (default 4000).
+    pub sweep_budget: Option<usize>,
     /// Coulomb friction; absent is frictionless.
     pub friction: Option<FrictionSpec>,
 }
@@ -359,7 +361,7 @@ pub struct FrictionSpec {
 
 impl ContactSpec {
     /// The numeric overrides, by parameter.
-    pub fn values(&self) -> [(Param, Option<f64>); 5] {
+    pub fn values(&self) -> [(Param, Option<f64>); 6] {
         [
             (Param::ContactStiffness, self.stiffness),
             (Param::WarmBudget, self.warm_budget.map(|v| v as f64)),
@@ -369,6 +371,7 @@ impl ContactSpec {
                 self.max_unscaled_contacts.map(|v| v as f64),
             ),
             (Param::MaxPenetration, self.max_penetration),
+            (Param::SweepBudget, self.sweep_budget.map(|v| v as f64)),
         ]
     }
 }

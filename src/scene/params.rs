@@ -26,6 +26,8 @@ pub enum Param {
     /// How far the held object may go into what it touches (continuous contact); 0 is
     /// the thesis's discrete contact.
     MaxPenetration,
+    /// Node budget of the continuous sweep's candidate search.
+    SweepBudget,
     /// Translational coupling stiffness `k_VC`.
     CouplingStiffness,
     /// Rotational coupling stiffness.
@@ -151,12 +153,13 @@ pub enum ParamError {
 
 impl Param {
     /// Every parameter, in display order.
-    pub const ALL: [Param; 17] = [
+    pub const ALL: [Param; 18] = [
         Param::ContactStiffness,
         Param::WarmBudget,
         Param::ColdFraction,
         Param::MaxUnscaledContacts,
         Param::MaxPenetration,
+        Param::SweepBudget,
         Param::CouplingStiffness,
         Param::TorqueStiffness,
         Param::SaturationForce,
@@ -218,6 +221,15 @@ impl Param {
                 false,
                 false,
                 (0.0, 0.01),
+            ),
+            Param::SweepBudget => (
+                "contact.sweep_budget",
+                "sweep node budget",
+                "nodes",
+                Range::closed(1.0, 1e9),
+                true,
+                true,
+                (16.0, 20000.0),
             ),
             Param::CouplingStiffness => (
                 "coupling.stiffness",
@@ -406,6 +418,7 @@ impl Param {
             Param::ColdFraction => c.cold_fraction,
             Param::MaxUnscaledContacts => c.max_unscaled_contacts as f64,
             Param::MaxPenetration => c.max_penetration,
+            Param::SweepBudget => c.sweep_budget as f64,
             Param::CouplingStiffness => k.stiffness,
             Param::TorqueStiffness => k.torque_stiffness,
             Param::SaturationForce => k.saturation_force.unwrap_or(0.0),
@@ -434,6 +447,7 @@ impl Param {
             Param::ColdFraction => c.cold_fraction = v,
             Param::MaxUnscaledContacts => c.max_unscaled_contacts = count,
             Param::MaxPenetration => c.max_penetration = v,
+            Param::SweepBudget => c.sweep_budget = count,
             Param::CouplingStiffness => k.stiffness = v,
             Param::TorqueStiffness => k.torque_stiffness = v,
             Param::SaturationForce => k.saturation_force = (v > 0.0).then_some(v),
