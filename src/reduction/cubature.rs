@@ -1512,12 +1512,31 @@ impl<M: TetMaterial> CubatureForces<M> {
     /// a uniform signature).
     pub fn evaluate_force(&self, q: &[f64], force: &mut [f64], scratch: &mut CubatureScratch) {
         let _ = scratch;
+        #[cfg(target_arch = "x86_64")]
+        if self.kernels >= CubatureKernels::Avx2 {
+            // SAFETY: the CPU has AVX2 and FMA (`kernels` is never above `detect`).
+            return unsafe { self.force_avx2(q, force) };
+        }
+        self.force_any(q, force)
+    }
+
+    /// [`Self::force_any`] with hardware fused multiply-adds (the same bits as the
+    /// portable build's library calls, which cost a function call each).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn force_avx2(&self, q: &[f64], force: &mut [f64]) {
+        self.force_any(q, force)
+    }
+
+    #[inline(always)]
+    fn force_any(&self, q: &[f64], force: &mut [f64]) {
         match &self.gt32 {
             None => self.force_with::<f64>(&self.gt, q, force),
             Some(g32) => self.force_with::<f32>(g32, q, force),
         }
     }
 
+    #[inline(always)]
     fn force_with<S: Real>(&self, g: &[S], q: &[f64], force: &mut [f64]) {
         let r = self.r;
         let stride = self.stride_of::<S>();
@@ -1730,12 +1749,30 @@ impl<M: TetMaterial> CubatureForces<M> {
     /// part: the exact quadratic expansion at rest plus the points' remainders, zero at
     /// rest). Its gradient is the force and its Hessian the stiffness.
     pub fn strain_energy(&self, q: &[f64]) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if self.kernels >= CubatureKernels::Avx2 {
+            // SAFETY: the CPU has AVX2 and FMA (`kernels` is never above `detect`).
+            return unsafe { self.energy_avx2(q) };
+        }
+        self.energy_any(q)
+    }
+
+    /// [`Self::energy_any`] with hardware fused multiply-adds (the same bits).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn energy_avx2(&self, q: &[f64]) -> f64 {
+        self.energy_any(q)
+    }
+
+    #[inline(always)]
+    fn energy_any(&self, q: &[f64]) -> f64 {
         match &self.gt32 {
             None => self.energy_with::<f64>(&self.gt, q),
             Some(g32) => self.energy_with::<f32>(g32, q),
         }
     }
 
+    #[inline(always)]
     fn energy_with<S: Real>(&self, g: &[S], q: &[f64]) -> f64 {
         let r = self.r;
         let stride = self.stride_of::<S>();
@@ -2691,7 +2728,10 @@ mod tests {
             assert!((e - ef).abs() <= 1e-11 * ef.abs(), "{e} vs {ef}");
             // Every compilation this CPU runs (portable, AVX2, AVX-512), in blocks of
             // 10 points too, gives the same bits: every sum is the same chain of fused
-            // multiply-adds.
+            // multiply-adds (the force-only and energy paths compared with this
+            // build's default compilation).
+            let mut force_only = vec![0.0; r];
+            cub.evaluate_force(&q, &mut force_only, &mut cub.scratch());
             for kernels in [
                 CubatureKernels::Portable,
                 CubatureKernels::Avx2,
@@ -2704,6 +2744,11 @@ mod tests {
                 c2.evaluate(&q, &mut f2, &mut k2, &mut c2.scratch());
                 assert_eq!(f2, f, "{:?}", c2.kernels());
                 assert_eq!(k2, k, "{:?}", c2.kernels());
+                // The force-only and energy paths too.
+                let mut f3 = vec![0.0; r];
+                c2.evaluate_force(&q, &mut f3, &mut c2.scratch());
+                assert_eq!(f3, force_only, "force only, {:?}", c2.kernels());
+                assert_eq!(c2.strain_energy(&q), e, "energy, {:?}", c2.kernels());
             }
             // f32 gradients: the model moves by the rounding of G (6e-8 relative, 1e-6
             // allowed on the force), the stiffness by f32 sums over 96 tets (1e-5); the
