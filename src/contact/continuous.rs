@@ -56,6 +56,10 @@ pub const MAX_AT_LIMIT: usize = 32;
 /// A point whose margin is below this fraction of the limit is *at* the limit.
 const NEAR: f64 = 0.01;
 
+/// The default node budget of the sweep's candidate search (and of the scene key
+/// `[contact] sweep_budget`, [`super::ContactParams::sweep_budget`]).
+pub const DEFAULT_NODE_BUDGET: usize = 4000;
+
 /// Settings of the sweep.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SweepParams {
@@ -72,7 +76,7 @@ impl SweepParams {
     pub fn with_limit(limit: f64) -> Self {
         SweepParams {
             penetration_limit: limit,
-            node_budget: 4000,
+            node_budget: DEFAULT_NODE_BUDGET,
             evaluation_budget: 4000,
         }
     }

@@ -99,7 +99,7 @@ impl Default for ContactParams {
             temporal_coherence: true,
             max_penetration: 1e-3,
             friction: None,
-            sweep_budget: 4000,
+            sweep_budget: super::continuous::DEFAULT_NODE_BUDGET,
         }
     }
 }
