@@ -15,7 +15,7 @@ use haptics::geometry::{MeshDistance, SignedDistanceField};
 use haptics::mesh::{read_obj, read_veg, voxelize, SurfaceMesh, VoxelizeOptions};
 use haptics::progress::NoProgress;
 use haptics::reduction::bake::{bake, load_baked, BakeInput, BakeParams, BakedModel, BasisKind};
-use nalgebra::{DMatrix, Point3};
+use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
 pub fn cache_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -157,10 +157,42 @@ pub fn tube_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
 }
 
 /// The height of the deck's top at x = z = 0: the first sign change from above.
-pub fn deck_top(field: &SignedDistanceField) -> f64 {
-    let mut y = 4.0;
-    while field.lookup(&Point3::new(0.0, y, 0.0)) > 0.0 && y > -1.0 {
-        y -= 0.001;
+/// The hoses lying across the bridge (their axis, body y, along world z; their lowest
+/// point, body z = 1.5, down), their centre line at height `y` above x = 0, z = -5 + 5.
+pub fn hoses_lying(y: f64) -> Isometry3<f64> {
+    Isometry3::from_parts(Translation3::new(0.0, y, -5.0), hoses_rotation())
+}
+
+/// The orientation of the hoses lying across the bridge: a quarter turn about x.
+pub fn hoses_rotation() -> UnitQuaternion<f64> {
+    UnitQuaternion::from_scaled_axis(Vector3::x() * std::f64::consts::FRAC_PI_2)
+}
+
+/// The height of the hoses' centre line ([`hoses_lying`]) at which they rest on the
+/// bridge: the least distance from the bridge's points to the hoses' field is zero.
+///
+/// The deck under the hoses is not the highest part beneath them: the bridge's arches
+/// cross their footprint at z = +-0.8, 0.6 m above the deck at x = 0 and rising away from
+/// it, so hoses placed by the deck's height alone start 0.29 m deep in the arches.
+pub fn hoses_resting_height(tube: &SignedDistanceField, bridge_points: &[Point3<f64>]) -> f64 {
+    let clearance = |y: f64| {
+        let to_body = hoses_lying(y).inverse();
+        bridge_points
+            .iter()
+            .map(|p| tube.lookup(&(to_body * p)))
+            .fold(f64::INFINITY, f64::min)
+    };
+    // From above every bridge point, lowering the hoses by the least clearance d lowers
+    // no clearance below zero (the field is 1-Lipschitz): conservative advancement down
+    // to the contact.
+    let top = bridge_points.iter().map(|p| p.y).fold(f64::MIN, f64::max);
+    let mut y = top + 1.5 + 0.1;
+    for _ in 0..200 {
+        let d = clearance(y);
+        if d.abs() < 1e-5 {
+            break;
+        }
+        y -= d;
     }
     y
 }
