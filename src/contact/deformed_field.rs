@@ -38,6 +38,17 @@
 //! proxy's pull-back): one lookup and the other pull-backs (a matrix-vector product each)
 //! bound `d` from below, and when that bound already exceeds the radius the other k - 2
 //! lookups are skipped ([`DistanceQuery::distance_above_cached`]).
+//!
+//! **Culling without the proxies.** Before that, a bound that needs neither the
+//! neighbours nor their pull-backs: each pull-back is within
+//! `|X_i - x| <= |p_i - P_i| + ||F_i^-1 - I|| |x - p_i|` of the query point itself, and
+//! every weighted proxy is nearer than the k-th, so
+//! `d >= SDF_rest(x) - L (U + G d_k)`, with `U` and `G` the largest proxy displacement and
+//! inverse-gradient deviation (Frobenius norm) over the field, refreshed by each update.
+//! The k-th distance needs no scan: the cache's k proxies were `d_k(x_0)` away at most when
+//! it was filled, so `d_k(x) <= d_k(x_0) + |x - x_0| + D` whether or not they are still
+//! the nearest. For a slightly deformed object that is one rest lookup at `x`, and it
+//! answers most culling queries of a traversal (those far from the surface).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -88,6 +99,8 @@ pub struct ProxyCache {
     slack: f64,
     /// The field's accumulated proxy drift when filled.
     drift: f64,
+    /// The distance to the k-th nearest proxy when filled.
+    kth: f64,
 }
 
 /// Why a deformed distance field could not be built.
@@ -154,6 +167,10 @@ pub struct DeformedDistanceField {
     id: u32,
     /// Sum over updates of the largest proxy motion (the cache's `D`).
     drift: f64,
+    /// The largest proxy displacement `|p_i - P_i|` (module docs, `U`).
+    max_displacement: f64,
+    /// The largest `||F_i^-1 - I||` (Frobenius; module docs, `G`).
+    max_inverse_strain: f64,
 }
 
 impl Clone for DeformedDistanceField {
@@ -168,6 +185,8 @@ impl Clone for DeformedDistanceField {
             inverse_gradients: self.inverse_gradients.clone(),
             id: next_field_id(),
             drift: self.drift,
+            max_displacement: self.max_displacement,
+            max_inverse_strain: self.max_inverse_strain,
         }
     }
 }
@@ -226,6 +245,8 @@ impl DeformedDistanceField {
             inverse_gradients: vec![Matrix3::identity(); n],
             id: next_field_id(),
             drift: 0.0,
+            max_displacement: 0.0,
+            max_inverse_strain: 0.0,
         };
         field.update(&vec![0.0; field.r]);
         field.drift = 0.0;
@@ -252,6 +273,7 @@ impl DeformedDistanceField {
     /// identity.
     pub fn update(&mut self, q: &[f64]) {
         let mut moved = 0.0f64;
+        let (mut displacement, mut strain) = (0.0f64, 0.0f64);
         for (i, p) in self.proxies.iter().enumerate() {
             let mut x = p.rest;
             let mut f = Matrix3::identity();
@@ -266,7 +288,15 @@ impl DeformedDistanceField {
             } else {
                 Matrix3::identity()
             };
+            // NaN-propagating maxima: a non-finite state disables the bound.
+            displacement = nan_max(displacement, (x - p.rest).norm());
+            strain = nan_max(
+                strain,
+                (self.inverse_gradients[i] - Matrix3::identity()).norm(),
+            );
         }
+        self.max_displacement = displacement;
+        self.max_inverse_strain = strain;
         // A non-finite motion makes every later cache test fail (NaN or infinite drift).
         self.drift += moved * (1.0 + CACHE_MARGIN);
     }
@@ -376,7 +406,26 @@ impl DeformedDistanceField {
             anchor: [x.x, x.y, x.z],
             slack,
             drift: self.drift,
+            kth,
         }
+    }
+
+    /// A lower bound of the distance at `x` from the rest field at `x` alone, if `cache`
+    /// was filled by this field (module docs: culling without the proxies), less a
+    /// rounding margin; NaN where the field or the point is not finite. Valid wherever
+    /// `x` and the proxies have moved since the cache was filled; it loosens with that
+    /// motion and with the object's deformation.
+    pub fn proxy_free_bound(&self, x: &Point3<f64>, cache: &ProxyCache) -> Option<f64> {
+        if cache.field != self.id || cache.count == 0 {
+            return None;
+        }
+        let anchor = Point3::from(cache.anchor);
+        let kth = cache.kth + (x - anchor).norm() + (self.drift - cache.drift);
+        let d0 = self.rest.lookup(x);
+        let l = self.rest.lipschitz_bound();
+        let spread = l * (self.max_displacement + self.max_inverse_strain * kth);
+        let margin = 1e-9 * (d0.abs() + spread + kth + self.rest.spacing);
+        Some(d0 - spread - margin)
     }
 
     /// The pull-back of `x` through proxy `i`'s local affine map.
@@ -486,6 +535,15 @@ fn nan_as_far(d: f64) -> f64 {
     }
 }
 
+/// The larger of `a` and `b`, NaN if either is.
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
 /// The blending weights (module docs) of `count` proxies `idx` at squared distances
 /// `dist2`, sorted nearest first.
 fn weights(idx: [usize; MAX_NEIGHBOURS], dist2: [f64; MAX_NEIGHBOURS], count: usize) -> Neighbours {
@@ -551,6 +609,12 @@ impl DistanceQuery for DeformedDistanceField {
         let [only] = self.domains.as_slice() else {
             return Lookup::Exact(self.distance(p));
         };
+        // A NaN bound fails the test and falls through to the exact path.
+        if let Some(bound) = self.proxy_free_bound(p, cache) {
+            if bound > above {
+                return Lookup::Above(bound);
+            }
+        }
         let nb = self.cached_neighbours(p, *only, cache);
         self.blend_above(p, &nb, above)
     }
