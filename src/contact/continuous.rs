@@ -580,11 +580,16 @@ impl Sweep {
                 // result, are those of a sweep that made it.
                 result.evaluations += 1;
                 let d0 = match known {
-                    Some((d, _)) => {
+                    Some((Lookup::Exact(d), _)) => {
                         result.shared += 1;
                         d
                     }
-                    None => {
+                    // The traversal's bound already puts it out of reach.
+                    Some((Lookup::Above(bound), _)) if bound > reach => {
+                        result.shared += 1;
+                        continue;
+                    }
+                    _ => {
                         let y = to_body0 * p;
                         match cached_distance_above(field, &mut self.proxy_cache, s, &y, reach) {
                             Lookup::Exact(d) => d,

@@ -162,12 +162,22 @@ pub struct Lookups<'a> {
 }
 
 impl Lookups<'_> {
-    /// Point `s`'s signed distance and deformed body-frame position, if the run looked
-    /// it up.
+    /// Point `s`'s signed distance, or the lower bound of it that culled its node (a
+    /// field that bounds more cheaply than it looks up,
+    /// [`DistanceQuery::distance_above_cached`]), and its deformed body-frame position,
+    /// if the run looked it up.
     #[inline]
-    pub fn get(&self, s: usize) -> Option<(f64, Point3<f64>)> {
+    pub fn get(&self, s: usize) -> Option<(Lookup, Point3<f64>)> {
         let t = self.traversal;
-        (t.dist_stamp[s] == t.cycle).then(|| (t.dist[s], t.body[s]))
+        (t.dist_stamp[s] == t.cycle).then(|| {
+            let d = t.dist[s];
+            let l = if t.dist_exact[s] {
+                Lookup::Exact(d)
+            } else {
+                Lookup::Above(d)
+            };
+            (l, t.body[s])
+        })
     }
 }
 
@@ -178,7 +188,10 @@ pub struct Traversal {
     pub params: ContactParams,
     current: Vec<u32>,
     next: Vec<u32>,
+    /// This cycle's distance of every point looked up, or the lower bound that culled it
+    /// where `dist_exact` is false.
     dist: Vec<f64>,
+    dist_exact: Vec<bool>,
     /// Deformed body-frame position of every point looked up this cycle.
     body: Vec<Point3<f64>>,
     dist_stamp: Vec<u32>,
@@ -215,6 +228,7 @@ impl Traversal {
             current: Vec::with_capacity(nodes),
             next: Vec::with_capacity(nodes),
             dist: vec![0.0; points],
+            dist_exact: vec![true; points],
             body: vec![Point3::origin(); points],
             dist_stamp: vec![0; points],
             proxy_cache: Vec::new(),
@@ -303,8 +317,8 @@ impl Traversal {
     }
 
     /// Signed distance of point `s` this cycle (looked up once, then cached), or, where
-    /// the field shows more cheaply that it exceeds `above`, a lower bound that does (not
-    /// kept: only exact distances are).
+    /// the field shows more cheaply that it exceeds `above`, a lower bound that does
+    /// (kept as a bound: a later query it does not answer looks the point up again).
     #[inline]
     #[allow(clippy::too_many_arguments)]
     fn distance<D: DistanceQuery>(
@@ -317,18 +331,22 @@ impl Traversal {
         above: f64,
         lookups: &mut usize,
     ) -> f64 {
-        if self.dist_stamp[s] == self.cycle {
+        let known = self.dist_stamp[s] == self.cycle;
+        if known && (self.dist_exact[s] || self.dist[s] > above) {
             return self.dist[s];
         }
-        let p = shell.position(s, q);
-        let d = match cached_distance_above(field, &mut self.proxy_cache, s, &(rel * p), above) {
-            Lookup::Exact(d) => d,
-            Lookup::Above(bound) => {
-                *lookups += 1;
-                return bound;
-            }
+        let p = if known {
+            self.body[s]
+        } else {
+            shell.position(s, q)
         };
+        let (d, exact) =
+            match cached_distance_above(field, &mut self.proxy_cache, s, &(rel * p), above) {
+                Lookup::Exact(d) => (d, true),
+                Lookup::Above(bound) => (bound, false),
+            };
         self.dist[s] = d;
+        self.dist_exact[s] = exact;
         self.body[s] = p;
         self.dist_stamp[s] = self.cycle;
         *lookups += 1;
