@@ -120,10 +120,19 @@ fn small_scene_loads_and_second_load_reuses_the_cache() {
     assert_eq!(scene.rate_hz, 500.0);
     assert_eq!(scene.workspace_scale, 0.2);
     assert_eq!(scene.contact.stiffness, 500.0);
-    // A deformable haptic object gets the deformed-field budget.
+    // A deformable haptic object gets the deformed-field defaults: the full budget,
+    // without temporal coherence (the deformed field has no Lipschitz bound).
+    assert_eq!(
+        scene.contact,
+        haptics::contact::ContactParams {
+            stiffness: 500.0,
+            ..haptics::contact::ContactParams::deformed_field()
+        }
+    );
+    assert!(!scene.contact.temporal_coherence);
     assert_eq!(
         scene.contact.warm_budget,
-        haptics::contact::ContactParams::deformed_field().warm_budget
+        haptics::contact::ContactParams::default().warm_budget
     );
     assert_eq!(scene.coupling.saturation_force, None);
     assert!((scene.coupling.dt - 2e-3).abs() < 1e-15);
