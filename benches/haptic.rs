@@ -117,7 +117,7 @@ fn bridge_under_hoses() -> Scene {
 /// coupling presses them 4 cm in), then a 1 m slide and back along the bridge every
 /// 4 s.
 ///
-/// Until 2026-11-28 the hoses started 0.29 m deep in the arches (placed by the deck's
+/// Until 2026-11-28 the hoses started 0.56 m below their resting height (placed by the deck's
 /// height alone), and this path was given in the device frame without turning it into the
 /// grasp frame's orientation, so "down" moved the hoses along their own axis: the
 /// configuration measured before then was the hoses pushed out of the arches at the start

@@ -173,7 +173,8 @@ pub fn hoses_rotation() -> UnitQuaternion<f64> {
 ///
 /// The deck under the hoses is not the highest part beneath them: the bridge's arches
 /// cross their footprint at z = +-0.8, 0.6 m above the deck at x = 0 and rising away from
-/// it, so hoses placed by the deck's height alone start 0.29 m deep in the arches.
+/// it, so hoses placed by the deck's height alone start 0.56 m below their resting height,
+/// their deepest points 0.29 m inside their wall.
 pub fn hoses_resting_height(tube: &SignedDistanceField, bridge_points: &[Point3<f64>]) -> f64 {
     let clearance = |y: f64| {
         let to_body = hoses_lying(y).inverse();
