@@ -299,8 +299,24 @@ impl StaticCoupling {
         toward.fixed_rows_mut::<3>(3).copy_from(&rotation_vector(
             &(manip.rotation * self.pose.rotation.inverse()),
         ));
+        // The rotations in units of the coupling's own length `L = sqrt(k_theta / k_VC)`
+        // (x = S y, S = diag(I, I / L); the system S A S y = S b), so that the degenerate
+        // test compares like with like: in free space every singular value is k_VC, and
+        // which directions are degenerate no longer depends on the units of length.
+        let length = (p.torque_stiffness / p.stiffness).sqrt();
+        let length = if length.is_finite() && length > 0.0 {
+            length
+        } else {
+            1.0
+        };
+        let mut scale = Vector6::repeat(1.0);
+        scale.fixed_rows_mut::<3>(3).fill(1.0 / length);
+        let a = Matrix6::from_fn(|i, j| a[(i, j)] * scale[i] * scale[j]);
+        let b = b.component_mul(&scale);
+        let toward = toward.component_div(&scale);
         // Non-finite entries never reach the SVD, and the SVD itself is capped.
-        let (x, rank) = solve_degenerate(&a, &b, &toward, p.degenerate_ratio)?;
+        let (y, rank) = solve_degenerate(&a, &b, &toward, p.degenerate_ratio)?;
+        let x = y.component_mul(&scale);
         let mut dx = x.fixed_rows::<3>(0).into_owned();
         let mut dw = x.fixed_rows::<3>(3).into_owned();
         let mut limited = false;
