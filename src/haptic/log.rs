@@ -321,6 +321,7 @@ mod tests {
             reset: false,
             swept: 1.0,
             friction: Vector3::zeros(),
+            friction_torque: Vector3::zeros(),
             depth: 0.0,
         }
     }

@@ -20,7 +20,9 @@ use nalgebra::{Isometry3, Point3, Translation3, Vector3};
 
 use crate::contact::continuous::slide;
 use crate::contact::continuous::Blocking;
+use crate::contact::ContactPoint;
 use crate::contact::{ContactOutput, Motion, PointContact, Poses, Sweep, SweepParams, Traversal};
+use crate::coupling::friction::Patch;
 use crate::coupling::{
     pose_is_finite, CouplingOutput, FrictionProxy, StaticCoupling, Step, Workspace,
 };
@@ -55,6 +57,10 @@ pub struct CycleReport {
     pub swept: f64,
     /// The friction force on the haptic object (N, world frame; zero without friction).
     pub friction: Vector3<f64>,
+    /// The friction torque on the haptic object about its grasp point (N m, world frame):
+    /// the lever of the force acting at the contact patch, and the patch's torsional
+    /// friction.
+    pub friction_torque: Vector3<f64>,
     /// The deepest point in contact this cycle (m, positive inside; 0 without contact):
     /// how deep the haptic object touches, before this cycle's step.
     pub depth: f64,
@@ -272,11 +278,15 @@ impl HapticSimulation {
         // Friction joins the contact wrench in the coupling's equilibrium.
         let mut pushed = total;
         let friction = self.scene.contact.friction;
-        let friction_force = if friction.is_some() {
-            self.friction
-                .add_to(&self.coupling.pose.translation.vector, &mut pushed)
+        let (friction_force, friction_torque) = if friction.is_some() {
+            let pose = &self.coupling.pose;
+            self.friction.add_to(
+                (&pose.translation.vector, &pose.rotation),
+                |n| Patch::of_contacts(contact_points(&self.outputs), n),
+                &mut pushed,
+            )
         } else {
-            Vector3::zeros()
+            (Vector3::zeros(), Vector3::zeros())
         };
         // The coupling refuses non-finite systems itself (no motion, `fault`); a bad device
         // reading does not even reach it.
@@ -290,11 +300,13 @@ impl HapticSimulation {
             None => CouplingOutput::faulted(),
         };
         if let (Some(f), false) = (friction, c.fault) {
+            let pose = &self.coupling.pose;
             self.friction.update(
                 &f,
-                &self.coupling.pose.translation.vector,
+                (&pose.translation.vector, &pose.rotation),
                 &total,
-                &c.coupling_force,
+                |n| Patch::of_contacts(contact_points(&self.outputs), n),
+                (&c.coupling_force, &c.coupling_torque),
             );
         }
         let finite = !c.fault
@@ -342,6 +354,7 @@ impl HapticSimulation {
             reset,
             swept,
             friction: friction_force,
+            friction_torque,
             depth,
         }
     }
@@ -436,4 +449,12 @@ impl HapticSimulation {
         }
         best
     }
+}
+
+/// Every contact point of the cycle's outputs, with its output's force scale (the patch of
+/// the friction, [`Patch::of_contacts`]).
+fn contact_points(outputs: &[ContactOutput]) -> impl Iterator<Item = (&ContactPoint, f64)> + Clone {
+    outputs
+        .iter()
+        .flat_map(|o| o.contacts.iter().map(move |c| (c, o.scale)))
 }
