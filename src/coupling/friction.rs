@@ -624,29 +624,16 @@ mod tests {
         let (load, rho) = (frame.load, frame.patch.radius);
         let limit = 0.6 * load * rho;
         let zero = Vector3::zeros();
+        let update = |pull: &Vector3<f64>, torque: &Vector3<f64>| {
+            coulomb_update_patch(&f, &frame, (&x, &rot), &anchor, (pull, torque), false)
+        };
         // Below the static limit (its normal part counts; a tipping torque does not).
         let tipping = n.cross(&Vector3::x()).normalize();
-        let pull_torque = n * (0.95 * limit) + tipping * 5.0;
-        let (a, slip) = coulomb_update_patch(
-            &f,
-            &frame,
-            (&x, &rot),
-            &anchor,
-            (&zero, &pull_torque),
-            false,
-        );
+        let (a, slip) = update(&zero, &(n * (0.95 * limit) + tipping * 5.0));
         assert!(!slip);
         assert_eq!(a, anchor);
         // Above it: slides, the spring gives mu_d N rho against the twist.
-        let pull_torque = n * (1.05 * limit);
-        let (a, slip) = coulomb_update_patch(
-            &f,
-            &frame,
-            (&x, &rot),
-            &anchor,
-            (&zero, &pull_torque),
-            false,
-        );
+        let (a, slip) = update(&zero, &(n * (1.05 * limit)));
         assert!(slip);
         let w = stick_wrench(&frame, &x, &rot, &a);
         let kinetic = 0.4 * load * rho;
@@ -663,14 +650,7 @@ mod tests {
             // |f| = tau / rho = share mu_s N: e = sqrt(2) share mu_s N.
             let pull = t * (share * 0.6 * load);
             let pull_torque = n * (share * 0.6 * load * rho);
-            let (_, slip) = coulomb_update_patch(
-                &f,
-                &frame,
-                (&x, &rot),
-                &anchor,
-                (&pull, &pull_torque),
-                false,
-            );
+            let (_, slip) = update(&pull, &pull_torque);
             assert_eq!(!slip, sticks, "share {share}");
         }
     }
