@@ -202,67 +202,11 @@ pub fn stick_wrench(
     }
 }
 
-/// The tangential spring `F_f = -k_t (I - n n^T)(x - a)` and its gradient in `x`.
-pub fn tangential_spring(
-    x: &Vector3<f64>,
-    anchor: &Vector3<f64>,
-    n: &Vector3<f64>,
-    k_t: f64,
-) -> (Vector3<f64>, Matrix3<f64>) {
-    let p = Matrix3::identity() - n * n.transpose();
-    let s = p * (x - anchor);
-    (-s * k_t, -p * k_t)
-}
-
 /// A sliding contact sticks again once the pull falls below this fraction of the
 /// kinetic force `mu_d N`: the margin keeps the normal load's small fluctuations (points
 /// entering and leaving the contact as the object slides) from re-sticking a steady
 /// slide, which would then need `mu_s N` again and chatter.
 pub const RESTICK: f64 = 0.9;
-
-/// Coulomb's law on the translational anchor alone (a point contact at the grasp point,
-/// [`coulomb_update_patch`] without lever or torsion): returns the new anchor and whether
-/// the contact slides. `x` is the grasp point after the step and `pull` the force the
-/// rest of the system (the coupling) exerts on the object; friction must supply its
-/// tangential part `P pull` to hold the object.
-///
-/// - Sticking: it holds while `|P pull| <= mu_s N`; beyond, it breaks away.
-/// - Sliding: the anchor trails the object so that the spring gives
-///   `min(mu_d N, |P pull|)` against the pull (kinetic friction never reverses the
-///   motion); once `|P pull| < 0.9 mu_d N` ([`RESTICK`]) it sticks, with the anchor
-///   where the spring balances the pull (no jump in force).
-///
-/// The kinetic force follows the pull's direction, not the motion's: along the motion,
-/// a small sideways wobble would turn the friction sideways and feed the wobble, an
-/// instability of the quasi-static step; along the pull the object slides toward the
-/// hand, which damps any wobble.
-pub fn coulomb_update(
-    friction: &Friction,
-    frame: &ContactFrame,
-    x: &Vector3<f64>,
-    anchor: &Vector3<f64>,
-    pull: &Vector3<f64>,
-    slipping: bool,
-) -> (Vector3<f64>, bool) {
-    let (mu_s, mu_d) = (
-        friction.static_coefficient,
-        friction
-            .dynamic_coefficient
-            .min(friction.static_coefficient),
-    );
-    let (load, k_t) = (frame.load, frame.stiffness);
-    let tangential = frame.tangential(pull);
-    let needed = tangential.norm();
-    let kinetic = mu_d * load;
-    if !slipping && needed <= mu_s * load {
-        (*anchor, false)
-    } else if slipping && needed < RESTICK * kinetic {
-        (x - tangential / k_t, false)
-    } else {
-        let magnitude = kinetic.min(needed);
-        (x - tangential * (magnitude / (needed * k_t)), true)
-    }
-}
 
 /// Coulomb's law on the anchor pose after a step, over the soft-finger limit surface
 /// (module docs): `x`, `rotation` the object's grasp point and orientation after the step,
@@ -271,6 +215,16 @@ pub fn coulomb_update(
 /// part `tau` of its torque about the patch centre. Returns the new anchor and whether the
 /// contact slides; sticking again or sliding, the anchor is placed where the springs give
 /// exactly what friction supplies (no jump in force).
+///
+/// - Sticking: it holds while `e <= mu_s N`; beyond, it breaks away.
+/// - Sliding: the anchor trails the object so that the springs give `min(mu_d N, e) / e`
+///   of the pull (kinetic friction never reverses the motion); once `e < 0.9 mu_d N`
+///   ([`RESTICK`]) it sticks, with the anchor where the springs balance the pull.
+///
+/// The kinetic wrench follows the pull's direction, not the motion's: along the motion,
+/// a small sideways wobble would turn the friction sideways and feed the wobble, an
+/// instability of the quasi-static step; along the pull the object slides toward the
+/// hand, which damps any wobble.
 pub fn coulomb_update_patch(
     friction: &Friction,
     frame: &ContactFrame,
@@ -433,25 +387,35 @@ mod tests {
         }
     }
 
-    /// The gradient of the tangential spring against central differences (it is linear
-    /// in x, so the difference is exact up to rounding: tolerance 1e-9 k).
+    /// A point patch at the grasp point (no lever, no torsion): the spring on the grasp
+    /// point alone, `F_f = -k_t (I - n n^T)(x - a)`, without torque, its gradient in `x`
+    /// against central differences (it is linear in x, so the difference is exact up to
+    /// rounding: tolerance 1e-9 k), and the force in the tangent plane.
     #[test]
-    fn tangential_spring_gradient_matches_differences() {
+    fn point_patch_is_the_tangential_spring() {
         let n = Vector3::new(0.3, -0.2, 0.9).normalize();
         let a = Vector3::new(0.1, 0.2, -0.3);
         let x = Vector3::new(0.15, 0.1, -0.2);
         let k = 750.0;
-        let (_, grad) = tangential_spring(&x, &a, &n, k);
+        let rot = UnitQuaternion::from_scaled_axis(Vector3::new(0.2, 0.1, -0.3));
+        let frame = |x: &Vector3<f64>| ContactFrame {
+            normal: n,
+            load: 1.0,
+            stiffness: k,
+            patch: Patch::point(Point3::from(*x)),
+        };
+        let spring = |x: &Vector3<f64>| stick_wrench(&frame(x), x, &rot, &(a, rot));
+        let w = spring(&x);
+        let p = Matrix3::identity() - n * n.transpose();
+        assert!((w.force + p * (x - a) * k).norm() < 1e-12);
+        assert_eq!(w.torque, Vector3::zeros());
         let h = 1e-6;
         for i in 0..3 {
             let e = Vector3::ith(i, h);
-            let fd = (tangential_spring(&(x + e), &a, &n, k).0
-                - tangential_spring(&(x - e), &a, &n, k).0)
-                / (2.0 * h);
-            assert!((fd - grad.column(i)).norm() < 1e-9 * k, "column {i}");
+            let fd = (spring(&(x + e)).force - spring(&(x - e)).force) / (2.0 * h);
+            assert!((fd - w.dforce_dx.column(i)).norm() < 1e-9 * k, "column {i}");
         }
-        // The force lies in the tangent plane.
-        assert!(tangential_spring(&x, &a, &n, k).0.dot(&n).abs() < 1e-12);
+        assert!(w.force.dot(&n).abs() < 1e-12);
     }
 
     /// Stick below mu_s N; break away above it to exactly mu_d N against the pull; keep
@@ -469,32 +433,44 @@ mod tests {
             stiffness: 1000.0,
             patch: Patch::point(Point3::origin()),
         };
-        let spring = |x: &Vector3<f64>, a: &Vector3<f64>| {
-            tangential_spring(x, a, &frame.normal, frame.stiffness).0
+        // A point patch: the translational law alone.
+        let rot = UnitQuaternion::identity();
+        let spring = |x: &Vector3<f64>, a: &(Vector3<f64>, UnitQuaternion<f64>)| {
+            stick_wrench(&frame, x, &rot, a).force
         };
-        let a = Vector3::zeros();
+        let update = |x: &Vector3<f64>, a, pull: &Vector3<f64>, slipping| {
+            coulomb_update_patch(
+                &f,
+                &frame,
+                (x, &rot),
+                a,
+                (pull, &Vector3::zeros()),
+                slipping,
+            )
+        };
+        let a = (Vector3::zeros(), rot);
         let x = Vector3::new(0.0011, 0.0, 0.0);
         // A pull of 1.1 N < mu_s N = 1.2 N holds (its normal part does not count).
         let pull = Vector3::new(1.1, 0.0, -5.0);
-        assert_eq!(coulomb_update(&f, &frame, &x, &a, &pull, false), (a, false));
+        assert_eq!(update(&x, &a, &pull, false), (a, false));
         // 1.3 N > 1.2 N: slips; the spring gives 0.8 N against the pull.
         let pull = Vector3::new(1.3, 0.0, 0.0);
-        let (a2, slip) = coulomb_update(&f, &frame, &x, &a, &pull, false);
+        let (a2, slip) = update(&x, &a, &pull, false);
         assert!(slip);
         assert!((spring(&x, &a2) - Vector3::new(-0.8, 0.0, 0.0)).norm() < 1e-12);
         // Sliding, pulled by 1.0 N along y: 0.8 N against it.
         let pull = Vector3::new(0.0, 1.0, 0.0);
-        let (a3, slip) = coulomb_update(&f, &frame, &x, &a2, &pull, true);
+        let (a3, slip) = update(&x, &a2, &pull, true);
         assert!(slip);
         assert!((spring(&x, &a3) - Vector3::new(0.0, -0.8, 0.0)).norm() < 1e-12);
         // Pulled by 0.75 N (between 0.9 mu_d N and mu_d N): slides on, friction 0.75 N.
         let pull = Vector3::new(0.0, 0.75, 0.0);
-        let (a4, slip) = coulomb_update(&f, &frame, &x, &a3, &pull, true);
+        let (a4, slip) = update(&x, &a3, &pull, true);
         assert!(slip);
         assert!((spring(&x, &a4) + pull).norm() < 1e-12);
         // Pulled by 0.5 N: sticks, the spring balancing the pull.
         let pull = Vector3::new(0.0, 0.5, 0.0);
-        let (a5, slip) = coulomb_update(&f, &frame, &x, &a4, &pull, true);
+        let (a5, slip) = update(&x, &a4, &pull, true);
         assert!(!slip);
         assert!((spring(&x, &a5) + pull).norm() < 1e-12);
     }
@@ -517,7 +493,8 @@ mod tests {
         assert!((f - Vector3::new(-1.0, 0.0, 0.0)).norm() < 1e-12);
         assert_eq!(t, Vector3::zeros());
         assert!((c.dforce_dx[(0, 0)] + 1000.0).abs() < 1e-12);
-        let (spring, _) = tangential_spring(&x1, &x0, &Vector3::z(), 1000.0);
+        let spring =
+            -(Matrix3::identity() - Vector3::z() * Vector3::z().transpose()) * (x1 - x0) * 1000.0;
         assert!((f - spring).norm() < 1e-15);
         let mut free = PointContact::zero();
         p.add_to((&x0, &rot), |_| None, &mut free);
