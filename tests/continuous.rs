@@ -358,3 +358,148 @@ fn rod_depth(pose: &Isometry3<f64>) -> f64 {
     }
     deepest
 }
+
+/// A surface that deforms into the held probe by itself (as an activated muscle bulges
+/// under a fingertip) carries its points past the penetration limit without the probe
+/// moving, which no sweep of the probe's motion sees. The cycle pushes the probe back out
+/// first, so the rule holds at every cycle here too.
+///
+/// The environment is the deformable beam3 cantilever; its lowest mode is prescribed
+/// (its reduced coordinate set before each cycle, so the test controls the motion
+/// exactly), moving the free end's face 3 mm into a 2 cm box probe that the hand presses
+/// 2 cm into that face. The contact (200 N/m per point) is too soft to hold the hand's
+/// push within the limit, as the palpated muscle's is: only the limit keeps it out.
+/// Checked at every cycle: the deepest contact the traversal measures (at the
+/// pointshell's points, after the push) is within the limit, up to the push's stopping
+/// rule (a millionth of the limit, 1 nm); the force is finite, within the device limit,
+/// and never pulls the hand into the face. At the end the probe has been carried out by
+/// the face's motion less the limit.
+#[test]
+fn a_surface_deforming_into_the_probe_pushes_it_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let beam = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/models/beam3");
+    let text = format!(
+        r#"name = "beam-probe"
+workspace_scale = 1.0
+
+[haptic]
+name = "probe"
+box = [0.02, 0.02, 0.02]
+sdf_resolution = 16
+
+[[environment]]
+name = "beam"
+mesh = "{beam}/beam3.obj"
+points = 12000
+levels = 3
+
+[environment.deformable]
+volume = "{beam}/beam3.veg"
+fixed = "{beam}/beam3.bou"
+linear_modes = 3
+
+[contact]
+stiffness = 200.0
+
+[coupling]
+stiffness = 300.0
+torque_stiffness = 2.0
+saturation_force = 0.0
+device_max_force = {MAX_FORCE}
+device_max_torque = 0.5
+"#,
+        beam = beam.display()
+    );
+    let mut scene = load(&write(dir.path(), "beam-probe.toml", &text), &cache);
+    let limit = 1e-3;
+    // The face the lowest mode moves most: its mode shape `u_s = U_s e_0` at each point.
+    let env = &scene.environment[0];
+    let modes = env.shell.modes.as_ref().expect("a deformable pointshell");
+    let r = modes.r;
+    let u = |s: usize| {
+        let row = modes.u_row(s);
+        env.pose.rotation * Vector3::new(row[0] as f64, row[r] as f64, row[2 * r] as f64)
+    };
+    let tip = (0..env.shell.len())
+        .max_by(|&a, &b| u(a).norm().total_cmp(&u(b).norm()))
+        .unwrap();
+    let d = u(tip).normalize();
+    // The probe's face must lie flat on the beam's: the mode moves the tip along an axis.
+    let axis = (0..3)
+        .max_by(|&a, &b| d[a].abs().total_cmp(&d[b].abs()))
+        .unwrap();
+    assert!(
+        d[axis].abs() > 0.99,
+        "the mode's direction {d} is not along an axis"
+    );
+    let d = Vector3::ith(axis, d[axis].signum());
+    // The point of that face (outward normal along d) that the mode moves most, at least
+    // 1.5 cm from the tip, so that the whole probe face lies over the beam's face.
+    let at = |s: usize| env.pose * env.shell.points[s];
+    let face = (0..env.shell.len())
+        .filter(|&s| (env.pose.rotation * -env.shell.normals[s]).dot(&d) > 0.99)
+        .filter(|&s| (at(s) - at(tip)).norm() >= 0.015)
+        .max_by(|&a, &b| u(a).dot(&d).total_cmp(&u(b).dot(&d)))
+        .unwrap();
+    let per_unit = u(face).dot(&d);
+    let surface = at(face);
+    // The probe's near face 0.2 mm off the beam's.
+    let centre = surface + d * 0.0102;
+    scene.haptic.pose = Isometry3::translation(centre.x, centre.y, centre.z);
+    let mut sim = HapticSimulation::new(scene);
+    assert_eq!(sim.penetration_limit(), limit);
+    let start = sim.coupling.pose.translation.vector;
+    let (press, hold, travel) = (200usize, 100usize, 3e-3);
+    let rise = 60usize; // 3 mm in 60 ms: 5 cm/s
+    let (mut deepest, mut pushed_cycles) = (0.0f64, 0usize);
+    for cycle in 0..(press + hold + rise + 200) {
+        // The hand presses 2 cm into the face, then holds.
+        let hand = -d * 0.02 * (cycle as f64 / press as f64).min(1.0);
+        let moved = travel * ((cycle.saturating_sub(press + hold)) as f64 / rise as f64).min(1.0);
+        let dynamics = sim.scene.environment[0].dynamics.as_mut().unwrap();
+        dynamics.q.fill(0.0);
+        dynamics.q[0] = moved / per_unit;
+        let rep = sim.cycle(&Isometry3::translation(hand.x, hand.y, hand.z), false);
+        assert!(
+            !rep.fault && rep.force.iter().all(|f| f.is_finite()),
+            "cycle {cycle}"
+        );
+        assert!(
+            rep.force.norm() <= MAX_FORCE + 1e-9,
+            "cycle {cycle}: {}",
+            rep.force
+        );
+        assert!(
+            rep.depth <= limit * (1.0 + 1e-6),
+            "cycle {cycle}: the face is {:.4} mm into the probe",
+            rep.depth * 1e3
+        );
+        assert!(rep.force.dot(&d) >= 0.0, "cycle {cycle}: {}", rep.force);
+        deepest = deepest.max(rep.depth);
+        pushed_cycles += usize::from(rep.pushed_out > 0.0);
+    }
+    let carried = (sim.coupling.pose.translation.vector - start).dot(&d);
+    println!(
+        "beam face: deepest {:.4} mm, pushed out in {pushed_cycles} cycles, probe carried \
+         {:.3} mm, tilted {:.2} degrees",
+        deepest * 1e3,
+        carried * 1e3,
+        sim.coupling.pose.rotation.angle().to_degrees()
+    );
+    // The hand held the probe at the limit, 0.8 mm under the face's start; the face under
+    // its centre then moved 3 mm (and more under its edge toward the tip), so the probe
+    // must have been carried at least 3 - 1 - 0.2 mm from where it started, less what
+    // the contact's torque tilted its centre back (the tilt times its 1 cm half-width).
+    let tilt = sim.coupling.pose.rotation.angle();
+    assert!(pushed_cycles >= rise / 2, "{pushed_cycles}");
+    assert!(
+        carried >= travel - limit - 0.0002 - tilt * 0.01 - 1e-6,
+        "carried {:.4} mm",
+        carried * 1e3
+    );
+    assert!(
+        deepest >= 0.9 * limit,
+        "the hand never pressed to the limit"
+    );
+}

@@ -657,21 +657,14 @@ fn outward_normal<D: DistanceQuery>(
 /// the pointshell's points.
 pub fn slide(motion: &Motion, t: f64, contacts: &[Blocking]) -> Motion {
     let from = motion.grasp_at(t);
-    let (mut dx, dw) = (motion.dx * (1.0 - t), motion.dw * (1.0 - t));
+    let (dx, dw) = (motion.dx * (1.0 - t), motion.dw * (1.0 - t));
     let c = Point3::from(from.translation.vector);
-    for _ in 0..PROJECTION_PASSES {
-        let mut violated = false;
-        for b in contacts {
-            let into = b.normal.dot(&(dx + dw.cross(&(b.position - c))));
-            if into > 0.0 {
-                violated = true;
-                dx -= b.normal * (into / b.normal.norm_squared());
-            }
-        }
-        if !violated {
-            break;
-        }
-    }
+    let dx = project_translation(
+        dx,
+        contacts
+            .iter()
+            .map(|b| (b.normal, dw.cross(&(b.position - c)), 0.0)),
+    );
     Motion {
         from,
         dx,
@@ -680,7 +673,58 @@ pub fn slide(motion: &Motion, t: f64, contacts: &[Blocking]) -> Motion {
     }
 }
 
-/// Passes of the cyclic projection in [`slide`].
+/// A point that a deformation (of an environment, or of the held object) carried deeper
+/// into the held object than the penetration limit allows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Overlap {
+    /// The gradient of the held object's distance at the point (world): its outward
+    /// normal, shorter than unit where an interpolated field rounds an edge.
+    pub normal: Vector3<f64>,
+    /// How far the point is beyond the limit (> 0).
+    pub excess: f64,
+}
+
+/// The translation of the held object that takes it out of `overlaps`: to first order
+/// (a translation `dx` changes a point's distance by `-g . dx`, `g` its `normal`) each point comes
+/// back to the limit, `normal_i . dx <= -excess_i`, by cyclic projections onto these
+/// half-spaces from `dx = 0` (at most [`PROJECTION_PASSES`] passes). For overlaps on one
+/// face it is the face's normal times the largest excess; where overlaps on opposite
+/// faces leave no translation (the object squeezed), the passes end wherever they are and
+/// the caller's sweep of the push keeps it from going deeper elsewhere.
+pub fn push_out(overlaps: &[Overlap]) -> Vector3<f64> {
+    project_translation(
+        Vector3::zeros(),
+        overlaps
+            .iter()
+            .map(|o| (o.normal, Vector3::zeros(), -o.excess)),
+    )
+}
+
+/// `dx` projected in turn onto each half-space `n_i . (dx + w_i) <= b_i` of
+/// `half_spaces` (items `(n_i, w_i, b_i)`; `w_i` the part of the point's motion that the
+/// translation does not change), by cyclic projections: at most [`PROJECTION_PASSES`]
+/// passes over them, ending early once a pass finds none violated.
+fn project_translation<I>(mut dx: Vector3<f64>, half_spaces: I) -> Vector3<f64>
+where
+    I: Iterator<Item = (Vector3<f64>, Vector3<f64>, f64)> + Clone,
+{
+    for _ in 0..PROJECTION_PASSES {
+        let mut violated = false;
+        for (n, w, b) in half_spaces.clone() {
+            let over = n.dot(&(dx + w)) - b;
+            if over > 0.0 {
+                violated = true;
+                dx -= n * (over / n.norm_squared());
+            }
+        }
+        if !violated {
+            break;
+        }
+    }
+    dx
+}
+
+/// Passes of the cyclic projections of [`slide`] and [`push_out`].
 pub const PROJECTION_PASSES: usize = 16;
 
 #[cfg(test)]
@@ -737,6 +781,33 @@ mod tests {
             v(-1.0)
         );
         assert!(v(1.0) < -0.1, "{}", v(1.0));
+    }
+
+    /// The push out of overlaps on one face is that face's normal times the largest
+    /// excess; on two faces at right angles, each its own; on opposite faces (no
+    /// translation can satisfy both), a bounded, finite compromise.
+    #[test]
+    fn push_out_takes_each_overlap_back_to_the_limit() {
+        let o = |n: Vector3<f64>, excess: f64| Overlap { normal: n, excess };
+        let (x, z) = (Vector3::x(), Vector3::z());
+        let dx = push_out(&[o(z, 1e-4), o(z, 3e-4), o(z, 2e-4)]);
+        assert!((dx - z * -3e-4).norm() < 1e-18, "{dx}");
+        let dx = push_out(&[o(z, 3e-4), o(x, 1e-4)]);
+        assert!(
+            (dx - Vector3::new(-1e-4, 0.0, -3e-4)).norm() < 1e-18,
+            "{dx}"
+        );
+        // A tilted face: the overlap is removed along its own normal.
+        let n = Vector3::new(1.0, 0.0, 1.0).normalize();
+        let dx = push_out(&[o(n, 2e-4)]);
+        assert!((n.dot(&dx) + 2e-4).abs() < 1e-18 && dx.cross(&n).norm() < 1e-18);
+        // Squeezed: the passes end, finite and no longer than the largest excess.
+        let dx = push_out(&[o(z, 3e-4), o(-z, 1e-4)]);
+        assert!(
+            dx.iter().all(|v| v.is_finite()) && dx.norm() <= 3e-4,
+            "{dx}"
+        );
+        assert_eq!(push_out(&[]), Vector3::zeros());
     }
 
     #[test]

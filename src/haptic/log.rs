@@ -323,6 +323,7 @@ mod tests {
             friction: Vector3::zeros(),
             friction_torque: Vector3::zeros(),
             depth: 0.0,
+            pushed_out: 0.0,
         }
     }
 

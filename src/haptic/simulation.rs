@@ -18,8 +18,7 @@
 
 use nalgebra::{Isometry3, Point3, Translation3, Vector3};
 
-use crate::contact::continuous::slide;
-use crate::contact::continuous::Blocking;
+use crate::contact::continuous::{push_out, slide, Blocking, Overlap};
 use crate::contact::ContactPoint;
 use crate::contact::{ContactOutput, Motion, PointContact, Poses, Sweep, SweepParams, Traversal};
 use crate::coupling::friction::Patch;
@@ -64,10 +63,17 @@ pub struct CycleReport {
     /// The deepest point in contact this cycle (m, positive inside; 0 without contact):
     /// how deep the haptic object touches, before this cycle's step.
     pub depth: f64,
+    /// How far the haptic object was pushed out of points that a deformation carried
+    /// beyond the penetration limit since the last cycle (m; 0 almost always), before
+    /// the contact was measured.
+    pub pushed_out: f64,
 }
 
 /// How many times a blocked step slides along the contacts that blocked it.
 const SLIDES: usize = 4;
+
+/// Rounds of [`HapticSimulation::push_out`], at most.
+const PUSH_ROUNDS: usize = 3;
 
 /// Contacts a cycle's slides respect, at most.
 const MAX_MET: usize = 64;
@@ -86,6 +92,11 @@ pub struct HapticSimulation {
     sweeps: Vec<Sweep>,
     /// Contacts met by this cycle's sweeps (the slide respects them all).
     met: Vec<Blocking>,
+    /// Points found beyond the penetration limit at the start of this cycle.
+    overlaps: Vec<Overlap>,
+    /// The grasp frame and each environment's reduced coordinates at the last traversal.
+    traversed_at: Option<Isometry3<f64>>,
+    traversed_q: Vec<Vec<f64>>,
     /// The haptic object's radius about its grasp point (with a margin for deformation).
     haptic_radius: f64,
     outputs: Vec<ContactOutput>,
@@ -127,6 +138,14 @@ impl HapticSimulation {
             traversals,
             sweeps,
             met: Vec::with_capacity(MAX_MET),
+            // Every point of every environment could be past the limit.
+            overlaps: Vec::with_capacity(scene.environment.iter().map(|e| e.shell.len()).sum()),
+            traversed_at: None,
+            traversed_q: scene
+                .environment
+                .iter()
+                .map(|e| e.dynamics.as_ref().map_or(Vec::new(), |d| d.q.clone()))
+                .collect(),
             haptic_radius: 1.25
                 * scene
                     .haptic
@@ -247,9 +266,10 @@ impl HapticSimulation {
         let manip = mapped
             .or(self.last_manipulandum)
             .unwrap_or(self.coupling.pose);
+        self.scene.haptic.field.update_deformation();
+        let pushed_out = self.push_out();
         let body = self.haptic_pose();
         let grasp = self.coupling.pose * Point3::origin();
-        self.scene.haptic.field.update_deformation();
         let mut total = PointContact::zero();
         let (mut traversed, mut contacts, mut lod, mut depth) = (0, 0, 0, 0.0f64);
         for ((env, tr), out) in self
@@ -274,6 +294,12 @@ impl HapticSimulation {
             contacts += out.contacts.len();
             lod = lod.max(out.deepest_level + 1);
             depth = out.contacts.iter().fold(depth, |d, c| d.max(-c.depth));
+        }
+        self.traversed_at = Some(self.coupling.pose);
+        for (env, q) in self.scene.environment.iter().zip(&mut self.traversed_q) {
+            if let Some(d) = &env.dynamics {
+                q.copy_from_slice(&d.q);
+            }
         }
         // Friction joins the contact wrench in the coupling's equilibrium.
         let mut pushed = total;
@@ -356,6 +382,7 @@ impl HapticSimulation {
             friction: friction_force,
             friction_torque,
             depth,
+            pushed_out,
         }
     }
 
@@ -368,6 +395,140 @@ impl HapticSimulation {
             Some(h) if limit > 0.0 => limit.min(0.5 * h),
             _ => limit,
         }
+    }
+
+    /// Pushes the haptic object out of the environment points that went deeper into it
+    /// than the penetration limit since the last traversal, by a deformation the sweep
+    /// does not follow: a deformable environment's Newmark step (a bulging, contracting
+    /// muscle under a fingertip), or the held object's own. The sweep keeps the object's
+    /// motion from taking a point past the limit; this keeps the pair's end-of-cycle
+    /// state within it too, so the next traversal measures at most the limit.
+    ///
+    /// Only the last traversal's contact points can be past it: any other point was
+    /// outside, and moved relative to the object by at most `|dc| + theta R` (the grasp
+    /// frame's translation and turn since, `R` the object's radius) plus
+    /// `max ||U_s|| |dq|` (the environment's deformation), so a contact point is looked up
+    /// again only if its depth plus that bound reaches the limit. The held object's own
+    /// deformation is not in the bound (a point shallower than the limit by more than its
+    /// surface moved in one cycle is not looked up; the next traversal finds it). The
+    /// points past the limit give a translation ([`push_out`]), which is swept like any
+    /// motion (a squeezed object goes only as far as the other side allows). Returns the
+    /// distance pushed.
+    fn push_out(&mut self) -> f64 {
+        let limit = self.penetration_limit();
+        let Some(traversed_at) = self.traversed_at else {
+            return 0.0;
+        };
+        if limit <= 0.0 {
+            return 0.0;
+        }
+        // The push is linear in the points' distances: a round leaves what the field's
+        // curvature bends away (under a micrometre on a bulging muscle), and the next
+        // takes it back, each looking the points up again at the pushed pose.
+        let from = self.coupling.pose;
+        let mut dx = Vector3::zeros();
+        let mut verified = false;
+        for _ in 0..=PUSH_ROUNDS {
+            let at = Translation3::from(dx) * from;
+            let moved = self.find_overlaps(&at, &traversed_at, limit);
+            if self.overlaps.is_empty() {
+                // Every point is within the limit at `at`: the looked-up ones by their
+                // distance, the others by the bound. Nothing left to sweep when no point
+                // could have moved by the limit (the push of a hand held still).
+                verified = moved < limit;
+                break;
+            }
+            let more = push_out(&self.overlaps);
+            if !more.iter().all(|v| v.is_finite()) {
+                break;
+            }
+            dx += more;
+        }
+        if dx == Vector3::zeros() {
+            return 0.0;
+        }
+        if verified {
+            self.coupling.pose = Translation3::from(dx) * from;
+            return dx.norm();
+        }
+        let motion = Motion {
+            from,
+            dx,
+            dw: Vector3::zeros(),
+            grasp: self.scene.haptic.grasp,
+        };
+        let params = SweepParams {
+            node_budget: self.scene.contact.sweep_budget,
+            ..SweepParams::with_limit(limit)
+        };
+        let mut t = 1.0f64;
+        for (env, sweep) in self.scene.environment.iter().zip(&mut self.sweeps) {
+            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            let r = self.scene.haptic.field.sweep(
+                sweep, &env.shell, &env.pose, q, &motion, &params, None, false,
+            );
+            t = t.min(r.t);
+        }
+        self.coupling.pose = motion.grasp_at(t);
+        t * dx.norm()
+    }
+
+    /// Fills `overlaps` with the last traversal's contact points that are deeper than
+    /// `limit` in the haptic object with its grasp frame at `from` ([`Self::push_out`]).
+    /// Returns the bound on how far any point moved relative to the object since the
+    /// traversal, over the environments.
+    fn find_overlaps(
+        &mut self,
+        from: &Isometry3<f64>,
+        traversed_at: &Isometry3<f64>,
+        limit: f64,
+    ) -> f64 {
+        let turned = (from.rotation * traversed_at.rotation.inverse()).angle();
+        let object_moved = (from.translation.vector - traversed_at.translation.vector).norm()
+            + turned * self.haptic_radius;
+        let body = from * Translation3::from(-self.scene.haptic.grasp.coords);
+        let to_body = body.inverse();
+        let field = &self.scene.haptic.field;
+        self.overlaps.clear();
+        let mut most = object_moved;
+        for ((env, out), q0) in self
+            .scene
+            .environment
+            .iter()
+            .zip(&self.outputs)
+            .zip(&self.traversed_q)
+        {
+            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            let dq = q
+                .iter()
+                .zip(q0)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt();
+            let moved = object_moved + env.shell.max_mode_norm * dq;
+            most = most.max(moved);
+            for c in &out.contacts {
+                if -c.depth + moved < limit {
+                    continue;
+                }
+                let s = c.point as usize;
+                let x = env.pose * env.shell.position(s, q);
+                let y = to_body * x;
+                let excess = -field.distance(&y) - limit;
+                if excess > 1e-6 * limit && self.overlaps.len() < self.overlaps.capacity() {
+                    // The gradient as it is, not normalized: an interpolated field's is
+                    // shorter than 1 near edges, and the push must follow its distance.
+                    let g = body.rotation * field.gradient(&y);
+                    let normal = if g.norm() > 1e-3 && g.iter().all(|v| v.is_finite()) {
+                        g
+                    } else {
+                        env.pose.rotation * env.shell.normal(s, q)
+                    };
+                    self.overlaps.push(Overlap { normal, excess });
+                }
+            }
+        }
+        most
     }
 
     /// Where the coupling's `step` may take the haptic object: the whole step, or the
@@ -430,7 +591,14 @@ impl HapticSimulation {
         {
             let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
             let r = self.scene.haptic.field.sweep(
-                sweep, &env.shell, &env.pose, q, motion, params, traversal, continued,
+                sweep,
+                &env.shell,
+                &env.pose,
+                q,
+                motion,
+                params,
+                Some(traversal),
+                continued,
             );
             if r.t < best.0 {
                 best = (r.t, r.blocking);

@@ -124,9 +124,10 @@ impl HapticField {
 
     /// The safe fraction of the held object's `motion` against an environment pointshell
     /// ([`crate::contact::continuous`]), statically dispatched like [`Self::traverse`].
-    /// `traversal` is this cycle's traversal of the pair (its temporal-coherence bounds
-    /// prune the search). With `continued`, the motion continues the last one swept (a
-    /// slide) and reuses its gathered points ([`Sweep::continue_contact`]).
+    /// `traversal`, if given, is this cycle's traversal of the pair at the motion's start
+    /// (its temporal-coherence bounds and lookups prune the search). With `continued`, the
+    /// motion continues the last one swept (a slide) and reuses its gathered points
+    /// ([`Sweep::continue_contact`]).
     #[allow(clippy::too_many_arguments)]
     pub fn sweep(
         &self,
@@ -136,7 +137,7 @@ impl HapticField {
         q: &[f64],
         motion: &Motion,
         params: &SweepParams,
-        traversal: &Traversal,
+        traversal: Option<&Traversal>,
         continued: bool,
     ) -> SweepResult {
         #[allow(clippy::too_many_arguments)]
@@ -148,13 +149,13 @@ impl HapticField {
             q: &[f64],
             motion: &Motion,
             params: &SweepParams,
-            traversal: &Traversal,
+            traversal: Option<&Traversal>,
             continued: bool,
         ) -> SweepResult {
             if continued {
                 sweep.continue_contact(shell, field, pose, q, motion, params)
             } else {
-                sweep.first_contact(shell, field, pose, q, motion, params, Some(traversal))
+                sweep.first_contact(shell, field, pose, q, motion, params, traversal)
             }
         }
         let (s, p, t, c) = (sweep, shell_pose, traversal, continued);

@@ -122,6 +122,9 @@ pub struct ReplayStats {
     pub deepest: f64,
     /// Cycles whose motion the continuous contact cut short.
     pub cut: usize,
+    /// Cycles that began by pushing the held object out of a surface that deformed
+    /// into it beyond the penetration limit.
+    pub pushed: usize,
     /// Cycles in which a deformable object's Newmark step diverged (or lost
     /// definiteness) and was reset to rest.
     pub resets: usize,
@@ -150,6 +153,7 @@ pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> (Log, ReplayStats) {
             .push(row(s.time_s, &s.pose.isometry(), s.buttons, &r, us));
         stats.deepest = stats.deepest.max(r.depth);
         stats.cut += usize::from(r.swept < 1.0);
+        stats.pushed += usize::from(r.pushed_out > 0.0);
         stats.resets += usize::from(r.reset);
     }
     (log, stats)
@@ -226,10 +230,12 @@ fn summarize(log: &Log, stats: &ReplayStats) {
         max_of(col("lod"))
     );
     println!(
-        "deepest contact {:.3} mm, continuous contact cut {} of {} cycles, {} dynamics resets",
+        "deepest contact {:.3} mm, continuous contact cut {} of {} cycles and pushed out of a \
+         deforming surface in {}, {} dynamics resets",
         stats.deepest * 1e3,
         stats.cut,
         log.rows.len(),
+        stats.pushed,
         stats.resets
     );
 }
