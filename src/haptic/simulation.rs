@@ -2,7 +2,10 @@
 //! live loop, a headless replay and the tests run exactly the same code:
 //!
 //! 1. the device pose becomes the manipulandum through the workspace (scale, clutch);
-//! 2. the haptic object's deformed field follows its reduced state;
+//! 2. the haptic object's deformed field follows its reduced state, and the object is
+//!    pushed out of any environment point that a deformation (the environment's Newmark
+//!    step, or its own) carried past the penetration limit since the last cycle
+//!    ([`crate::contact::continuous::push_out`]);
 //! 3. every environment pointshell is traversed against the haptic object's field;
 //! 4. the static virtual coupling solves the 6x6 equilibrium of coupling, contact and
 //!    friction wrenches ([`crate::coupling::friction`]) and proposes a step of the haptic
