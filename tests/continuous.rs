@@ -503,3 +503,70 @@ device_max_torque = 0.5
         "the hand never pressed to the limit"
     );
 }
+
+/// A probe that starts 5 mm inside a block (a scene placed it there; a reset or a clutch
+/// can too) is pushed out at most the penetration limit per cycle, so it comes out in a
+/// few cycles without a jump, and stays out; the force stays finite and within the limit.
+#[test]
+fn a_probe_started_inside_comes_out_at_most_the_limit_per_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let text = format!(
+        r#"name = "probe-inside"
+{}
+[haptic]
+name = "probe"
+box = [0.02, 0.02, 0.02]
+sdf_resolution = 16
+position = [0.0, 0.005, 0.0]
+
+[[environment]]
+name = "block"
+boxes = [{{ size = [0.1, 0.05, 0.1], position = [0.0, -0.025, 0.0] }}]
+points = 6000
+levels = 3
+"#,
+        common(1.0, 1e-3)
+    );
+    let mut sim = HapticSimulation::new(load(&write(dir.path(), "inside.toml", &text), &cache));
+    let limit = sim.penetration_limit();
+    let mut out_at = None;
+    for cycle in 0..200 {
+        let r = sim.cycle(&Isometry3::identity(), false);
+        assert!(
+            !r.fault && r.force.iter().all(|f| f.is_finite()),
+            "cycle {cycle}"
+        );
+        assert!(
+            r.force.norm() <= MAX_FORCE + 1e-9,
+            "cycle {cycle}: {}",
+            r.force
+        );
+        assert!(
+            r.pushed_out <= limit * (1.0 + 1e-12),
+            "cycle {cycle}: pushed {:.3} mm at once",
+            r.pushed_out * 1e3
+        );
+        if cycle == 0 {
+            assert!(
+                r.depth > 4e-3,
+                "the probe starts {:.2} mm in",
+                r.depth * 1e3
+            );
+        }
+        match out_at {
+            None if r.depth <= limit * (1.0 + 1e-6) => out_at = Some(cycle),
+            Some(_) => assert!(
+                r.depth <= limit * (1.0 + 1e-6),
+                "cycle {cycle}: back in to {:.3} mm",
+                r.depth * 1e3
+            ),
+            None => {}
+        }
+    }
+    // 4 mm past the limit at 1 mm per cycle, after the first cycle's traversal.
+    let out_at = out_at.expect("the probe never came out");
+    println!("probe out (within the limit) at cycle {out_at}");
+    assert!(out_at <= 6, "out only at cycle {out_at}");
+    assert!(probe_bottom(&sim) >= -limit - SLACK);
+}
