@@ -61,25 +61,33 @@ device_max_torque = 0.5
     )
 }
 
-/// A 2 cm box probe in a 16-cell field, its centre 3 cm above a 30 x 30 cm, 1 mm plate
-/// sampled about every 2 mm.
+/// The held 2 cm box probe in a 16-cell field (1.25 mm cells), its centre at height `y`.
+fn box_probe(y: f64) -> String {
+    format!(
+        r#"[haptic]
+name = "probe"
+box = [0.02, 0.02, 0.02]
+sdf_resolution = 16
+position = [0.0, {y}, 0.0]
+"#
+    )
+}
+
+/// The 2 cm probe, its centre 3 cm above a 30 x 30 cm, 1 mm plate sampled about every
+/// 2 mm.
 fn probe_scene(dir: &Path, workspace_scale: f64, max_penetration: f64) -> PathBuf {
     let text = format!(
         r#"name = "plate-probe"
 {}
-[haptic]
-name = "probe"
-box = [0.02, 0.02, 0.02]
-sdf_resolution = 16
-position = [0.0, 0.03, 0.0]
-
+{}
 [[environment]]
 name = "plate"
 boxes = [{{ size = [0.3, 0.001, 0.3], position = [0.0, 0.0, 0.0] }}]
 points = 2800
 levels = 3
 "#,
-        common(workspace_scale, max_penetration)
+        common(workspace_scale, max_penetration),
+        box_probe(0.03)
     );
     write(dir, "plate-probe.toml", &text)
 }
@@ -383,11 +391,7 @@ fn a_surface_deforming_into_the_probe_pushes_it_out() {
         r#"name = "beam-probe"
 workspace_scale = 1.0
 
-[haptic]
-name = "probe"
-box = [0.02, 0.02, 0.02]
-sdf_resolution = 16
-
+{}
 [[environment]]
 name = "beam"
 mesh = "{beam}/beam3.obj"
@@ -409,6 +413,7 @@ saturation_force = 0.0
 device_max_force = {MAX_FORCE}
 device_max_torque = 0.5
 "#,
+        box_probe(0.0),
         beam = beam.display()
     );
     let mut scene = load(&write(dir.path(), "beam-probe.toml", &text), &cache);
@@ -514,19 +519,15 @@ fn a_probe_started_inside_comes_out_at_most_the_limit_per_cycle() {
     let text = format!(
         r#"name = "probe-inside"
 {}
-[haptic]
-name = "probe"
-box = [0.02, 0.02, 0.02]
-sdf_resolution = 16
-position = [0.0, 0.005, 0.0]
-
+{}
 [[environment]]
 name = "block"
 boxes = [{{ size = [0.1, 0.05, 0.1], position = [0.0, -0.025, 0.0] }}]
 points = 6000
 levels = 3
 "#,
-        common(1.0, 1e-3)
+        common(1.0, 1e-3),
+        box_probe(0.005)
     );
     let mut sim = HapticSimulation::new(load(&write(dir.path(), "inside.toml", &text), &cache));
     let limit = sim.penetration_limit();
