@@ -19,7 +19,8 @@
 //!   there by a deformation, a teleport or rounding), may not go deeper at all: a probe
 //!   of the first `1e-3 p` of its motion says whether the motion deepens it, and if so the
 //!   motion is cut at `t = 0` (the slide below then keeps its tangential part); if not,
-//!   it is free this cycle, and the penalty force pushes it out.
+//!   it is free this cycle. A point that a deformation carried beyond the limit pushes
+//!   the held object back out at the start of the next cycle ([`push_out`]).
 //!
 //! A point `x` (world) moves in the field's frame by at most
 //! `M = |dx| + |dw| (|x - c_0| + |dx|)` per unit `t` (the rotation about the moving grasp

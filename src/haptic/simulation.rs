@@ -437,7 +437,7 @@ impl HapticSimulation {
         let mut dx = Vector3::zeros();
         let mut verified = false;
         let mut budget = PUSH_LOOKUPS;
-        for _ in 0..=PUSH_ROUNDS {
+        for round in 0..=PUSH_ROUNDS {
             let at = Translation3::from(dx) * from;
             let Some(moved) = self.find_overlaps(&at, &traversed_at, limit, &mut budget) else {
                 // Out of lookups (many points deep: a held object started or reset inside
@@ -450,6 +450,9 @@ impl HapticSimulation {
                 // distance, the others by the bound. Nothing left to sweep when no point
                 // could have moved by the limit (the push of a hand held still).
                 verified = moved < limit;
+                break;
+            }
+            if round == PUSH_ROUNDS {
                 break;
             }
             dx += push_out(&self.overlaps);
