@@ -29,7 +29,7 @@ use crate::coupling::{
     pose_is_finite, CouplingOutput, FrictionProxy, StaticCoupling, Step, Workspace,
 };
 use crate::dynamics::StepEvent;
-use crate::scene::{HapticField, Param, Scene, Settings};
+use crate::scene::{EnvironmentObject, HapticField, Param, Scene, Settings};
 
 /// What one cycle did.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -421,7 +421,9 @@ impl HapticSimulation {
     /// points past the limit give a translation ([`push_out`]), at most the limit per
     /// cycle, which is swept like any motion (a squeezed object goes only as far as the
     /// other side allows) unless every point was verified within the limit after it.
-    /// Bounded by a count of lookups ([`PUSH_LOOKUPS`]). Returns the distance pushed.
+    /// Bounded by a count of lookups ([`PUSH_LOOKUPS`]); a state with more candidates
+    /// than it allows (an object deep inside) is left to the penalty. Returns the
+    /// distance pushed.
     fn push_out(&mut self) -> f64 {
         let limit = self.penetration_limit();
         let Some(traversed_at) = self.traversed_at else {
@@ -440,9 +442,9 @@ impl HapticSimulation {
         for round in 0..=PUSH_ROUNDS {
             let at = Translation3::from(dx) * from;
             let Some(moved) = self.find_overlaps(&at, &traversed_at, limit, &mut budget) else {
-                // Out of lookups (many points deep: a held object started or reset inside
-                // an environment): push by what was found, and sweep it.
-                dx += push_out(&self.overlaps);
+                // More points to look up than lookups left: none in the first round (an
+                // object deep inside, left to the penalty); later, the pushes so far,
+                // swept.
                 break;
             };
             if self.overlaps.is_empty() {
@@ -496,8 +498,8 @@ impl HapticSimulation {
     /// `limit` in the haptic object with its grasp frame at `from` ([`Self::push_out`]),
     /// each distance and gradient taking one of `budget`'s lookups (a gradient of the
     /// deformed or exact field, six). Returns the bound on how far any point moved
-    /// relative to the object since the traversal, over the environments; `None` if the
-    /// budget ran out (the overlaps are those found by then).
+    /// relative to the object since the traversal, over the environments; `None`, with
+    /// no lookup made, if the candidates could need more lookups than `budget` has.
     fn find_overlaps(
         &mut self,
         from: &Isometry3<f64>,
@@ -512,40 +514,59 @@ impl HapticSimulation {
         let turned = (from.rotation * traversed_at.rotation.inverse()).angle();
         let object_moved = (from.translation.vector - traversed_at.translation.vector).norm()
             + turned * self.haptic_radius;
-        let body = from * Translation3::from(-self.scene.haptic.grasp.coords);
-        let to_body = body.inverse();
-        let field = &self.scene.haptic.field;
-        self.overlaps.clear();
-        let mut most = object_moved;
-        for ((env, out), q0) in self
-            .scene
-            .environment
-            .iter()
-            .zip(&self.outputs)
-            .zip(&self.traversed_q)
-        {
+        // How far an environment's points moved relative to the object, at most.
+        let moved = |env: &EnvironmentObject, q0: &[f64]| {
             let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
             let dq = q
                 .iter()
                 .zip(q0)
                 .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f64>()
-                .sqrt();
-            let moved = object_moved + env.shell.max_mode_norm * dq;
+                .sum::<f64>();
+            object_moved + env.shell.max_mode_norm * dq.sqrt()
+        };
+        let envs = || {
+            self.scene
+                .environment
+                .iter()
+                .zip(&self.outputs)
+                .zip(&self.traversed_q)
+        };
+        // The candidates first: more than the budget could look up is no state that a
+        // deformation makes in a cycle (hundreds of points past the limit: an object
+        // started or reset deep inside). The push is skipped, and the penalty brings the
+        // object out, as before the push existed, without the lookups' cost.
+        let candidates: usize = envs()
+            .map(|((env, out), q0)| {
+                let m = moved(env, q0);
+                out.contacts
+                    .iter()
+                    .filter(|c| -c.depth + m >= limit)
+                    .count()
+            })
+            .sum();
+        if candidates * (1 + gradient_cost) > *budget {
+            return None;
+        }
+        let body = from * Translation3::from(-self.scene.haptic.grasp.coords);
+        let to_body = body.inverse();
+        let field = &self.scene.haptic.field;
+        let mut overlaps = std::mem::take(&mut self.overlaps);
+        overlaps.clear();
+        let mut most = object_moved;
+        for ((env, out), q0) in envs() {
+            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            let moved = moved(env, q0);
             most = most.max(moved);
             for c in &out.contacts {
                 if -c.depth + moved < limit {
                     continue;
-                }
-                if *budget < 1 + gradient_cost {
-                    return None;
                 }
                 *budget -= 1;
                 let s = c.point as usize;
                 let x = env.pose * env.shell.position(s, q);
                 let y = to_body * x;
                 let excess = -field.distance(&y) - limit;
-                if excess > 1e-6 * limit && self.overlaps.len() < self.overlaps.capacity() {
+                if excess > 1e-6 * limit && overlaps.len() < overlaps.capacity() {
                     *budget -= gradient_cost;
                     // The gradient as it is, not normalized: an interpolated field's is
                     // shorter than 1 near edges, and the push must follow its distance.
@@ -555,10 +576,11 @@ impl HapticSimulation {
                     } else {
                         env.pose.rotation * env.shell.normal(s, q)
                     };
-                    self.overlaps.push(Overlap { normal, excess });
+                    overlaps.push(Overlap { normal, excess });
                 }
             }
         }
+        self.overlaps = overlaps;
         Some(most)
     }
 
