@@ -225,7 +225,7 @@ pub const RESTICK: f64 = 0.9;
 /// a small sideways wobble would turn the friction sideways and feed the wobble, an
 /// instability of the quasi-static step; along the pull the object slides toward the
 /// hand, which damps any wobble.
-pub fn coulomb_update_patch(
+pub fn coulomb_update(
     friction: &Friction,
     frame: &ContactFrame,
     (x, rotation): (&Vector3<f64>, &UnitQuaternion<f64>),
@@ -333,13 +333,11 @@ impl FrictionProxy {
         };
         let anchor = *self.anchor.get_or_insert((*x, *rotation));
         let w = stick_wrench(&frame, x, rotation, &anchor);
-        contact.force += w.force;
-        contact.torque += w.torque;
-        if !self.slipping {
-            contact.dforce_dx += w.dforce_dx;
-            contact.dforce_dw += w.dforce_dw;
-            contact.dtorque_dx += w.dtorque_dx;
-            contact.dtorque_dw += w.dtorque_dw;
+        if self.slipping {
+            contact.force += w.force;
+            contact.torque += w.torque;
+        } else {
+            contact.add(&w);
         }
         (w.force, w.torque)
     }
@@ -362,7 +360,7 @@ impl FrictionProxy {
         let Some(frame) = contact_frame(contact, &Point3::from(*x), patch) else {
             return;
         };
-        let (a, slipping) = coulomb_update_patch(
+        let (a, slipping) = coulomb_update(
             friction,
             &frame,
             (x, rotation),
@@ -439,7 +437,7 @@ mod tests {
             stick_wrench(&frame, x, &rot, a).force
         };
         let update = |x: &Vector3<f64>, a, pull: &Vector3<f64>, slipping| {
-            coulomb_update_patch(
+            coulomb_update(
                 &f,
                 &frame,
                 (x, &rot),
@@ -602,7 +600,7 @@ mod tests {
         let limit = 0.6 * load * rho;
         let zero = Vector3::zeros();
         let update = |pull: &Vector3<f64>, torque: &Vector3<f64>| {
-            coulomb_update_patch(&f, &frame, (&x, &rot), &anchor, (pull, torque), false)
+            coulomb_update(&f, &frame, (&x, &rot), &anchor, (pull, torque), false)
         };
         // Below the static limit (its normal part counts; a tipping torque does not).
         let tipping = n.cross(&Vector3::x()).normalize();
