@@ -82,6 +82,17 @@ const PUSH_ROUNDS: usize = 3;
 /// replays stay deterministic): the muscle's jump, the most seen, takes 491.
 const PUSH_LOOKUPS: usize = 1024;
 
+/// Where a sweep's motion starts, which says what it may reuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SweepFrom {
+    /// The pose of this cycle's traversal: its lookups and coherence bounds are shared.
+    Traversal,
+    /// Where the last sweep stopped (a slide of its rest): its gathered points are reused.
+    LastSweep,
+    /// Anywhere else (the push out, before the traversal): nothing is shared.
+    Elsewhere,
+}
+
 /// Contacts a cycle's slides respect, at most.
 const MAX_MET: usize = 64;
 
@@ -291,7 +302,7 @@ impl HapticSimulation {
                 field: body,
                 grasp,
             };
-            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            let q = env.q();
             self.scene
                 .haptic
                 .field
@@ -478,18 +489,9 @@ impl HapticSimulation {
             dw: Vector3::zeros(),
             grasp: self.scene.haptic.grasp,
         };
-        let params = SweepParams {
-            node_budget: self.scene.contact.sweep_budget,
-            ..SweepParams::with_limit(limit)
-        };
-        let mut t = 1.0f64;
-        for (env, sweep) in self.scene.environment.iter().zip(&mut self.sweeps) {
-            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
-            let r = self.scene.haptic.field.sweep(
-                sweep, &env.shell, &env.pose, q, &motion, &params, None, false,
-            );
-            t = t.min(r.t);
-        }
+        let params = self.sweep_params(limit);
+        // (The contacts it meets are forgotten before the step's own sweep.)
+        let (t, _) = self.first_contact(&motion, &params, SweepFrom::Elsewhere);
         self.coupling.pose = motion.grasp_at(t);
         t * dx.norm()
     }
@@ -516,7 +518,7 @@ impl HapticSimulation {
             + turned * self.haptic_radius;
         // How far an environment's points moved relative to the object, at most.
         let moved = |env: &EnvironmentObject, q0: &[f64]| {
-            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            let q = env.q();
             let dq = q
                 .iter()
                 .zip(q0)
@@ -554,7 +556,7 @@ impl HapticSimulation {
         overlaps.clear();
         let mut most = object_moved;
         for ((env, out), q0) in envs() {
-            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            let q = env.q();
             let moved = moved(env, q0);
             most = most.max(moved);
             for c in &out.contacts {
@@ -602,10 +604,7 @@ impl HapticSimulation {
         if limit <= 0.0 || depth + lip * reach < 0.5 * limit {
             return (step.pose_after(&from, 1.0), 1.0);
         }
-        let params = SweepParams {
-            node_budget: self.scene.contact.sweep_budget,
-            ..SweepParams::with_limit(limit)
-        };
+        let params = self.sweep_params(limit);
         let mut motion = Motion {
             from,
             dx: step.dx,
@@ -613,16 +612,24 @@ impl HapticSimulation {
             grasp: self.scene.haptic.grasp,
         };
         self.met.clear();
-        let (first, mut blocking) = self.first_contact(&motion, &params, false);
+        let (first, mut blocking) = self.first_contact(&motion, &params, SweepFrom::Traversal);
         let mut t = first;
         for _ in 0..SLIDES {
             if blocking.is_none() {
                 break;
             }
             motion = slide(&motion, t, &self.met);
-            (t, blocking) = self.first_contact(&motion, &params, true);
+            (t, blocking) = self.first_contact(&motion, &params, SweepFrom::LastSweep);
         }
         (motion.grasp_at(t), first)
+    }
+
+    /// The sweep settings of the scene with penetration limit `limit`.
+    fn sweep_params(&self, limit: f64) -> SweepParams {
+        SweepParams {
+            node_budget: self.scene.contact.sweep_budget,
+            ..SweepParams::with_limit(limit)
+        }
     }
 
     /// The least safe fraction of `motion` over the environment, with the contact that
@@ -632,7 +639,7 @@ impl HapticSimulation {
         &mut self,
         motion: &Motion,
         params: &SweepParams,
-        continued: bool,
+        from: SweepFrom,
     ) -> (f64, Option<Blocking>) {
         let mut best = (1.0, None);
         for ((env, sweep), traversal) in self
@@ -642,7 +649,7 @@ impl HapticSimulation {
             .zip(&mut self.sweeps)
             .zip(&self.traversals)
         {
-            let q: &[f64] = env.dynamics.as_ref().map_or(&[], |d| &d.q);
+            let q = env.q();
             let r = self.scene.haptic.field.sweep(
                 sweep,
                 &env.shell,
@@ -650,8 +657,8 @@ impl HapticSimulation {
                 q,
                 motion,
                 params,
-                Some(traversal),
-                continued,
+                (from == SweepFrom::Traversal).then_some(traversal),
+                from == SweepFrom::LastSweep,
             );
             if r.t < best.0 {
                 best = (r.t, r.blocking);

@@ -260,6 +260,13 @@ pub struct EnvironmentObject {
     pub render_basis: Vec<f32>,
 }
 
+impl EnvironmentObject {
+    /// The reduced coordinates q (empty for a rigid object).
+    pub fn q(&self) -> &[f64] {
+        self.dynamics.as_ref().map_or(&[], |d| &d.q)
+    }
+}
+
 /// A loaded scene, ready for the haptic loop.
 #[derive(Debug, Clone)]
 pub struct Scene {
