@@ -5,8 +5,14 @@
 //! step (dt = 1 ms, one Newton iteration) at activation 0.5 under a palpation-sized load.
 //! Single thread; the basis and the training run before the timed loop.
 //!
-//! - `muscle/step/20`: one reduced step (cubature force and stiffness, 20 x 20 solve).
+//! - `muscle/step/20`: one reduced step as the scene runs it: the exact cubature force,
+//!   the stiffness refreshed one slice of eight per step
+//!   (`CubatureForces::evaluate_step`, the scene default `stiffness_slices = 8`), the
+//!   20 x 20 solve.
+//! - `muscle/step-exact/20`: the same step with the whole stiffness every step
+//!   (`stiffness_slices = 1`).
 //! - `muscle/eval/20`: the cubature force and stiffness alone.
+//! - `muscle/force/20`: the cubature force alone.
 //!
 //! Printed before the timings: the fastest of 2,000 evaluations in each compilation of
 //! the cubature kernels this CPU runs (`CubatureKernels`), taken in turns so that the
@@ -19,6 +25,7 @@ use haptics::mesh::fusiform::FusiformSpec;
 use haptics::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
 use haptics::muscle::{FusiformModel, MaterialFile};
 use haptics::reduction::cubature::{CubatureForces, CubatureKernels};
+use haptics::scene::format::DEFAULT_STIFFNESS_SLICES;
 
 fn bench(c: &mut Criterion) {
     faer::set_global_parallelism(faer::Par::Seq);
@@ -56,22 +63,29 @@ fn bench(c: &mut Criterion) {
     group.bench_function("eval/20", |b| {
         b.iter(|| eval.evaluate(std::hint::black_box(&q), &mut f, &mut k, &mut scratch))
     });
+    group.bench_function("force/20", |b| {
+        b.iter(|| eval.evaluate_force(std::hint::black_box(&q), &mut f, &mut scratch))
+    });
     let params = ReducedParams {
         newmark: NewmarkParams::average_acceleration(1e-3),
         damping_stiffness: 0.01,
         activation: 0.5,
         ..ReducedParams::default()
     };
-    let mut sim = ReducedNewmark::new(cub, params);
-    let mut step = 0u64;
-    let mut load = vec![0.0; r];
-    group.bench_function("step/20", |b| {
-        b.iter(|| {
-            step += 1;
-            load[0] = 1e-3 * (1e-3 * step as f64).sin();
-            sim.step(std::hint::black_box(&load))
-        })
-    });
+    for (name, slices) in [("step/20", DEFAULT_STIFFNESS_SLICES), ("step-exact/20", 1)] {
+        let mut cub = cub.clone();
+        cub.set_stiffness_slices(slices);
+        let mut sim = ReducedNewmark::new(cub, params);
+        let mut step = 0u64;
+        let mut load = vec![0.0; r];
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                step += 1;
+                load[0] = 1e-3 * (1e-3 * step as f64).sin();
+                sim.step(std::hint::black_box(&load))
+            })
+        });
+    }
     group.finish();
 }
 

@@ -673,3 +673,47 @@ fn numeric_keys_out_of_range_are_refused_with_the_key_and_range() {
             .unwrap_or_else(|e| panic!("{text}: {e}"));
     }
 }
+
+/// `stiffness_slices` belongs to a muscle (its cubature) and lies in 1..=64.
+#[test]
+fn stiffness_slices_need_a_muscle_and_a_range() {
+    // The bundled scene with its model paths made absolute (it is parsed elsewhere).
+    let models = repo().join("assets/models/");
+    let muscle = std::fs::read_to_string(repo().join("assets/scenes/muscle-palpate.toml"))
+        .unwrap()
+        .replace("\"../models/", &format!("\"{}", models.display()));
+    let with = |line: &str| {
+        muscle.replace(
+            "damping_stiffness = 0.01\n",
+            &format!("damping_stiffness = 0.01\n{line}\n"),
+        )
+    };
+    let key = "environment[0].deformable.stiffness_slices";
+    for n in [0, 65] {
+        let msg = invalid_key_message(&with(&format!("stiffness_slices = {n}")), key);
+        assert!(msg.contains("1 to 64"), "{msg}");
+    }
+    let passive = with("stiffness_slices = 4")
+        .lines()
+        .filter(|l| !l.starts_with("fibres ="))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let msg = invalid_key_message(&passive, key);
+    assert!(msg.contains("fibres"), "{msg}");
+    let path = repo().join("assets/scenes/s.toml");
+    for n in [1, 64] {
+        let file = haptics::scene::format::parse_scene_str(
+            &with(&format!("stiffness_slices = {n}")),
+            &path,
+        )
+        .unwrap();
+        assert_eq!(
+            file.environment[0]
+                .deformable
+                .as_ref()
+                .unwrap()
+                .stiffness_slices,
+            Some(n)
+        );
+    }
+}

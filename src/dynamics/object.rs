@@ -59,6 +59,28 @@ impl ReducedInternalForces for ObjectForces {
             _ => unreachable!("scratch buffers of another force model"),
         }
     }
+    fn evaluate_step(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        s: &mut ObjectScratch,
+    ) {
+        match (self, s) {
+            (ObjectForces::Polynomial(p), ObjectScratch::Polynomial(s)) => {
+                p.evaluate(q, force, stiffness, s)
+            }
+            (ObjectForces::Muscle(c), ObjectScratch::Muscle(s)) => {
+                c.evaluate_step(q, force, stiffness, s)
+            }
+            _ => unreachable!("scratch buffers of another force model"),
+        }
+    }
+    fn restart(&self, s: &mut ObjectScratch) {
+        if let ObjectScratch::Muscle(s) = s {
+            s.restart();
+        }
+    }
     fn energy(&self, q: &[f64]) -> Option<f64> {
         match self {
             ObjectForces::Polynomial(_) => None,

@@ -132,8 +132,10 @@ impl<F: ReducedInternalForces> ReducedNewmark<F> {
         self.q.len()
     }
 
-    /// Resets to rest.
+    /// Resets to rest (and the force model's step state, such as lagged stiffness
+    /// slices, to fresh).
     pub fn reset(&mut self) {
+        self.forces.restart(&mut self.scratch);
         for x in self
             .q
             .iter_mut()
@@ -153,7 +155,7 @@ impl<F: ReducedInternalForces> ReducedNewmark<F> {
         self.q0.copy_from_slice(&self.q);
         for _ in 0..self.params.newton_iterations.max(1) {
             self.forces
-                .evaluate(&self.q, &mut self.r_int, &mut self.k, &mut self.scratch);
+                .evaluate_step(&self.q, &mut self.r_int, &mut self.k, &mut self.scratch);
             let scale = self.params.material_scale;
             if scale != 1.0 {
                 for x in self.r_int.iter_mut().chain(&mut self.k) {

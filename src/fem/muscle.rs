@@ -160,13 +160,13 @@ impl FibreParams {
     }
 
     /// x* = lambda* / l_opt, where the passive curve turns linear.
-    #[inline]
+    #[inline(always)]
     pub fn x_star(&self) -> f64 {
         self.lambda_star / self.lambda_opt
     }
 
     /// dW_f/dl and d2W_f/dl2 at deviatoric fibre stretch `l` and activation `alpha`.
-    #[inline]
+    #[inline(always)]
     pub fn fibre_derivatives(&self, l: f64, alpha: f64) -> (f64, f64) {
         let x = l / self.lambda_opt;
         let (fl, dfl) = active_force_length(x);
@@ -205,7 +205,7 @@ pub struct ParamError {
 }
 
 /// Blemker's active force-length curve f_L(x) and its derivative.
-#[inline]
+#[inline(always)]
 pub fn active_force_length(x: f64) -> (f64, f64) {
     if (0.4..=0.6).contains(&x) {
         (9.0 * (x - 0.4).powi(2), 18.0 * (x - 0.4))
@@ -237,7 +237,7 @@ pub fn active_integral(x: f64) -> f64 {
 
 /// Blemker's passive fibre curve f_P(x) and its derivative: zero for x <= 1,
 /// P1 (e^{P2 (x - 1)} - 1) up to x*, then linear with value and slope continuous at x*.
-#[inline]
+#[inline(always)]
 pub fn passive_force_length(x: f64, p1: f64, p2: f64, x_star: f64) -> (f64, f64) {
     if x <= 1.0 {
         (0.0, 0.0)
@@ -285,11 +285,13 @@ impl Kinematics {
     /// The invariants of F, with F^-T = cof F / J from the columns' cross products;
     /// `None` when F is not certainly above the inversion threshold (the caller
     /// diagonalizes), i.e. when J <= 0 or J < threshold x |cof F| (module docs).
-    #[inline]
+    #[inline(always)]
     fn new(f: &Matrix3<f64>, a: &Vector3<f64>) -> Option<Self> {
         let cof = cofactor(f);
         let j = f.column(0).dot(&cof.column(0));
-        if !(j > 0.0 && j.is_finite() && j >= INVERSION_THRESHOLD * cof.norm()) {
+        // j >= threshold |cof F|, squared (j > 0 first): no square root.
+        let t2 = INVERSION_THRESHOLD * INVERSION_THRESHOLD;
+        if !(j > 0.0 && j.is_finite() && j * j >= t2 * cof.norm_squared()) {
             return None;
         }
         Some(Self::with_cofactor(f, a, j, &cof))
@@ -303,7 +305,7 @@ impl Kinematics {
         (j > 0.0 && j.is_finite()).then(|| Self::with_cofactor(f, a, j, &cof))
     }
 
-    #[inline]
+    #[inline(always)]
     fn with_cofactor(f: &Matrix3<f64>, a: &Vector3<f64>, j: f64, cof: &Matrix3<f64>) -> Self {
         // J^(-1/3) from ln J, which the volume term needs anyway (one exp instead of a
         // cube root).
@@ -313,7 +315,7 @@ impl Kinematics {
         let fa = f * a;
         let lam = fa.norm();
         Kinematics {
-            f_inv_t: cof / j,
+            f_inv_t: cof * (1.0 / j),
             ln_j,
             j23,
             i1_bar: j23 * f.norm_squared(),
@@ -326,7 +328,7 @@ impl Kinematics {
 
 /// The cofactor matrix cof F = det F F^-T: its columns are the cross products of F's
 /// columns (f2 x f3, f3 x f1, f1 x f2), so det F = f1 . (f2 x f3).
-#[inline]
+#[inline(always)]
 fn cofactor(f: &Matrix3<f64>) -> Matrix3<f64> {
     let (c0, c1, c2) = (f.column(0), f.column(1), f.column(2));
     Matrix3::from_columns(&[c1.cross(&c2), c2.cross(&c0), c0.cross(&c1)])
@@ -358,7 +360,7 @@ fn first_pk_exact(
 }
 
 /// P given the kinematics of F and W_f' at its fibre stretch.
-#[inline]
+#[inline(always)]
 fn stress_with(
     p: &FibreParams,
     k: &Kinematics,
@@ -381,6 +383,7 @@ fn stress_with(
 /// `tangent_matrix_equals_the_differentials` holds them equal). Index `3 j + i` is entry
 /// (i, j) (column-major `vec`). Plain arrays, no allocation: the cubature calls it for
 /// every point at the haptic rate.
+#[inline(always)]
 fn stress_and_tangent_with(
     p: &FibreParams,
     alpha: f64,
@@ -591,7 +594,14 @@ impl Frame {
 
 /// P(F) robust to inversion: the exact formula above the threshold, the clamped
 /// diagonalization of Irving et al. below it.
+#[inline(always)]
 pub fn first_pk(p: &FibreParams, alpha: f64, a: &Vector3<f64>, f: &Matrix3<f64>) -> Matrix3<f64> {
+    // The usual case first, without the frame's copies (the cubature calls this for
+    // every point at the haptic rate).
+    if let Some(k) = Kinematics::new(f, a) {
+        let wf = p.fibre_derivatives(k.l, alpha).0;
+        return stress_with(p, &k, wf, a, f);
+    }
     match Frame::new(f, a) {
         Some(fr) => {
             let wf = p.fibre_derivatives(fr.k.l, alpha).0;
@@ -623,6 +633,7 @@ pub fn first_pk_differential(
 /// P(F) and the 9x9 tangent dP/dF, consistent with [`first_pk`] and
 /// [`first_pk_differential`]: in the clamped frame, column E_ij of the tangent is
 /// U T^[U^T E_ij V] V^T with T^ the exact tangent at F^.
+#[inline(always)]
 pub fn first_pk_and_tangent(
     p: &FibreParams,
     alpha: f64,
@@ -710,6 +721,7 @@ impl TetMaterial for MuscleMaterial {
         let (p, alpha) = self.params(e);
         energy_density(p, alpha, &self.fibres[e], f)
     }
+    #[inline(always)]
     fn first_pk(&self, e: usize, f: &Matrix3<f64>) -> Matrix3<f64> {
         let (p, alpha) = self.params(e);
         first_pk(p, alpha, &self.fibres[e], f)
@@ -721,6 +733,7 @@ impl TetMaterial for MuscleMaterial {
     fn first_pk_tangent(&self, e: usize, f: &Matrix3<f64>) -> nalgebra::SMatrix<f64, 9, 9> {
         self.first_pk_and_tangent(e, f).1
     }
+    #[inline(always)]
     fn first_pk_and_tangent(
         &self,
         e: usize,

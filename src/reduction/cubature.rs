@@ -278,6 +278,9 @@ pub struct CubatureForces<M> {
     kernels: CubatureKernels,
     /// Bytes of one block of tangent products ([`BLOCK_BYTES`]; tests shrink it).
     block_bytes: usize,
+    /// Slices of the points whose stiffness [`Self::evaluate_step`] refreshes in turn
+    /// (1: all of it every step).
+    stiffness_slices: usize,
 }
 
 /// The affine part f(0) + K0 q of the reduced force, exact, and per point its
@@ -292,6 +295,13 @@ struct LinearPart {
     p0: Vec<[f64; 9]>,
     /// w V dP/dF(I) per point.
     t0: Vec<nalgebra::SMatrix<f64, 9, 9>>,
+    /// The force's affine part with the points' linearizations summed into it:
+    /// k0 - sum_p G_p^T t0_p G_p (r x r) and f0 - sum_p G_p^T p0_p, with G as stored
+    /// ([`CubatureForces::sum_point_linearizations`]), so that the force takes each
+    /// point's stress whole (the same force, without 81 multiply-adds and a 9 x 9 load
+    /// per point). Empty until summed.
+    k_force: Vec<f64>,
+    f_force: Vec<f64>,
 }
 
 impl LinearPart {
@@ -307,7 +317,14 @@ impl LinearPart {
     ) -> Self {
         let (k0, f0) = reduced_linearization(kernel, material, basis);
         let (p0, t0) = point_linearizations(material, elements, scale);
-        LinearPart { k0, f0, p0, t0 }
+        LinearPart {
+            k0,
+            f0,
+            p0,
+            t0,
+            k_force: Vec::new(),
+            f_force: Vec::new(),
+        }
     }
 
     /// `self = base + alpha slope`, in place (allocates nothing).
@@ -319,6 +336,8 @@ impl LinearPart {
         };
         lerp(&mut self.k0, &base.k0, &slope.k0);
         lerp(&mut self.f0, &base.f0, &slope.f0);
+        lerp(&mut self.k_force, &base.k_force, &slope.k_force);
+        lerp(&mut self.f_force, &base.f_force, &slope.f_force);
         for (o, (b, s)) in self.p0.iter_mut().zip(base.p0.iter().zip(&slope.p0)) {
             lerp(o, b, s);
         }
@@ -341,6 +360,8 @@ impl LinearPart {
                 .map(|(x, y)| std::array::from_fn(|c| x[c] - y[c]))
                 .collect(),
             t0: a.t0.iter().zip(&b.t0).map(|(x, y)| x - y).collect(),
+            k_force: sub(&a.k_force, &b.k_force),
+            f_force: sub(&a.f_force, &b.f_force),
         }
     }
 }
@@ -610,13 +631,34 @@ fn reduced_linearization<M: TetMaterial + ?Sized>(
 }
 
 /// Buffers of one cubature evaluation: the tangent applied to the mode gradients for
-/// one block of points (r x 9B), in the precision of the stiffness product.
+/// one block of points (r x 9B), in the precision of the stiffness product; and, for
+/// [`CubatureForces::evaluate_step`] with stiffness slices, each slice's share of the
+/// stiffness and which slice is refreshed next.
 #[derive(Debug, Clone)]
 pub struct CubatureScratch {
     h64: Vec<f64>,
     h32: Vec<f32>,
     /// The f32 product (f32 precision), r columns of the padded length.
     k32: Vec<f32>,
+    /// The stiffness slices' products (lower triangles, one after the other), in the
+    /// precision of the product; empty with one slice.
+    slices64: Vec<f64>,
+    slices32: Vec<f32>,
+    /// Number of slices the buffers hold.
+    slices: usize,
+    /// The slice [`CubatureForces::evaluate_step`] refreshes next.
+    next_slice: usize,
+    /// Whether every slice holds a product (false until the first step).
+    filled: bool,
+}
+
+impl CubatureScratch {
+    /// Marks the stiffness slices stale: the next [`CubatureForces::evaluate_step`]
+    /// refreshes them all.
+    pub fn restart(&mut self) {
+        self.filled = false;
+        self.next_slice = 0;
+    }
 }
 
 /// Storage of the mode gradients G and arithmetic of the stiffness product K = G H^T,
@@ -725,11 +767,23 @@ trait Real:
         j0: usize,
         accumulate: bool,
     );
+    /// [`dot9`] in AVX2 registers (the same chains, so the same bits).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn simd_dot9(g: &[Self], q: &[f64], r: usize, stride: usize) -> [f64; 9];
+    /// [`axpy9`] in AVX2 registers (the same chains, so the same bits).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn simd_axpy9(p: &[f64; 9], g: &[Self], force: &mut [f64], r: usize, stride: usize);
 }
 /// The impl of [`Real`] for one float type, its lanes per AVX2 register and its two
 /// register tiles.
 macro_rules! real {
-    ($t:ty, $lanes:literal, $avx2:ident, $avx512:ident) => {
+    ($t:ty, $lanes:literal, $avx2:ident, $avx512:ident, $dot9:ident, $axpy9:ident) => {
         impl Real for $t {
             const LANES: usize = $lanes;
             #[cfg(target_arch = "x86_64")]
@@ -749,6 +803,22 @@ macro_rules! real {
                     tiles::$avx2::<M, N>(k, ldk, b, i0, j0, accumulate)
                 }
             }
+            #[cfg(target_arch = "x86_64")]
+            #[inline(always)]
+            unsafe fn simd_dot9(g: &[$t], q: &[f64], r: usize, stride: usize) -> [f64; 9] {
+                rows::$dot9(g, q, r, stride)
+            }
+            #[cfg(target_arch = "x86_64")]
+            #[inline(always)]
+            unsafe fn simd_axpy9(
+                p: &[f64; 9],
+                g: &[$t],
+                force: &mut [f64],
+                r: usize,
+                stride: usize,
+            ) {
+                rows::$axpy9(p, g, force, r, stride)
+            }
             #[inline(always)]
             fn mul_add(self, b: $t, c: $t) -> $t {
                 <$t>::mul_add(self, b, c)
@@ -761,8 +831,109 @@ macro_rules! real {
         }
     };
 }
-real!(f64, 4, avx2_f64, avx512_f64);
-real!(f32, 8, avx2_f32, avx512_f32);
+real!(f64, 4, avx2_f64, avx512_f64, dot9_f64, axpy9_f64);
+real!(f32, 8, avx2_f32, avx512_f32, dot9_f32, axpy9_f32);
+
+/// [`dot9`] and [`axpy9`] in explicit AVX2 registers: four f64 lanes of every column
+/// at a time, the f32 storage widened on load. The compiler's own vectorization of the
+/// generic loops spilled the column pointers and shuffled pairs of lanes; these are
+/// the same fused multiply-adds in the same order.
+#[cfg(target_arch = "x86_64")]
+mod rows {
+    use std::arch::x86_64::*;
+
+    macro_rules! rows {
+        ($dot9:ident, $axpy9:ident, $t:ty, $load4:expr) => {
+            /// # Safety
+            /// The CPU has AVX2 and FMA.
+            #[target_feature(enable = "avx2,fma")]
+            pub(super) unsafe fn $dot9(g: &[$t], q: &[f64], r: usize, stride: usize) -> [f64; 9] {
+                assert!(g.len() >= 9 * stride && stride >= r && q.len() >= r);
+                let chunks = r / 4;
+                let (gp, qp) = (g.as_ptr(), q.as_ptr());
+                // Nine independent chains side by side (one register each), so that
+                // the multiply-adds' latency overlaps.
+                let mut acc = [_mm256_setzero_pd(); 9];
+                for k in 0..chunks {
+                    // SAFETY: 4 k + 3 < r <= stride, inside g and q (asserted).
+                    unsafe {
+                        let qk = _mm256_loadu_pd(qp.add(4 * k));
+                        for (c, a) in acc.iter_mut().enumerate() {
+                            let gk = $load4(gp.add(c * stride + 4 * k));
+                            *a = _mm256_fmadd_pd(gk, qk, *a);
+                        }
+                    }
+                }
+                let mut out = [0.0; 9];
+                for (c, v) in out.iter_mut().enumerate() {
+                    let mut a = [0.0f64; 4];
+                    // SAFETY: a holds four f64.
+                    unsafe { _mm256_storeu_pd(a.as_mut_ptr(), acc[c]) };
+                    *v = super::identity_entry(c) + ((a[0] + a[1]) + (a[2] + a[3]));
+                    for j in 4 * chunks..r {
+                        *v = (g[c * stride + j] as f64).mul_add(q[j], *v);
+                    }
+                }
+                out
+            }
+
+            /// # Safety
+            /// The CPU has AVX2 and FMA.
+            #[target_feature(enable = "avx2,fma")]
+            pub(super) unsafe fn $axpy9(
+                p: &[f64; 9],
+                g: &[$t],
+                force: &mut [f64],
+                r: usize,
+                stride: usize,
+            ) {
+                assert!(g.len() >= 9 * stride && stride >= r && force.len() >= r);
+                let chunks = r / 4;
+                let (gp, fp) = (g.as_ptr(), force.as_mut_ptr());
+                let pv: [__m256d; 9] = std::array::from_fn(|c| _mm256_set1_pd(p[c]));
+                for k in 0..chunks {
+                    // SAFETY: 4 k + 3 < r <= stride, inside g and force (asserted).
+                    unsafe {
+                        let mut acc = _mm256_loadu_pd(fp.add(4 * k));
+                        for (c, pc) in pv.iter().enumerate() {
+                            let gk = $load4(gp.add(c * stride + 4 * k));
+                            acc = _mm256_fmadd_pd(*pc, gk, acc);
+                        }
+                        _mm256_storeu_pd(fp.add(4 * k), acc);
+                    }
+                }
+                for j in 4 * chunks..r {
+                    for (c, &pc) in p.iter().enumerate() {
+                        force[j] = pc.mul_add(g[c * stride + j] as f64, force[j]);
+                    }
+                }
+            }
+        };
+    }
+
+    /// Four f32 widened to f64.
+    ///
+    /// # Safety
+    /// Four f32 readable at `p`; the CPU has AVX.
+    #[inline(always)]
+    unsafe fn load4_f32(p: *const f32) -> __m256d {
+        // SAFETY: as the caller promises.
+        unsafe { _mm256_cvtps_pd(_mm_loadu_ps(p)) }
+    }
+
+    /// Four f64.
+    ///
+    /// # Safety
+    /// Four f64 readable at `p`; the CPU has AVX.
+    #[inline(always)]
+    unsafe fn load4_f64(p: *const f64) -> __m256d {
+        // SAFETY: as the caller promises.
+        unsafe { _mm256_loadu_pd(p) }
+    }
+
+    rows!(dot9_f32, axpy9_f32, f32, load4_f32);
+    rows!(dot9_f64, axpy9_f64, f64, load4_f64);
+}
 
 #[inline(always)]
 fn fmadd_t<T: Real>(a: T, b: T, c: T) -> T {
@@ -844,6 +1015,35 @@ fn dot9<S: Real>(g: &[S], q: &[f64], r: usize, stride: usize) -> [f64; 9] {
     })
 }
 
+/// [`dot9`], in explicit AVX2 registers when `SIMD` (the same bits).
+#[inline(always)]
+fn dot9_with<S: Real, const SIMD: bool>(g: &[S], q: &[f64], r: usize, stride: usize) -> [f64; 9] {
+    #[cfg(target_arch = "x86_64")]
+    if SIMD {
+        // SAFETY: `SIMD` paths run only where the CPU has AVX2 and FMA (their callers'
+        // contract, `CubatureKernels`).
+        return unsafe { S::simd_dot9(g, q, r, stride) };
+    }
+    dot9::<S>(g, q, r, stride)
+}
+
+/// [`axpy9`], in explicit AVX2 registers when `SIMD` (the same bits).
+#[inline(always)]
+fn axpy9_with<S: Real, const SIMD: bool>(
+    p: &[f64; 9],
+    g: &[S],
+    force: &mut [f64],
+    r: usize,
+    stride: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if SIMD {
+        // SAFETY: as in `dot9_with`.
+        return unsafe { S::simd_axpy9(p, g, force, r, stride) };
+    }
+    axpy9::<S>(p, g, force, r, stride)
+}
+
 /// force += sum_c p_c g_c over one point's nine r-vectors (f64 sums).
 #[inline(always)]
 fn axpy9<S: Real>(p: &[f64; 9], g: &[S], force: &mut [f64], r: usize, stride: usize) {
@@ -888,14 +1088,15 @@ fn subtract_linearization(
     }
 }
 
-/// force += f0 + K0 q.
+/// force += the affine part with the points' linearizations summed into it (the force
+/// of points whose stresses were taken whole; [`LinearPart::k_force`]).
 #[inline(always)]
 fn add_affine(lin: &LinearPart, q: &[f64], force: &mut [f64]) {
     let r = q.len();
     for (j, &qj) in q.iter().enumerate() {
-        axpy(qj, &lin.k0[j * r..(j + 1) * r], force);
+        axpy(qj, &lin.k_force[j * r..(j + 1) * r], force);
     }
-    for (f, f0) in force.iter_mut().zip(&lin.f0) {
+    for (f, f0) in force.iter_mut().zip(&lin.f_force) {
         *f += f0;
     }
 }
@@ -1328,6 +1529,7 @@ impl<M: TetMaterial> CubatureForces<M> {
             correction: None,
             kernels: CubatureKernels::default_for(r),
             block_bytes: BLOCK_BYTES,
+            stiffness_slices: 1,
         };
         cub.set_precision(CubaturePrecision::default_for(r));
         let alpha = cub.material.activation();
@@ -1469,6 +1671,68 @@ impl<M: TetMaterial> CubatureForces<M> {
                 Some(g)
             }
         };
+        self.sum_point_linearizations();
+    }
+
+    /// Fills [`LinearPart::k_force`] and [`LinearPart::f_force`] of the linear part (and
+    /// of its activation endpoints) from the points' linearizations and G as stored, and
+    /// recombines at the current activation. Allocates; called when G is (re)stored.
+    fn sum_point_linearizations(&mut self) {
+        let (r, n) = (self.r, self.elements.len());
+        let stride = self.stride32();
+        let g: Vec<f64> = match &self.gt32 {
+            None => self.gt.clone(),
+            Some(g32) => g32
+                .chunks_exact(stride)
+                .flat_map(|c| c[..r].iter().map(|&x| x as f64))
+                .collect(),
+        };
+        let sum = |lin: &mut LinearPart| {
+            let mut k = lin.k0.clone();
+            let mut f = lin.f0.clone();
+            let mut tg = vec![0.0; 9 * r];
+            for p in 0..n {
+                let gp = &g[9 * p * r..9 * (p + 1) * r];
+                // tg column a = sum_c t0[a, c] g_c (r-vectors).
+                for a in 0..9 {
+                    for j in 0..r {
+                        tg[a * r + j] = (0..9).map(|c| lin.t0[p][(a, c)] * gp[c * r + j]).sum();
+                    }
+                }
+                for a in 0..9 {
+                    let (ga, pa) = (&gp[a * r..(a + 1) * r], lin.p0[p][a]);
+                    for j in 0..r {
+                        f[j] -= pa * ga[j];
+                        let tj = tg[a * r + j];
+                        for (i, gi) in ga.iter().enumerate() {
+                            k[j * r + i] -= gi * tj;
+                        }
+                    }
+                }
+            }
+            // Symmetric in exact arithmetic (t0 is a Hessian); averaged so it is in
+            // floating point too.
+            for j in 0..r {
+                for i in j + 1..r {
+                    let m = 0.5 * (k[j * r + i] + k[i * r + j]);
+                    k[j * r + i] = m;
+                    k[i * r + j] = m;
+                }
+            }
+            lin.k_force = k;
+            lin.f_force = f;
+        };
+        if let Some(lin) = &mut self.linear {
+            sum(lin);
+        }
+        if let Some(affine) = &mut self.linear_slope {
+            sum(&mut affine.0);
+            sum(&mut affine.1);
+        }
+        // Recombine at the current activation.
+        self.linear_activation = f64::NAN;
+        let alpha = self.material.activation();
+        self.set_activation(alpha);
     }
 
     /// Points per block of the stiffness product.
@@ -1500,10 +1764,24 @@ impl<M: TetMaterial> CubatureForces<M> {
             CubaturePrecision::F64 => (9 * self.block_points() * self.r, 0),
             CubaturePrecision::F32 => (0, 9 * self.block_points() * self.stride32()),
         };
+        let slices = self.stiffness_slices;
+        let lagged = if slices > 1 { slices } else { 0 };
         CubatureScratch {
             h64: vec![0.0; n64],
             h32: vec![0.0; n32],
             k32: vec![0.0; if n32 > 0 { self.stride32() * self.r } else { 0 }],
+            slices64: vec![0.0; if n64 > 0 { lagged * self.r * self.r } else { 0 }],
+            slices32: vec![
+                0.0;
+                if n32 > 0 {
+                    lagged * self.stride32() * self.r
+                } else {
+                    0
+                }
+            ],
+            slices,
+            next_slice: 0,
+            filled: false,
         }
     }
 
@@ -1517,7 +1795,7 @@ impl<M: TetMaterial> CubatureForces<M> {
             // SAFETY: the CPU has AVX2 and FMA (`kernels` is never above `detect`).
             return unsafe { self.force_avx2(q, force) };
         }
-        self.force_any(q, force)
+        self.force_any::<false>(q, force)
     }
 
     /// [`Self::force_any`] with hardware fused multiply-adds (the same bits as the
@@ -1525,39 +1803,48 @@ impl<M: TetMaterial> CubatureForces<M> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn force_avx2(&self, q: &[f64], force: &mut [f64]) {
-        self.force_any(q, force)
+        self.force_any::<true>(q, force)
     }
 
+    /// `SIMD`: the point loops in explicit AVX2 registers (the caller's CPU has them).
     #[inline(always)]
-    fn force_any(&self, q: &[f64], force: &mut [f64]) {
+    fn force_any<const SIMD: bool>(&self, q: &[f64], force: &mut [f64]) {
+        let r = self.r;
+        force[..r].iter_mut().for_each(|x| *x = 0.0);
+        let all = 0..self.elements.len();
         match &self.gt32 {
-            None => self.force_with::<f64>(&self.gt, q, force),
-            Some(g32) => self.force_with::<f32>(g32, q, force),
+            None => self.force_with::<f64, SIMD>(&self.gt, q, force, all),
+            Some(g32) => self.force_with::<f32, SIMD>(g32, q, force, all),
         }
+        if let Some(lin) = &self.linear {
+            add_affine(lin, &q[..r], &mut force[..r]);
+        }
+        self.subtract_correction(&mut force[..r]);
     }
 
+    /// Adds the stresses of the points in `points` to `force` (without the affine part
+    /// and the correction).
     #[inline(always)]
-    fn force_with<S: Real>(&self, g: &[S], q: &[f64], force: &mut [f64]) {
+    fn force_with<S: Real, const SIMD: bool>(
+        &self,
+        g: &[S],
+        q: &[f64],
+        force: &mut [f64],
+        points: std::ops::Range<usize>,
+    ) {
         let r = self.r;
         let stride = self.stride_of::<S>();
         let q = &q[..r];
         let force = &mut force[..r];
-        force.iter_mut().for_each(|x| *x = 0.0);
-        for (p, &e) in self.elements.iter().enumerate() {
+        for p in points {
+            let e = self.elements[p];
             let gp = &g[9 * p * stride..9 * (p + 1) * stride];
-            let fv = dot9::<S>(gp, q, r, stride);
+            let fv = dot9_with::<S, SIMD>(gp, q, r, stride);
             let f = Matrix3::from_column_slice(&fv);
-            let mut pk = self.material.first_pk(e, &f) * self.scale[p];
-            if let Some(lin) = &self.linear {
-                subtract_linearization(&mut pk, &fv, &lin.p0[p], &lin.t0[p]);
-            }
+            let pk = self.material.first_pk(e, &f) * self.scale[p];
             let pk: [f64; 9] = std::array::from_fn(|c| pk.as_slice()[c]);
-            axpy9::<S>(&pk, gp, force, r, stride);
+            axpy9_with::<S, SIMD>(&pk, gp, force, r, stride);
         }
-        if let Some(lin) = &self.linear {
-            add_affine(lin, q, force);
-        }
-        self.subtract_correction(force);
     }
 
     /// force -= the equilibrium correction at the current activation.
@@ -1591,6 +1878,84 @@ impl<M: TetMaterial> CubatureForces<M> {
             CubatureKernels::Avx2 => unsafe { self.evaluate_avx2(q, force, stiffness, scratch) },
             _ => self.evaluate_any::<false, false>(q, force, stiffness, scratch),
         }
+    }
+
+    /// The force and stiffness for one step of an integrator
+    /// ([`ReducedInternalForces::evaluate_step`]). With one stiffness slice (the
+    /// default) this is [`Self::evaluate`]. With S slices
+    /// ([`Self::set_stiffness_slices`]) the points are cut into S consecutive slices;
+    /// the force is exact (every point's stress at `q`), but only one slice's tangent
+    /// is evaluated and multiplied out, in turn, and the stiffness is the exact affine
+    /// part plus every slice's share as of its last refresh, at most S - 1 calls ago
+    /// (the first call, with a fresh `scratch`, refreshes them all). The Newton step
+    /// that uses it is then a modified Newton step: the same residual, so the same
+    /// equilibria, with a Jacobian lagged by at most S - 1 steps in its nonlinear part.
+    /// The cost per call is the force plus 1 / S of the stiffness. The slices'
+    /// products live in `scratch`, which must come from [`Self::scratch`] after the
+    /// last [`Self::set_stiffness_slices`] (else this is [`Self::evaluate`]).
+    /// Deterministic: the result depends only on the calls made with this `scratch`.
+    /// Allocates nothing.
+    pub fn evaluate_step(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut CubatureScratch,
+    ) {
+        let (s, r) = (self.stiffness_slices, self.r);
+        let sized = match self.precision() {
+            CubaturePrecision::F64 => scratch.slices64.len() == s * r * r,
+            CubaturePrecision::F32 => scratch.slices32.len() == s * self.stride32() * r,
+        };
+        if s <= 1 || scratch.slices != s || !sized {
+            return self.evaluate(q, force, stiffness, scratch);
+        }
+        match self.kernels {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX-512F, AVX2 and FMA (`kernels` is never above
+            // `CubatureKernels::detect`).
+            CubatureKernels::Avx512 => unsafe { self.step_avx512(q, force, stiffness, scratch) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the CPU has AVX2 and FMA (as above).
+            CubatureKernels::Avx2 => unsafe { self.step_avx2(q, force, stiffness, scratch) },
+            _ => self.evaluate_sliced_any::<false, false>(q, force, stiffness, scratch),
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn step_avx2(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut CubatureScratch,
+    ) {
+        self.evaluate_sliced_any::<false, true>(q, force, stiffness, scratch);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn step_avx512(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut CubatureScratch,
+    ) {
+        self.evaluate_sliced_any::<true, true>(q, force, stiffness, scratch);
+    }
+
+    /// Cuts the points into `slices` (at least 1, at most the number of points) whose
+    /// stiffness [`Self::evaluate_step`] refreshes in turn. Make new scratch buffers
+    /// afterwards.
+    pub fn set_stiffness_slices(&mut self, slices: usize) {
+        self.stiffness_slices = slices.clamp(1, self.elements.len().max(1));
+    }
+
+    /// The number of stiffness slices ([`Self::set_stiffness_slices`]).
+    pub fn stiffness_slices(&self) -> usize {
+        self.stiffness_slices
     }
 
     /// Runs the given compilation of the kernels, or the fastest below it this CPU
@@ -1645,15 +2010,18 @@ impl<M: TetMaterial> CubatureForces<M> {
             Some(lin) => stiffness.copy_from_slice(&lin.k0),
             None => stiffness.iter_mut().for_each(|x| *x = 0.0),
         }
-        let CubatureScratch { h64, h32, k32 } = scratch;
+        force[..r].iter_mut().for_each(|x| *x = 0.0);
+        let all = 0..self.elements.len();
+        let CubatureScratch { h64, h32, k32, .. } = scratch;
         match &self.gt32 {
             None => {
-                self.evaluate_with::<f64, WIDE, SIMD>(&self.gt, q, force, stiffness, r, h64, true);
+                let k = &mut *stiffness;
+                self.evaluate_with::<f64, WIDE, SIMD>(&self.gt, q, force, k, r, h64, true, all);
             }
             Some(g32) => {
                 let ldk = self.stride32();
                 assert!(k32.len() == ldk * r, "scratch from another precision");
-                if self.evaluate_with::<f32, WIDE, SIMD>(g32, q, force, k32, ldk, h32, false) {
+                if self.evaluate_with::<f32, WIDE, SIMD>(g32, q, force, k32, ldk, h32, false, all) {
                     for j in 0..r {
                         for i in j..r {
                             stiffness[j * r + i] += k32[j * ldk + i] as f64;
@@ -1673,11 +2041,108 @@ impl<M: TetMaterial> CubatureForces<M> {
         }
     }
 
-    /// Force into `force` (overwritten, without the affine part) and the lower triangle
-    /// of sum_p G_p^T T_p G_p into `k` (added to it when `accumulate`, else overwritten
-    /// when there are points). Points go in blocks: the tangent products of a block
-    /// (`h`) and its G columns stay in cache for the block's product. Returns whether
-    /// `k` was written.
+    /// The sliced evaluation of [`Self::evaluate_step`] (its buffers checked by the
+    /// caller).
+    #[inline(always)]
+    fn evaluate_sliced_any<const WIDE: bool, const SIMD: bool>(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut CubatureScratch,
+    ) {
+        let r = self.r;
+        let stiffness = &mut stiffness[..r * r];
+        match &self.linear {
+            Some(lin) => stiffness.copy_from_slice(&lin.k0),
+            None => stiffness.iter_mut().for_each(|x| *x = 0.0),
+        }
+        force[..r].iter_mut().for_each(|x| *x = 0.0);
+        let refresh = if scratch.filled {
+            Some(scratch.next_slice)
+        } else {
+            None
+        };
+        let CubatureScratch {
+            h64,
+            h32,
+            slices64,
+            slices32,
+            ..
+        } = scratch;
+        match &self.gt32 {
+            None => self.sliced_with::<f64, WIDE, SIMD>(
+                &self.gt, q, force, stiffness, slices64, r, h64, refresh,
+            ),
+            Some(g32) => self.sliced_with::<f32, WIDE, SIMD>(
+                g32,
+                q,
+                force,
+                stiffness,
+                slices32,
+                self.stride32(),
+                h32,
+                refresh,
+            ),
+        }
+        scratch.filled = true;
+        scratch.next_slice = (scratch.next_slice + 1) % self.stiffness_slices;
+        if let Some(lin) = &self.linear {
+            add_affine(lin, &q[..r], &mut force[..r]);
+        }
+        self.subtract_correction(&mut force[..r]);
+        for j in 0..r {
+            for i in j + 1..r {
+                stiffness[i * r + j] = stiffness[j * r + i];
+            }
+        }
+    }
+
+    /// The points' force, every slice's, and the stiffness of slice `refresh` (of every
+    /// slice when `None`) into its buffer in `slices` (lower triangles, leading
+    /// dimension `ldk`, one after the other); then every slice's buffer added, in slice
+    /// order, to the lower triangle of `stiffness`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn sliced_with<T: Real, const WIDE: bool, const SIMD: bool>(
+        &self,
+        g: &[T],
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        slices: &mut [T],
+        ldk: usize,
+        h: &mut [T],
+        refresh: Option<usize>,
+    ) {
+        let (r, n, count) = (self.r, self.elements.len(), self.stiffness_slices);
+        for s in 0..count {
+            let points = s * n / count..(s + 1) * n / count;
+            if refresh.is_none_or(|k| k == s) {
+                let k = &mut slices[s * ldk * r..(s + 1) * ldk * r];
+                let h = &mut *h;
+                if !self.evaluate_with::<T, WIDE, SIMD>(g, q, force, k, ldk, h, false, points) {
+                    k.iter_mut().for_each(|x| *x = T::default());
+                }
+            } else {
+                self.force_with::<T, SIMD>(g, q, force, points);
+            }
+        }
+        for s in 0..count {
+            let k = &slices[s * ldk * r..(s + 1) * ldk * r];
+            for j in 0..r {
+                for i in j..r {
+                    stiffness[j * r + i] += k[j * ldk + i].into();
+                }
+            }
+        }
+    }
+
+    /// Adds the stresses of the points in `points` to `force` (without the affine part)
+    /// and the lower triangle of their sum_p G_p^T T_p G_p into `k` (added to it when
+    /// `accumulate`, else overwritten when there are points). Points go in blocks: the
+    /// tangent products of a block (`h`) and its G columns stay in cache for the
+    /// block's product. Returns whether `k` was written.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn evaluate_with<T: Real, const WIDE: bool, const SIMD: bool>(
@@ -1689,11 +2154,11 @@ impl<M: TetMaterial> CubatureForces<M> {
         ldk: usize,
         h: &mut [T],
         accumulate: bool,
+        points: std::ops::Range<usize>,
     ) -> bool {
         let r = self.r;
         let q = &q[..r];
         let force = &mut force[..r];
-        force.iter_mut().for_each(|x| *x = 0.0);
         let stride = self.stride_of::<T>();
         let block = self.block_points();
         assert!(
@@ -1701,24 +2166,26 @@ impl<M: TetMaterial> CubatureForces<M> {
             "scratch from another precision"
         );
         let mut written = false;
-        let n = self.elements.len();
-        let mut start = 0;
+        let n = points.end;
+        let mut start = points.start;
         while start < n {
             let end = (start + block).min(n);
             for p in start..end {
                 let e = self.elements[p];
                 let gp = &g[9 * p * stride..9 * (p + 1) * stride];
-                let fv = dot9::<T>(gp, q, r, stride);
+                let fv = dot9_with::<T, SIMD>(gp, q, r, stride);
                 let f = Matrix3::from_column_slice(&fv);
                 let s = self.scale[p];
                 let (pk, t) = self.material.first_pk_and_tangent(e, &f);
-                let (mut pk, mut t) = (pk * s, t * s);
+                // The stress whole (the force's affine part holds the sum of the
+                // points' linearizations), the tangent's remainder (in the f32 product
+                // the whole bulk tangent would round off the soft directions).
+                let (pk, mut t) = (pk * s, t * s);
                 if let Some(lin) = &self.linear {
-                    subtract_linearization(&mut pk, &fv, &lin.p0[p], &lin.t0[p]);
                     t -= &lin.t0[p];
                 }
                 let pk: [f64; 9] = std::array::from_fn(|c| pk.as_slice()[c]);
-                axpy9::<T>(&pk, gp, force, r, stride);
+                axpy9_with::<T, SIMD>(&pk, gp, force, r, stride);
                 let tt: [[T; 9]; 9] =
                     std::array::from_fn(|a| std::array::from_fn(|c| T::from_f64(t[(a, c)])));
                 let hp = &mut h[9 * (p - start) * stride..9 * (p - start + 1) * stride];
@@ -1818,6 +2285,18 @@ impl<M: TetMaterial> ReducedInternalForces for CubatureForces<M> {
         scratch: &mut CubatureScratch,
     ) {
         CubatureForces::evaluate(self, q, force, stiffness, scratch)
+    }
+    fn evaluate_step(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut CubatureScratch,
+    ) {
+        CubatureForces::evaluate_step(self, q, force, stiffness, scratch)
+    }
+    fn restart(&self, scratch: &mut CubatureScratch) {
+        scratch.restart();
     }
     fn energy(&self, q: &[f64]) -> Option<f64> {
         Some(self.strain_energy(q))
@@ -2784,6 +3263,91 @@ mod tests {
         assert!(!CubatureForces::all_elements(&kernel, &basis, mat)
             .unwrap()
             .exact_linear());
+    }
+
+    #[test]
+    fn stiffness_slices_lag_the_stiffness_but_never_the_force() {
+        let (kernel, mat, basis) = block();
+        let r = basis.ncols();
+        let all: Vec<usize> = (0..kernel.num_elements()).collect();
+        let ones = vec![1.0; all.len()];
+        let exact = CubatureForces::from_points(&kernel, &basis, mat, &all, &ones, true).unwrap();
+        let q0: Vec<f64> = (0..r).map(|i| 3e-3 * (i as f64 + 0.5).sin()).collect();
+        let q1: Vec<f64> = (0..r).map(|i| 6e-3 * (i as f64 + 1.5).cos()).collect();
+        let eval = |q: &[f64]| {
+            let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+            exact.evaluate(q, &mut f, &mut k, &mut exact.scratch());
+            (f, k)
+        };
+        let (f0, k0) = eval(&q0);
+        let (f1, k1) = eval(&q1);
+        let slices = 4;
+        for kernels in [CubatureKernels::Portable, CubatureKernels::detect()] {
+            let mut cub = exact.clone();
+            cub.use_kernels(kernels);
+            cub.set_stiffness_slices(slices);
+            assert_eq!(cub.stiffness_slices(), slices);
+            let mut sc = cub.scratch();
+            let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+            // The first step refreshes every slice: the stiffness at q0, up to the f32
+            // sums' order (the slices' partial sums added at the end: 1e-6).
+            cub.evaluate_step(&q0, &mut f, &mut k, &mut sc);
+            assert!(relative_error(&f, &f0) < 1e-13);
+            assert!(
+                relative_error(&k, &k0) < 1e-6,
+                "{:e}",
+                relative_error(&k, &k0)
+            );
+            // Moved to q1: the force is exact at once (the stress-only path: 1e-13);
+            // the stiffness reaches K(q1) one slice per step, exactly after `slices`
+            // steps, and is lagged before.
+            let mut errors = Vec::new();
+            for _ in 0..slices {
+                cub.evaluate_step(&q1, &mut f, &mut k, &mut sc);
+                assert!(relative_error(&f, &f1) < 1e-13);
+                errors.push(relative_error(&k, &k1));
+            }
+            assert!(errors[0] > 1e-3, "the stiffness is lagged: {errors:?}");
+            assert!(errors.windows(2).all(|w| w[1] < w[0]), "{errors:?}");
+            assert!(errors[slices - 1] < 1e-6, "{errors:?}");
+            // A restart refreshes every slice at the next step.
+            cub.evaluate_step(&q0, &mut f, &mut k, &mut sc);
+            assert!(relative_error(&k, &k0) > 1e-3);
+            sc.restart();
+            cub.evaluate_step(&q0, &mut f, &mut k, &mut sc);
+            assert!(relative_error(&k, &k0) < 1e-6);
+            // A scratch from before the slices were set gives the exact evaluation.
+            let mut old = exact.scratch();
+            let (mut f2, mut k2) = (vec![0.0; r], vec![0.0; r * r]);
+            cub.evaluate_step(&q1, &mut f2, &mut k2, &mut old);
+            let (mut f3, mut k3) = (vec![0.0; r], vec![0.0; r * r]);
+            cub.evaluate(&q1, &mut f3, &mut k3, &mut old);
+            assert_eq!((f2, k2), (f3, k3));
+        }
+        // Every compilation gives the same bits for the same sequence of steps.
+        let run = |kernels| {
+            let mut cub = exact.clone();
+            cub.use_kernels(kernels);
+            cub.set_stiffness_slices(3);
+            let mut sc = cub.scratch();
+            let (mut f, mut k) = (vec![0.0; r], vec![0.0; r * r]);
+            let mut out = Vec::new();
+            for step in 0..7 {
+                let q: Vec<f64> = q0
+                    .iter()
+                    .zip(&q1)
+                    .map(|(a, b)| a + 0.1 * step as f64 * (b - a))
+                    .collect();
+                cub.evaluate_step(&q, &mut f, &mut k, &mut sc);
+                out.extend_from_slice(&f);
+                out.extend_from_slice(&k);
+            }
+            out
+        };
+        let reference = run(CubatureKernels::Portable);
+        for kernels in [CubatureKernels::Avx2, CubatureKernels::Avx512] {
+            assert_eq!(run(kernels), reference, "{kernels:?}");
+        }
     }
 
     /// K (+)= G H^T entry by entry: one fused chain over the columns, in order.

@@ -382,6 +382,24 @@ pub trait ReducedInternalForces {
         stiffness: &mut [f64],
         scratch: &mut Self::Scratch,
     );
+    /// R~(q) and the stiffness one step of an integrator uses: by default
+    /// [`Self::evaluate`]; a model may return an approximate stiffness here (a Jacobian
+    /// for a modified Newton step, such as cubature's lagged stiffness slices,
+    /// [`super::cubature::CubatureForces::evaluate_step`]), never an approximate force.
+    /// Must not allocate.
+    fn evaluate_step(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut Self::Scratch,
+    ) {
+        self.evaluate(q, force, stiffness, scratch)
+    }
+    /// Forgets what earlier [`Self::evaluate_step`] calls left in `scratch` (such as
+    /// lagged stiffness slices), so that the next step is as from a fresh scratch: the
+    /// integrator calls it when it resets. Must not allocate.
+    fn restart(&self, _scratch: &mut Self::Scratch) {}
     /// The reduced strain energy W(q) where the model has it in closed form; `None`
     /// (the default) lets the caller integrate R~ along the ray from rest.
     fn energy(&self, _q: &[f64]) -> Option<f64> {

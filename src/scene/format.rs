@@ -214,7 +214,17 @@ pub struct DeformableSpec {
     /// With `fibres`: the muscle material file (TOML, docs/muscle.md); default the
     /// built-in muscle and tendon.
     pub muscle_material: Option<String>,
+    /// With `fibres`: the slices of the cubature points whose stiffness the haptic
+    /// step refreshes in turn, one per step (1 to 64, default
+    /// [`DEFAULT_STIFFNESS_SLICES`]; 1 refreshes all of it every step). The force is
+    /// exact either way; the Newton matrix's nonlinear part lags by at most
+    /// `stiffness_slices - 1` steps ([`crate::reduction::cubature::CubatureForces::evaluate_step`]).
+    pub stiffness_slices: Option<usize>,
 }
+
+/// The muscle's default stiffness slices (docs/muscle.md: at r = 20 and 432 points,
+/// the step's cost is the force plus an eighth of the stiffness).
+pub const DEFAULT_STIFFNESS_SLICES: usize = 8;
 
 impl DeformableSpec {
     /// The basis kind (default modal derivatives).
@@ -793,6 +803,19 @@ impl SceneFile {
                     &k("muscle_material"),
                     "`muscle_material` needs `fibres` (the muscle's fibre field)",
                 ));
+            }
+            if let Some(n) = d.stiffness_slices {
+                if d.fibres.is_none() {
+                    return Err(self.invalid(
+                        &k("stiffness_slices"),
+                        "`stiffness_slices` needs `fibres` (only the muscle's cubature has them)",
+                    ));
+                }
+                if !(1..=64).contains(&n) {
+                    return Err(
+                        self.invalid(&k("stiffness_slices"), format!("{n}; expected 1 to 64"))
+                    );
+                }
             }
         }
         Ok(())

@@ -691,6 +691,10 @@ impl Loader<'_> {
                 .map_err(|e| self.build(object, "muscle cubature", e))?;
         crate::muscle::reduced::correct_muscle_equilibria(&mut cub, &kernel, &basis)
             .map_err(|e| self.build(object, "muscle equilibrium correction", e))?;
+        cub.set_stiffness_slices(
+            spec.stiffness_slices
+                .unwrap_or(super::format::DEFAULT_STIFFNESS_SLICES),
+        );
         let params = self.reduced_params(spec);
         Ok(Reduced {
             mesh,
