@@ -1866,17 +1866,32 @@ impl<M: TetMaterial> CubatureForces<M> {
         stiffness: &mut [f64],
         scratch: &mut CubatureScratch,
     ) {
+        self.dispatch::<false>(q, force, stiffness, scratch)
+    }
+
+    /// [`Self::evaluate`] (`SLICED` false) or the sliced evaluation of
+    /// [`Self::evaluate_step`], in the compilation of the kernels in use.
+    #[inline(always)]
+    fn dispatch<const SLICED: bool>(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut CubatureScratch,
+    ) {
         match self.kernels {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX-512F, AVX2 and FMA (`kernels` is never above
             // `CubatureKernels::detect`).
             CubatureKernels::Avx512 => unsafe {
-                self.evaluate_avx512(q, force, stiffness, scratch)
+                self.evaluate_avx512::<SLICED>(q, force, stiffness, scratch)
             },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX2 and FMA (as above).
-            CubatureKernels::Avx2 => unsafe { self.evaluate_avx2(q, force, stiffness, scratch) },
-            _ => self.evaluate_any::<false, false>(q, force, stiffness, scratch),
+            CubatureKernels::Avx2 => unsafe {
+                self.evaluate_avx2::<SLICED>(q, force, stiffness, scratch)
+            },
+            _ => self.evaluate_any::<false, false, SLICED>(q, force, stiffness, scratch),
         }
     }
 
@@ -1910,40 +1925,7 @@ impl<M: TetMaterial> CubatureForces<M> {
         if s <= 1 || scratch.slices != s || !sized {
             return self.evaluate(q, force, stiffness, scratch);
         }
-        match self.kernels {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the CPU has AVX-512F, AVX2 and FMA (`kernels` is never above
-            // `CubatureKernels::detect`).
-            CubatureKernels::Avx512 => unsafe { self.step_avx512(q, force, stiffness, scratch) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the CPU has AVX2 and FMA (as above).
-            CubatureKernels::Avx2 => unsafe { self.step_avx2(q, force, stiffness, scratch) },
-            _ => self.evaluate_sliced_any::<false, false>(q, force, stiffness, scratch),
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn step_avx2(
-        &self,
-        q: &[f64],
-        force: &mut [f64],
-        stiffness: &mut [f64],
-        scratch: &mut CubatureScratch,
-    ) {
-        self.evaluate_sliced_any::<false, true>(q, force, stiffness, scratch);
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    unsafe fn step_avx512(
-        &self,
-        q: &[f64],
-        force: &mut [f64],
-        stiffness: &mut [f64],
-        scratch: &mut CubatureScratch,
-    ) {
-        self.evaluate_sliced_any::<true, true>(q, force, stiffness, scratch);
+        self.dispatch::<true>(q, force, stiffness, scratch)
     }
 
     /// Cuts the points into `slices` (at least 1, at most the number of points) whose
@@ -1972,32 +1954,33 @@ impl<M: TetMaterial> CubatureForces<M> {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn evaluate_avx2(
+    unsafe fn evaluate_avx2<const SLICED: bool>(
         &self,
         q: &[f64],
         force: &mut [f64],
         stiffness: &mut [f64],
         scratch: &mut CubatureScratch,
     ) {
-        self.evaluate_any::<false, true>(q, force, stiffness, scratch);
+        self.evaluate_any::<false, true, SLICED>(q, force, stiffness, scratch);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx2,fma")]
-    unsafe fn evaluate_avx512(
+    unsafe fn evaluate_avx512<const SLICED: bool>(
         &self,
         q: &[f64],
         force: &mut [f64],
         stiffness: &mut [f64],
         scratch: &mut CubatureScratch,
     ) {
-        self.evaluate_any::<true, true>(q, force, stiffness, scratch);
+        self.evaluate_any::<true, true, SLICED>(q, force, stiffness, scratch);
     }
 
     /// `WIDE`: the stiffness product in AVX-512's register width; `SIMD`: in explicit
-    /// AVX2 / AVX-512 registers (the caller's CPU has them).
+    /// AVX2 / AVX-512 registers (the caller's CPU has them); `SLICED`: the stiffness
+    /// slices of [`Self::evaluate_step`] (their buffers checked by the caller).
     #[inline(always)]
-    fn evaluate_any<const WIDE: bool, const SIMD: bool>(
+    fn evaluate_any<const WIDE: bool, const SIMD: bool, const SLICED: bool>(
         &self,
         q: &[f64],
         force: &mut [f64],
@@ -2011,6 +1994,33 @@ impl<M: TetMaterial> CubatureForces<M> {
             None => stiffness.iter_mut().for_each(|x| *x = 0.0),
         }
         force[..r].iter_mut().for_each(|x| *x = 0.0);
+        if SLICED {
+            self.sliced::<WIDE, SIMD>(q, force, stiffness, scratch);
+        } else {
+            self.whole::<WIDE, SIMD>(q, force, stiffness, scratch);
+        }
+        if let Some(lin) = &self.linear {
+            add_affine(lin, &q[..r], &mut force[..r]);
+        }
+        self.subtract_correction(&mut force[..r]);
+        for j in 0..r {
+            for i in j + 1..r {
+                stiffness[i * r + j] = stiffness[j * r + i];
+            }
+        }
+    }
+
+    /// The points' force and the lower triangle of their whole stiffness, added to
+    /// `force` and `stiffness`.
+    #[inline(always)]
+    fn whole<const WIDE: bool, const SIMD: bool>(
+        &self,
+        q: &[f64],
+        force: &mut [f64],
+        stiffness: &mut [f64],
+        scratch: &mut CubatureScratch,
+    ) {
+        let r = self.r;
         let all = 0..self.elements.len();
         let CubatureScratch { h64, h32, k32, .. } = scratch;
         match &self.gt32 {
@@ -2030,21 +2040,13 @@ impl<M: TetMaterial> CubatureForces<M> {
                 }
             }
         }
-        if let Some(lin) = &self.linear {
-            add_affine(lin, &q[..r], &mut force[..r]);
-        }
-        self.subtract_correction(&mut force[..r]);
-        for j in 0..r {
-            for i in j + 1..r {
-                stiffness[i * r + j] = stiffness[j * r + i];
-            }
-        }
     }
 
-    /// The sliced evaluation of [`Self::evaluate_step`] (its buffers checked by the
-    /// caller).
+    /// The points' force and the lower triangle of their stiffness slices (one
+    /// refreshed, or all on a fresh scratch), added to `force` and `stiffness`; then the
+    /// next slice's turn.
     #[inline(always)]
-    fn evaluate_sliced_any<const WIDE: bool, const SIMD: bool>(
+    fn sliced<const WIDE: bool, const SIMD: bool>(
         &self,
         q: &[f64],
         force: &mut [f64],
@@ -2052,12 +2054,6 @@ impl<M: TetMaterial> CubatureForces<M> {
         scratch: &mut CubatureScratch,
     ) {
         let r = self.r;
-        let stiffness = &mut stiffness[..r * r];
-        match &self.linear {
-            Some(lin) => stiffness.copy_from_slice(&lin.k0),
-            None => stiffness.iter_mut().for_each(|x| *x = 0.0),
-        }
-        force[..r].iter_mut().for_each(|x| *x = 0.0);
         let refresh = if scratch.filled {
             Some(scratch.next_slice)
         } else {
@@ -2087,15 +2083,6 @@ impl<M: TetMaterial> CubatureForces<M> {
         }
         scratch.filled = true;
         scratch.next_slice = (scratch.next_slice + 1) % self.stiffness_slices;
-        if let Some(lin) = &self.linear {
-            add_affine(lin, &q[..r], &mut force[..r]);
-        }
-        self.subtract_correction(&mut force[..r]);
-        for j in 0..r {
-            for i in j + 1..r {
-                stiffness[i * r + j] = stiffness[j * r + i];
-            }
-        }
     }
 
     /// The points' force, every slice's, and the stiffness of slice `refresh` (of every
