@@ -46,8 +46,14 @@ pub fn build(vendor: Vendor) -> Result<PathBuf, String> {
         return Ok(lib);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let staging = dir.join(format!("{}.{}.tmp", file, std::process::id()));
-    let src_path = dir.join(format!("{crate_name}.{}.rs", std::process::id()));
+    // Unique per call, not only per process: the tests of one binary build the same
+    // fake from several threads at once, and with the process id alone one thread's
+    // rename took the other's staged file away.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tag = format!("{}-{call}", std::process::id());
+    let staging = dir.join(format!("{file}.{tag}.tmp"));
+    let src_path = dir.join(format!("{crate_name}.{tag}.rs"));
     std::fs::write(&src_path, src).map_err(|e| format!("writing {}: {e}", src_path.display()))?;
     let out = Command::new(&rustc)
         .args([
