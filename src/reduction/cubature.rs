@@ -1088,6 +1088,17 @@ fn subtract_linearization(
     }
 }
 
+/// The lower triangle of `k` (r columns, leading dimension `ldk`, in the product's
+/// precision) added to that of `stiffness` (r x r, f64).
+#[inline(always)]
+fn add_lower<T: Real>(stiffness: &mut [f64], k: &[T], ldk: usize, r: usize) {
+    for j in 0..r {
+        for i in j..r {
+            stiffness[j * r + i] += k[j * ldk + i].into();
+        }
+    }
+}
+
 /// force += the affine part with the points' linearizations summed into it (the force
 /// of points whose stresses were taken whole; [`LinearPart::k_force`]).
 #[inline(always)]
@@ -2032,11 +2043,7 @@ impl<M: TetMaterial> CubatureForces<M> {
                 let ldk = self.stride32();
                 assert!(k32.len() == ldk * r, "scratch from another precision");
                 if self.evaluate_with::<f32, WIDE, SIMD>(g32, q, force, k32, ldk, h32, false, all) {
-                    for j in 0..r {
-                        for i in j..r {
-                            stiffness[j * r + i] += k32[j * ldk + i] as f64;
-                        }
-                    }
+                    add_lower(stiffness, k32, ldk, r);
                 }
             }
         }
@@ -2116,12 +2123,7 @@ impl<M: TetMaterial> CubatureForces<M> {
             }
         }
         for s in 0..count {
-            let k = &slices[s * ldk * r..(s + 1) * ldk * r];
-            for j in 0..r {
-                for i in j..r {
-                    stiffness[j * r + i] += k[j * ldk + i].into();
-                }
-            }
+            add_lower(stiffness, &slices[s * ldk * r..(s + 1) * ldk * r], ldk, r);
         }
     }
 
