@@ -8,6 +8,10 @@
 //!
 //! - `cubature/eval/r`: cubature force plus stiffness at a held-out pose.
 //! - `cubature/step/r`: one reduced Newmark step with cubature forces.
+//! - `cubature/step-sliced/r`: the same step with 8 stiffness slices
+//!   ([`CubatureForces::evaluate_step`]): the exact force every step, the Newton matrix's
+//!   nonlinear part refreshed an eighth of the points at a time. Printed before it: the
+//!   largest distance between its trajectory and the whole-stiffness one over 2000 steps.
 //! - `cubature/polynomial-step/r`: the same step with the cubic polynomial. At r = 100 its
 //!   precompute takes about a minute on both cores and 1.8 GB (skip it with
 //!   `CUBATURE_BENCH_POLY100=0`); polynomials are cached in `target/bench-cache` too.
@@ -137,6 +141,9 @@ fn cubature(
     cub
 }
 
+/// The stiffness slices of `cubature/step-sliced/r`, the muscle scene's default.
+const SLICES: usize = haptics::scene::format::DEFAULT_STIFFNESS_SLICES;
+
 fn params() -> ReducedParams {
     ReducedParams {
         newmark: NewmarkParams::average_acceleration(1e-3),
@@ -237,6 +244,44 @@ fn bench(c: &mut Criterion) {
         let mut step = 0usize;
         let mut fext = vec![0.0; r];
         g.bench_with_input(BenchmarkId::new("step", r), &r, |b, _| {
+            b.iter(|| {
+                step += 1;
+                fext[0] = 100.0 * ((step as f64) * 1e-3).sin();
+                sim.step(&fext)
+            })
+        });
+        // The same step with the stiffness slices (`CubatureForces::evaluate_step`): the
+        // exact force every step, the Newton matrix's nonlinear part refreshed one slice
+        // of the points at a time. Printed first: how far its trajectory strays from the
+        // whole-stiffness one over two seconds of the bench's load.
+        let mut sliced = cub.clone();
+        sliced.set_stiffness_slices(SLICES);
+        let (mut a, mut b) = (
+            ReducedNewmark::new(cub.clone(), params()),
+            ReducedNewmark::new(sliced.clone(), params()),
+        );
+        let (mut worst, mut peak) = (0.0f64, 0.0f64);
+        for i in 1..=2000 {
+            fext[0] = 100.0 * ((i as f64) * 1e-3).sin();
+            a.step(&fext);
+            b.step(&fext);
+            let d =
+                a.q.iter()
+                    .zip(&b.q)
+                    .map(|(x, y)| (x - y).powi(2))
+                    .sum::<f64>();
+            worst = worst.max(d.sqrt());
+            peak = peak.max(a.q.iter().map(|x| x * x).sum::<f64>().sqrt());
+        }
+        eprintln!(
+            "  r = {r}: {SLICES} stiffness slices, 2000 steps: max |q_sliced - q_whole| = {:.2e} of max |q| = {:.3e} ({:.2e} relative)",
+            worst,
+            peak,
+            worst / peak
+        );
+        let mut sim = ReducedNewmark::new(sliced, params());
+        let mut step = 0usize;
+        g.bench_with_input(BenchmarkId::new("step-sliced", r), &r, |b, _| {
             b.iter(|| {
                 step += 1;
                 fext[0] = 100.0 * ((step as f64) * 1e-3).sin();
