@@ -274,7 +274,7 @@ impl Bvh {
     /// over the whole interval: a decision, not a distance, so it prunes every pair of
     /// nodes that is far enough and stops at the first pair that is not.
     ///
-    /// Every bound used (the node bounds of [`PairFrame`], the triangles' planes, the
+    /// Every bound used (the node bounds of `PairFrame`, the triangles' planes, the
     /// distance of two triangles) is a projection gap along a direction `n`, the
     /// separation of the two sets' shadows on `n`. Fixed over the interval, it stays a
     /// valid bound at every instant and falls by at most the motion of the moving part

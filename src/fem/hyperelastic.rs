@@ -30,7 +30,7 @@ pub trait TetMaterial: Send + Sync {
     fn energy_density(&self, e: usize, f: &Matrix3<f64>) -> f64;
     /// First Piola-Kirchhoff stress P = dW/dF (Pa) of element `e`.
     fn first_pk(&self, e: usize, f: &Matrix3<f64>) -> Matrix3<f64>;
-    /// Directional derivative dP[dF] at F.
+    /// Directional derivative dP\[dF\] at F.
     fn first_pk_differential(&self, e: usize, f: &Matrix3<f64>, df: &Matrix3<f64>) -> Matrix3<f64>;
     /// Sets the run-time activation in [0, 1] (active muscle, [`super::muscle`]);
     /// passive materials ignore it.
@@ -39,7 +39,7 @@ pub trait TetMaterial: Send + Sync {
     fn activation(&self) -> f64 {
         0.0
     }
-    /// The 9x9 tangent dP/dF at F: column `3 j + i` is dP[E_ij] (E_ij the unit matrix
+    /// The 9x9 tangent dP/dF at F: column `3 j + i` is dP\[E_ij\] (E_ij the unit matrix
     /// with a 1 at row i, column j), both sides column-major (`vec`). Materials with a
     /// cheaper closed form override it.
     fn first_pk_tangent(&self, e: usize, f: &Matrix3<f64>) -> nalgebra::SMatrix<f64, 9, 9> {

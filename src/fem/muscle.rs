@@ -21,7 +21,7 @@
 //! P = mu/2 dI~1/dF + W_f'(l) dl/dF + kappa ln J F^-T, with
 //! - dI~1/dF = J^(-2/3) 2F - 2/3 I~1 F^-T,
 //! - dl/dF = J^(-1/3) (F a) a^T / |F a| - l/3 F^-T,
-//! - d(ln J)/dF = F^-T, d(F^-T)[dF] = -F^-T dF^T F^-T.
+//! - d(ln J)/dF = F^-T, d(F^-T)\[dF\] = -F^-T dF^T F^-T.
 //!
 //! So the fibre stress is projected by the deviatoric split (an activated fibre also
 //! pulls on the volume term slightly): this is the compressible model, not an
@@ -611,7 +611,7 @@ pub fn first_pk(p: &FibreParams, alpha: f64, a: &Vector3<f64>, f: &Matrix3<f64>)
     }
 }
 
-/// dP[dF], consistent with [`first_pk`] (exact above the threshold; with U, V held fixed
+/// dP\[dF\], consistent with [`first_pk`] (exact above the threshold; with U, V held fixed
 /// below it).
 pub fn first_pk_differential(
     p: &FibreParams,

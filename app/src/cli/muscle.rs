@@ -5,7 +5,7 @@
 //! - `haptics muscle mesh`: the NURBS fusiform muscle, tet-meshed, with its fibre field
 //!   ([`haptics::mesh::fusiform`]).
 //! - `haptics muscle contract`: the fusiform muscle with fixed tendons activated; its
-//!   volume change ([`haptics::muscle::contract`]).
+//!   volume change ([`haptics::muscle::contract()`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -111,7 +111,7 @@ pub struct ContractArgs {
     /// Activations in [0, 1], comma-separated, solved in this order.
     #[arg(long, value_delimiter = ',', default_value = "0,0.25,0.5,0.75,1")]
     pub activation: Vec<f64>,
-    /// Material file (TOML: the muscle's keys at the top level, an optional [tendon]
+    /// Material file (TOML: the muscle's keys at the top level, an optional \[tendon\]
     /// table). Default: the built-in muscle and tendon.
     #[arg(long)]
     pub material: Option<PathBuf>,
