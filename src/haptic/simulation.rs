@@ -322,11 +322,17 @@ impl HapticSimulation {
         // Friction joins the contact wrench in the coupling's equilibrium.
         let mut pushed = total;
         let friction = self.scene.contact.friction;
+        // The patch, computed at most once a cycle: both friction calls below ask for it
+        // with the same normal (that of `total`).
+        let mut patch: Option<Option<Patch>> = None;
         let (friction_force, friction_torque) = if friction.is_some() {
             let pose = &self.coupling.pose;
             self.friction.add_to(
                 (&pose.translation.vector, &pose.rotation),
-                |n| Patch::of_contacts(contact_points(&self.outputs), n),
+                |n| {
+                    *patch
+                        .get_or_insert_with(|| Patch::of_contacts(contact_points(&self.outputs), n))
+                },
                 &mut pushed,
             )
         } else {
@@ -349,7 +355,10 @@ impl HapticSimulation {
                 &f,
                 (&pose.translation.vector, &pose.rotation),
                 &total,
-                |n| Patch::of_contacts(contact_points(&self.outputs), n),
+                |n| {
+                    *patch
+                        .get_or_insert_with(|| Patch::of_contacts(contact_points(&self.outputs), n))
+                },
                 (&c.coupling_force, &c.coupling_torque),
             );
         }
