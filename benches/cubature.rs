@@ -27,7 +27,8 @@ mod common;
 use std::io::Write;
 use std::path::PathBuf;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
 use haptics::fem::{FemModel, MassKind, MaterialLaw, StvkMaterial, TetKernel};
 use haptics::mesh::{hex_to_tets, read_bou, read_veg};
@@ -35,7 +36,7 @@ use haptics::reduction::cubature::{
     exact_reduced_force, relative_error, train_cubature, CubatureForces, CubatureOptions, FitError,
     PoseSampler,
 };
-use haptics::reduction::evaluator::ReducedForces;
+use haptics::reduction::evaluator::{ReducedForces, ReducedInternalForces};
 use haptics::reduction::modes::{linear_modes, ModesOptions};
 use haptics::reduction::reduced_polynomial;
 use haptics::reduction::vega::{read_cub, read_matrix, write_cub, write_matrix, Precision};
@@ -153,6 +154,29 @@ fn params() -> ReducedParams {
     }
 }
 
+/// The bench's load on the first coordinate at step `i`: 100 sin(1e-3 i).
+fn load(i: usize) -> f64 {
+    100.0 * ((i as f64) * 1e-3).sin()
+}
+
+/// Benches `cubature/{name}/r`: one reduced Newmark step with `forces` under [`load`].
+fn bench_steps<F: ReducedInternalForces>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    forces: F,
+) {
+    let r = forces.r();
+    let mut sim = ReducedNewmark::new(forces, params());
+    let (mut step, mut fext) = (0usize, vec![0.0; r]);
+    g.bench_with_input(BenchmarkId::new(name, r), &r, |b, _| {
+        b.iter(|| {
+            step += 1;
+            fext[0] = load(step);
+            sim.step(&fext)
+        })
+    });
+}
+
 fn bench(c: &mut Criterion) {
     faer::set_global_parallelism(faer::Par::Seq);
     let rs: Vec<usize> = std::env::var("CUBATURE_BENCH_R")
@@ -240,16 +264,7 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("eval", r), &r, |b, _| {
             b.iter(|| cub.evaluate(q, &mut fo, &mut k, &mut sc))
         });
-        let mut sim = ReducedNewmark::new(cub.clone(), params());
-        let mut step = 0usize;
-        let mut fext = vec![0.0; r];
-        g.bench_with_input(BenchmarkId::new("step", r), &r, |b, _| {
-            b.iter(|| {
-                step += 1;
-                fext[0] = 100.0 * ((step as f64) * 1e-3).sin();
-                sim.step(&fext)
-            })
-        });
+        bench_steps(&mut g, "step", cub.clone());
         // The same step with the stiffness slices (`CubatureForces::evaluate_step`): the
         // exact force every step, the Newton matrix's nonlinear part refreshed one slice
         // of the points at a time. Printed first: how far its trajectory strays from the
@@ -261,8 +276,9 @@ fn bench(c: &mut Criterion) {
             ReducedNewmark::new(sliced.clone(), params()),
         );
         let (mut worst, mut peak) = (0.0f64, 0.0f64);
+        let mut fext = vec![0.0; r];
         for i in 1..=2000 {
-            fext[0] = 100.0 * ((i as f64) * 1e-3).sin();
+            fext[0] = load(i);
             a.step(&fext);
             b.step(&fext);
             let d =
@@ -279,25 +295,9 @@ fn bench(c: &mut Criterion) {
             peak,
             worst / peak
         );
-        let mut sim = ReducedNewmark::new(sliced, params());
-        let mut step = 0usize;
-        g.bench_with_input(BenchmarkId::new("step-sliced", r), &r, |b, _| {
-            b.iter(|| {
-                step += 1;
-                fext[0] = 100.0 * ((step as f64) * 1e-3).sin();
-                sim.step(&fext)
-            })
-        });
+        bench_steps(&mut g, "step-sliced", sliced);
         if let Some(forces) = poly {
-            let mut sim = ReducedNewmark::new(forces, params());
-            let mut step = 0usize;
-            g.bench_with_input(BenchmarkId::new("polynomial-step", r), &r, |b, _| {
-                b.iter(|| {
-                    step += 1;
-                    fext[0] = 100.0 * ((step as f64) * 1e-3).sin();
-                    sim.step(&fext)
-                })
-            });
+            bench_steps(&mut g, "polynomial-step", forces);
         }
     }
     g.finish();
