@@ -42,7 +42,7 @@ pub mod validity;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use nalgebra::UnitQuaternion;
+use nalgebra::{UnitQuaternion, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -369,6 +369,49 @@ struct Node {
     contact: Option<Clearance>,
 }
 
+/// A tree of states, with its positions and orientations also kept apart (a compact
+/// copy for the nearest-neighbour scan, which reads every node).
+struct Tree {
+    nodes: Vec<Node>,
+    positions: Vec<Vector3<f64>>,
+    orientations: Vec<UnitQuaternion<f64>>,
+}
+
+impl Tree {
+    fn new(root: Node) -> Tree {
+        let mut tree = Tree {
+            nodes: Vec::new(),
+            positions: Vec::new(),
+            orientations: Vec::new(),
+        };
+        tree.push(root);
+        tree
+    }
+
+    fn push(&mut self, node: Node) {
+        self.positions.push(node.state.position);
+        self.orientations.push(node.state.orientation);
+        self.nodes.push(node);
+    }
+
+    fn len(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
+impl std::ops::Index<usize> for Tree {
+    type Output = Node;
+    fn index(&self, i: usize) -> &Node {
+        &self.nodes[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Tree {
+    fn index_mut(&mut self, i: usize) -> &mut Node {
+        &mut self.nodes[i]
+    }
+}
+
 /// The result of growing a tree towards a state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Grow {
@@ -393,7 +436,7 @@ struct Search<'a> {
     rng: ChaCha8Rng,
     range: f64,
     /// The trees: 0 grows from the start, 1 from the goal.
-    trees: [Vec<Node>; 2],
+    trees: [Tree; 2],
     guide: Vec<State>,
     time_limit: f64,
     samples: usize,
@@ -421,8 +464,8 @@ impl<'a> Search<'a> {
             contact: None,
         };
         let trees = [
-            vec![root(&mut checker, &problem.start)],
-            vec![root(&mut checker, &problem.goal)],
+            Tree::new(root(&mut checker, &problem.start)),
+            Tree::new(root(&mut checker, &problem.goal)),
         ];
         Search {
             problem: *problem,
@@ -509,18 +552,30 @@ impl<'a> Search<'a> {
         s
     }
 
+    /// The node of `tree` nearest to `target` in the space's metric (the first of
+    /// equals): a scan of the positions, whose distance alone is a lower bound, with
+    /// the rotation's part computed only for the nodes that pass it.
     fn nearest(&self, tree: usize, target: &State) -> usize {
-        let space = &self.problem.space;
+        let tree = &self.trees[tree];
+        let radius = self.problem.space.radius;
+        let p = target.position;
         let mut best = (f64::INFINITY, 0);
-        for (i, n) in self.trees[tree].iter().enumerate() {
-            // The position part alone is a lower bound of the distance.
-            let dp = (n.state.position - target.position).norm();
+        // Squared distances skip most nodes without a square root; the margin keeps the
+        // skip conservative, so the choice is the one of the exact comparison.
+        let mut best2 = f64::INFINITY;
+        for (i, q) in tree.positions.iter().enumerate() {
+            let dp2 = (q - p).norm_squared();
+            if dp2 > best2 {
+                continue;
+            }
+            let dp = dp2.sqrt();
             if dp >= best.0 {
                 continue;
             }
-            let d = dp + space.radius * n.state.orientation.angle_to(&target.orientation);
+            let d = dp + radius * tree.orientations[i].angle_to(&target.orientation);
             if d < best.0 {
                 best = (d, i);
+                best2 = d * d * (1.0 + 1e-12);
             }
         }
         best.1
