@@ -184,7 +184,7 @@ impl Bvh {
         );
         let mut bound = |i: usize, j: usize| -> f64 {
             let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
-            frame.gaps(&self.nodes[i], &other.nodes[j], &mb).value()
+            frame.gaps(&self.nodes[i], &other.nodes[j], mb).value()
         };
         let heap = &mut scratch.heap;
         heap.clear();
@@ -305,6 +305,7 @@ impl Bvh {
             &mut scratch.node_stamp,
             scratch.generation,
         );
+        let swept = Swept::of(motion);
         // The pair's bound over the interval.
         let mut over = |i: usize, j: usize| {
             let (a, b) = (&self.nodes[i], &other.nodes[j]);
@@ -312,11 +313,12 @@ impl Bvh {
             // A cheap first test: the axis-aligned boxes' distance at the middle, less the
             // farthest the node can move.
             let center = mb.center - motion.pose.translation.vector;
-            let far = box_box_distance(&a.aabb, &mb.aabb) - motion.reach(&center.coords, b.radius);
+            let center_norm = center.coords.norm();
+            let far = box_box_distance(&a.aabb, &mb.aabb) - swept.reach(center_norm, b.radius);
             if far >= floor {
                 return far;
             }
-            frame.bound_over(a, b, &mb, motion)
+            frame.bound_over(a, b, mb, &swept, &center.coords, center_norm)
         };
         let (cache, stamp) = (&mut scratch.cache, &mut scratch.stamp);
         descend(
@@ -335,23 +337,26 @@ impl Bvh {
                         .map(|v| (v.coords - centroid).norm())
                         .fold(0.0, f64::max);
                     let center = centroid - pose.translation.vector;
+                    let center_norm = center.norm();
                     // The full motion, for the box filter without a direction.
-                    let needed = floor + motion.reach(&center, radius);
-                    let toward_b = motion.toward(&pb.normal, &center, radius);
+                    let needed = floor + swept.reach(center_norm, radius);
+                    let toward_b = swept.toward(&pb.normal, &center, center_norm, radius);
                     for ia in leaf_a.0..leaf_a.1 {
                         // Each triangle's plane is a separating direction fixed over
                         // the interval: only the motion along its normal counts.
                         let pa = &self.planes[ia];
                         if box_box_distance(&self.boxes[ia], &bb) >= needed
                             || pb.gap(&self.triangles[ia]) - toward_b >= floor
-                            || pa.gap(&tb) - motion.toward(&pa.normal, &center, radius) >= floor
+                            || pa.gap(tb) - swept.toward(&pa.normal, &center, center_norm, radius)
+                                >= floor
                         {
                             continue;
                         }
                         let (d, on_a, on_b) = triangle_distance(&self.triangles[ia], &tb);
                         sweep.upper = sweep.upper.min(d);
                         if d <= 0.0
-                            || d - motion.toward(&((on_b - on_a) / d), &center, radius) < floor
+                            || d - swept.toward(&((on_b - on_a) / d), &center, center_norm, radius)
+                                < floor
                         {
                             sweep.clear = false;
                             return false;
@@ -406,7 +411,7 @@ impl Bvh {
             if boxes >= floor {
                 return boxes;
             }
-            frame.gaps(a, b, &mb).value()
+            sphere.max(boxes).max(frame.box_gap(a, b, mb, floor))
         };
         let (cache, stamp) = (&mut scratch.cache, &mut scratch.stamp);
         descend(
@@ -563,17 +568,61 @@ impl Motion {
     /// what makes the bound directional: a screw whose points slide along a surface
     /// (translation and rotation cancelling along its normal) hardly moves towards it.
     pub fn toward(&self, n: &Vector3<f64>, center: &Vector3<f64>, radius: f64) -> f64 {
-        let phi = self.half_turn.norm();
-        let n_x_w = n.cross(&self.half_turn);
-        (n.dot(&self.half_dp) + center.dot(&n_x_w)).abs()
-            + radius * n_x_w.norm()
-            + (0.5 * phi * phi + phi * phi * phi / 6.0) * (center.norm() + radius)
+        Swept::of(self).toward(n, center, center.norm(), radius)
     }
 
     /// The farthest a body can move in any direction over the interval:
     /// `|half_dp| + phi |q|` (a chord is shorter than its arc).
     pub fn reach(&self, center: &Vector3<f64>, radius: f64) -> f64 {
-        self.half_dp.norm() + self.half_turn.norm() * (center.norm() + radius)
+        Swept::of(self).reach(center.norm(), radius)
+    }
+}
+
+/// A [`Motion`]'s constants, computed once per sweep: the bounds of
+/// [`Motion::toward`] and [`Motion::reach`] are evaluated for every pair of nodes and
+/// of triangles, and their square roots of the motion's own lengths would otherwise be
+/// taken each time (the same arithmetic, so the same bits).
+#[derive(Debug, Clone, Copy)]
+struct Swept {
+    half_dp: Vector3<f64>,
+    half_turn: Vector3<f64>,
+    /// `|half_dp|`.
+    shift: f64,
+    /// `phi = |half_turn|`.
+    phi: f64,
+    /// The arc's curvature term `phi^2 / 2 + phi^3 / 6`.
+    curve: f64,
+}
+
+impl Swept {
+    fn of(m: &Motion) -> Swept {
+        let phi = m.half_turn.norm();
+        Swept {
+            half_dp: m.half_dp,
+            half_turn: m.half_turn,
+            shift: m.half_dp.norm(),
+            phi,
+            curve: 0.5 * phi * phi + phi * phi * phi / 6.0,
+        }
+    }
+
+    /// [`Motion::toward`], given `|center|`.
+    fn toward(
+        &self,
+        n: &Vector3<f64>,
+        center: &Vector3<f64>,
+        center_norm: f64,
+        radius: f64,
+    ) -> f64 {
+        let n_x_w = n.cross(&self.half_turn);
+        (n.dot(&self.half_dp) + center.dot(&n_x_w)).abs()
+            + radius * n_x_w.norm()
+            + self.curve * (center_norm + radius)
+    }
+
+    /// [`Motion::reach`], given `|center|`.
+    fn reach(&self, center_norm: f64, radius: f64) -> f64 {
+        self.shift + self.phi * (center_norm + radius)
     }
 }
 
@@ -636,11 +685,19 @@ impl PairFrame {
     /// (the bound's own, or one axis of either oriented box) that stays fixed over the
     /// interval, so it falls by at most the motion of `b`'s sphere along that direction
     /// ([`Motion::toward`]); the largest of the results is kept.
-    fn bound_over(&self, a: &Node, b: &Node, mb: &MovedNode, motion: &Motion) -> f64 {
+    /// `center` is `b`'s sphere centre relative to the moving origin, at the middle.
+    fn bound_over(
+        &self,
+        a: &Node,
+        b: &Node,
+        mb: &MovedNode,
+        swept: &Swept,
+        center: &Vector3<f64>,
+        center_norm: f64,
+    ) -> f64 {
         let g = self.gaps(a, b, mb);
         let (value, dir) = self.bound_and_direction(a, &g, mb);
-        let center = mb.center - motion.pose.translation.vector;
-        let toward = |n: Vector3<f64>| motion.toward(&n, &center.coords, b.radius);
+        let toward = |n: Vector3<f64>| swept.toward(&n, center, center_norm, b.radius);
         let mut best = value - toward(dir);
         for k in 0..3 {
             if g.gap_a[k] > best {
@@ -651,6 +708,25 @@ impl PairFrame {
             }
         }
         best
+    }
+
+    /// The oriented boxes' part of [`PairFrame::gaps`] alone, `a`'s face axes first and
+    /// `b`'s only when those leave the bound below `floor` (a decision needs no more).
+    fn box_gap(&self, a: &Node, b: &Node, mb: &MovedNode, floor: f64) -> f64 {
+        let m = a.axes.tr_mul(&mb.axes);
+        let abs_m = m.abs();
+        let t = a.axes.tr_mul(&(mb.obb_center - a.obb_center));
+        let gap_a = (t.abs() - a.half - abs_m * b.half)
+            .sup(&Vector3::zeros())
+            .norm_squared();
+        if gap_a >= floor * floor {
+            return gap_a.sqrt();
+        }
+        let t_b = m.tr_mul(&t);
+        let gap_b = (t_b.abs() - b.half - abs_m.tr_mul(&a.half))
+            .sup(&Vector3::zeros())
+            .norm_squared();
+        gap_a.max(gap_b).sqrt()
     }
 
     fn gaps(&self, a: &Node, b: &Node, mb: &MovedNode) -> Gaps {
@@ -761,14 +837,14 @@ impl MovedNode {
 }
 
 /// Node `j` of `other`, moved by the frame's pose; computed once per query.
-fn moved_node(
-    cache: &mut [MovedNode],
+fn moved_node<'c>(
+    cache: &'c mut [MovedNode],
     stamp: &mut [u32],
     generation: u32,
     frame: &PairFrame,
     other: &Bvh,
     j: usize,
-) -> MovedNode {
+) -> &'c MovedNode {
     if stamp[j] != generation {
         let b = &other.nodes[j];
         let axes = frame.rot * b.axes;
@@ -785,7 +861,7 @@ fn moved_node(
         };
         stamp[j] = generation;
     }
-    cache[j]
+    &cache[j]
 }
 
 /// The parts of [`PairFrame::gaps`]' bound.
@@ -906,7 +982,7 @@ impl PairScratch {
         pose: &Isometry3<f64>,
         k: usize,
     ) -> ([Point3<f64>; 3], Aabb, Plane) {
-        scratch_moved(
+        *scratch_moved(
             &mut self.cache,
             &mut self.stamp,
             self.generation,
@@ -917,14 +993,14 @@ impl PairScratch {
     }
 }
 
-fn scratch_moved(
-    cache: &mut [([Point3<f64>; 3], Aabb, Plane)],
+fn scratch_moved<'c>(
+    cache: &'c mut [([Point3<f64>; 3], Aabb, Plane)],
     stamp: &mut [u32],
     generation: u32,
     other: &Bvh,
     pose: &Isometry3<f64>,
     k: usize,
-) -> ([Point3<f64>; 3], Aabb, Plane) {
+) -> &'c ([Point3<f64>; 3], Aabb, Plane) {
     if stamp[k] != generation {
         let t = other.triangles[k];
         let moved = [pose * t[0], pose * t[1], pose * t[2]];
@@ -937,7 +1013,7 @@ fn scratch_moved(
         cache[k] = (moved, Aabb::from_points(moved.iter()), plane);
         stamp[k] = generation;
     }
-    cache[k]
+    &cache[k]
 }
 
 /// A triangle's plane: unit normal (zero for a degenerate triangle) and offset.
