@@ -211,13 +211,13 @@ impl Bvh {
                             ib,
                         );
                         for ia in start..end {
-                            if box_box_distance(&self.boxes[ia], &bb) >= best.distance
-                                || self.planes[ia].gap(&tb) >= best.distance
+                            if box_box_distance(&self.boxes[ia], bb) >= best.distance
+                                || self.planes[ia].gap(tb) >= best.distance
                                 || pb.gap(&self.triangles[ia]) >= best.distance
                             {
                                 continue;
                             }
-                            let found = triangle_distance(&self.triangles[ia], &tb);
+                            let found = triangle_distance(&self.triangles[ia], tb);
                             if improve(&mut best, &mut best_pair, (ia, ib), found) {
                                 scratch.hint = best_pair;
                                 return Some(Bounded::exact(best));
@@ -345,14 +345,14 @@ impl Bvh {
                         // Each triangle's plane is a separating direction fixed over
                         // the interval: only the motion along its normal counts.
                         let pa = &self.planes[ia];
-                        if box_box_distance(&self.boxes[ia], &bb) >= needed
+                        if box_box_distance(&self.boxes[ia], bb) >= needed
                             || pb.gap(&self.triangles[ia]) - toward_b >= floor
                             || pa.gap(tb) - swept.toward(&pa.normal, &center, center_norm, radius)
                                 >= floor
                         {
                             continue;
                         }
-                        let (d, on_a, on_b) = triangle_distance(&self.triangles[ia], &tb);
+                        let (d, on_a, on_b) = triangle_distance(&self.triangles[ia], tb);
                         sweep.upper = sweep.upper.min(d);
                         if d <= 0.0
                             || d - swept.toward(&((on_b - on_a) / d), &center, center_norm, radius)
@@ -424,13 +424,13 @@ impl Bvh {
                 for ib in leaf_b.0..leaf_b.1 {
                     let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
                     for ia in leaf_a.0..leaf_a.1 {
-                        if box_box_distance(&self.boxes[ia], &bb) >= floor
+                        if box_box_distance(&self.boxes[ia], bb) >= floor
                             || pb.gap(&self.triangles[ia]) >= floor
-                            || self.planes[ia].gap(&tb) >= floor
+                            || self.planes[ia].gap(tb) >= floor
                         {
                             continue;
                         }
-                        let (d, _, _) = triangle_distance(&self.triangles[ia], &tb);
+                        let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
                         sweep.upper = sweep.upper.min(d);
                         if d < floor {
                             sweep.clear = false;
