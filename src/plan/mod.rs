@@ -4,9 +4,16 @@
 //! through narrow passages, where collision-only planners sample blindly.
 //!
 //! **RRT-Connect.** Two trees, rooted at the start and the goal, take turns: one grows a
-//! step of at most `range` (in the metric of [`space`]) towards a sample, and the other
-//! then grows towards the new state, step after step, until it reaches it (a path) or is
-//! trapped. Motions are certified continuously ([`validity::Checker::motion`]): a
+//! step towards a sample (in the metric of [`space`]), and the other then grows towards
+//! the new state, step after step, until it reaches it (a path) or is trapped.
+//!
+//! **Steps that adapt.** The base step `range` (3% of the space) is the step near the
+//! world. A state reached by a free step of `s` tries `2 s` first (up to `max_range`), so
+//! that a tree crosses open space in a few doubling steps; when a longer step is blocked,
+//! the state drops back to the base step for good (then slides, below). A blocked long
+//! step costs one failed check per state, and near the world the steps stay short,
+//! where long ones would fail. On OMPL.app's problems this halved the states on
+//! cubicles and alpha-1.5 and did not slow Twistycool (see docs/plan.md). Motions are certified continuously ([`validity::Checker::motion`]): a
 //! returned path never clips an obstacle between its states, and there is no resolution
 //! to choose.
 //!
@@ -80,9 +87,13 @@ pub struct PlanOptions {
     /// above the 0.1% default tolerance of `haptics check`: its check passes every
     /// planned path).
     pub clearance: Option<f64>,
-    /// The longest step of a tree, in the metric of [`space`] (default: 3% of the
-    /// space's extent).
+    /// The base step of a tree, in the metric of [`space`] (default: 3% of the
+    /// space's extent): the step near the world, and after a slide.
     pub range: Option<f64>,
+    /// The longest step (default: the space's extent). A node made by a free step of
+    /// `s` tries `2 s` first (at most this), and drops back to the base step once that
+    /// is blocked; equal to `range`, every step is the base step.
+    pub max_range: Option<f64>,
     /// A rough path to bias the samples around (empty: none).
     pub guide: Vec<State>,
     /// Shortcut attempts of the simplification (0: return the tree's path).
@@ -115,6 +126,7 @@ impl Default for PlanOptions {
             threads: 1,
             clearance: None,
             range: None,
+            max_range: None,
             guide: Vec::new(),
             shortcuts: 100,
             sampler: Sampler::Uniform,
@@ -182,8 +194,10 @@ pub struct Plan {
     pub raw_length: f64,
     /// The clearance used (problem units).
     pub clearance: f64,
-    /// The step used.
+    /// The base step used.
     pub range: f64,
+    /// The longest step used.
+    pub max_range: f64,
     /// The thread whose tree found the path.
     pub thread: usize,
     /// The validity checker's work (all threads).
@@ -259,6 +273,12 @@ pub fn plan(
             "the range must be positive, not {range}"
         )));
     }
+    let long = options.max_range.unwrap_or(problem.space.extent());
+    if !(long >= range && long.is_finite()) {
+        return Err(PlanError::Options(format!(
+            "the longest step must be at least the step {range}, not {long}"
+        )));
+    }
     validate(problem, clearance)?;
     let threads = options.threads.max(1);
     let start = Instant::now();
@@ -276,7 +296,7 @@ pub fn plan(
                 let shared = &shared;
                 scope.spawn(move || {
                     let seed = options.seed.wrapping_add(k as u64);
-                    let mut s = Search::new(problem, options, clearance, range, seed, k);
+                    let mut s = Search::new(problem, options, clearance, range, long, seed, k);
                     s.run(shared);
                     s
                 })
@@ -312,6 +332,7 @@ pub fn plan(
         raw_length: 0.0,
         clearance,
         range,
+        max_range: long,
         thread: winner.unwrap_or(0),
         work,
     };
@@ -367,6 +388,9 @@ struct Node {
     /// Its nearest contact (closest points), queried the first time a step from it is
     /// blocked.
     contact: Option<Clearance>,
+    /// The step tried first from it: twice the free step that made it (up to the
+    /// longest step), the base step after a slide or once a longer step was blocked.
+    step: f64,
 }
 
 /// A tree of states, with its positions and orientations also kept apart (a compact
@@ -435,6 +459,8 @@ struct Search<'a> {
     checker: Checker<'a>,
     rng: ChaCha8Rng,
     range: f64,
+    /// The longest step.
+    long: f64,
     /// The trees: 0 grows from the start, 1 from the goal.
     trees: [Tree; 2],
     guide: Vec<State>,
@@ -452,6 +478,7 @@ impl<'a> Search<'a> {
         options: &PlanOptions,
         clearance: f64,
         range: f64,
+        long: f64,
         seed: u64,
         thread: usize,
     ) -> Search<'a> {
@@ -462,6 +489,7 @@ impl<'a> Search<'a> {
             parent: usize::MAX,
             lower: checker.valid(s).unwrap_or(0.0),
             contact: None,
+            step: range,
         };
         let trees = [
             Tree::new(root(&mut checker, &problem.start)),
@@ -472,6 +500,7 @@ impl<'a> Search<'a> {
             checker,
             rng: ChaCha8Rng::seed_from_u64(seed),
             range,
+            long: long.max(range),
             trees,
             guide: densify(&options.guide, &problem.space, 0.25 * range),
             time_limit: options.time_limit,
@@ -590,26 +619,17 @@ impl<'a> Search<'a> {
         if d <= 1e-12 * self.range {
             return Grow::Reached;
         }
-        let (new, reaches) = if d > self.range {
-            (n.state.interpolate(target, self.range / d), false)
-        } else {
-            (*target, true)
-        };
-        if let Some(lower) = self.checker.valid(&new) {
-            if self.checker.motion(&n.state, n.lower, &new, lower) {
-                self.trees[tree].push(Node {
-                    state: new,
-                    parent: near,
-                    lower,
-                    contact: None,
-                });
-                return if reaches {
-                    Grow::Reached
-                } else {
-                    Grow::Advanced
-                };
+        if n.step > self.range && d > self.range {
+            // A node whose own step was free tries a longer one first.
+            match self.step(tree, near, &n, target, d, n.step) {
+                Ok(g) => return g,
+                Err(_) => self.trees[tree][near].step = self.range,
             }
         }
+        let new = match self.step(tree, near, &n, target, d, self.range) {
+            Ok(g) => return g,
+            Err(new) => new,
+        };
         // Blocked: slide along the nearest contact instead, if that gets closer.
         let contact = match n.contact {
             Some(c) => c,
@@ -630,12 +650,49 @@ impl<'a> Search<'a> {
                         parent: near,
                         lower,
                         contact: None,
+                        step: self.range,
                     });
                     return Grow::Advanced;
                 }
             }
         }
         Grow::Trapped
+    }
+
+    /// One step of at most `step` from node `near` (`n`) towards `target` (at distance
+    /// `d`): the grown result, or the blocked state when the state or the motion to it
+    /// is not valid.
+    fn step(
+        &mut self,
+        tree: usize,
+        near: usize,
+        n: &Node,
+        target: &State,
+        d: f64,
+        step: f64,
+    ) -> Result<Grow, State> {
+        let (new, reaches) = if d > step {
+            (n.state.interpolate(target, step / d), false)
+        } else {
+            (*target, true)
+        };
+        if let Some(lower) = self.checker.valid(&new) {
+            if self.checker.motion(&n.state, n.lower, &new, lower) {
+                self.trees[tree].push(Node {
+                    state: new,
+                    parent: near,
+                    lower,
+                    contact: None,
+                    step: (2.0 * step).min(self.long).max(self.range),
+                });
+                return Ok(if reaches {
+                    Grow::Reached
+                } else {
+                    Grow::Advanced
+                });
+            }
+        }
+        Err(new)
     }
 
     /// The motion from `n` towards `to` with its component into the nearest contact
@@ -826,6 +883,54 @@ mod tests {
         }
     }
 
+    /// In open space the steps double: a start and a goal 40 base steps apart (an
+    /// obstacle far to the side) are joined in a few states with the doubling steps,
+    /// where the base step alone needs at least 40 (one per step on the way). A longest
+    /// step below the base step is refused.
+    #[test]
+    fn steps_double_in_open_space() {
+        let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.1), 1));
+        let block = box_surface(Point3::new(0.0, 20.0, 0.0), Vector3::repeat(0.5), 1);
+        let world = World::new(&block);
+        let space = Space {
+            min: Vector3::repeat(-25.0),
+            max: Vector3::repeat(25.0),
+            radius: robot.radius,
+        };
+        let at = |x: f64| State::new(Vector3::new(x, 0.0, 0.0), UnitQuaternion::identity());
+        let problem = Problem {
+            robot: &robot,
+            world: &world,
+            space,
+            start: at(-20.0),
+            goal: at(20.0),
+        };
+        let run = |max_range: Option<f64>| {
+            let options = PlanOptions {
+                range: Some(1.0),
+                max_range,
+                shortcuts: 0,
+                ..PlanOptions::default()
+            };
+            plan(&problem, &options, &|_| {}).unwrap()
+        };
+        let doubling = run(None);
+        let base = run(Some(1.0));
+        assert!(doubling.solved && base.solved);
+        assert_eq!(doubling.max_range, space.extent());
+        assert!(doubling.states < 20, "{} states", doubling.states);
+        assert!(base.states >= 40, "{} states", base.states);
+        let options = PlanOptions {
+            range: Some(1.0),
+            max_range: Some(0.5),
+            ..PlanOptions::default()
+        };
+        assert!(matches!(
+            plan(&problem, &options, &|_| {}),
+            Err(PlanError::Options(_))
+        ));
+    }
+
     /// A slid step has no component into the contact (to first order it moves away by a
     /// tenth of the clearance) and keeps the translation along the contact.
     #[test]
@@ -846,7 +951,7 @@ mod tests {
             start,
             goal: start,
         };
-        let search = Search::new(&problem, &PlanOptions::default(), 1e-3, 0.5, 1, 0);
+        let search = Search::new(&problem, &PlanOptions::default(), 1e-3, 0.5, 0.5, 1, 0);
         let mut checker = Checker::new(&robot, &world, 1e-3);
         let contact = checker.clearance_at(&start);
         // Down and sideways: the floor's normal is +y.

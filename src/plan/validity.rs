@@ -70,6 +70,8 @@ pub struct Checker<'a> {
     /// The largest distance worth knowing: queries stop once their lower bound reaches
     /// it (the planner's step; a state that far from the world covers any step).
     pub enough: f64,
+    /// The intervals [`Checker::motion`] has still to certify.
+    intervals: Vec<(f64, f64, f64, f64)>,
 }
 
 impl<'a> Checker<'a> {
@@ -83,6 +85,7 @@ impl<'a> Checker<'a> {
             sweep_scratch: PairScratch::default(),
             work: Work::default(),
             enough: f64::INFINITY,
+            intervals: Vec::new(),
         }
     }
 
@@ -178,11 +181,21 @@ impl<'a> Checker<'a> {
     /// the distance above [`Checker::floor`] (see the module docs).
     pub fn motion(&mut self, a: &State, la: f64, b: &State, lb: f64) -> bool {
         self.work.motions += 1;
+        // The checker's own stack, reused from motion to motion.
+        let mut stack = std::mem::take(&mut self.intervals);
+        stack.clear();
+        stack.push((0.0, la, 1.0, lb));
+        let free = self.certify(a, b, &mut stack);
+        self.intervals = stack;
+        free
+    }
+
+    /// The loop of [`Checker::motion`] over the intervals still to certify,
+    /// `(t0, l0, t1, l1)`.
+    fn certify(&mut self, a: &State, b: &State, stack: &mut Vec<(f64, f64, f64, f64)>) -> bool {
         let bound = motion_bound(a, b, self.robot.radius);
         let turn = turn_of(a, b);
         let floor = self.floor();
-        // Intervals still to certify: (t0, l0, t1, l1).
-        let mut stack: Vec<(f64, f64, f64, f64)> = vec![(0.0, la, 1.0, lb)];
         while let Some((t0, l0, t1, l1)) = stack.pop() {
             let h = t1 - t0;
             if 0.5 * (l0 + l1 - bound * h) > floor {

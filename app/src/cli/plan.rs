@@ -72,10 +72,16 @@ pub struct PlanArgs {
     /// bounding-box diagonal); motions keep three quarters of it.
     #[arg(long, value_parser = range::positive(1e9))]
     pub clearance: Option<f64>,
-    /// The longest tree step, in robot-point motion (default: 3% of the space's extent:
-    /// the box's diagonal plus half a turn of the robot's radius).
+    /// The base tree step, in robot-point motion (default: 3% of the space's extent:
+    /// the box's diagonal plus half a turn of the robot's radius): the step near
+    /// obstacles and after sliding along one.
     #[arg(long, value_parser = range::positive(1e9))]
     pub range: Option<f64>,
+    /// The longest tree step (default: the space's extent). A state reached by a free
+    /// step tries twice that step next, up to this; a blocked long step falls back to
+    /// the base step. Equal to --range, every step is the base step.
+    #[arg(long, value_parser = range::positive(1e9))]
+    pub max_range: Option<f64>,
     /// Shortcut attempts of the path simplification (0: the raw tree path).
     #[arg(long, default_value_t = 100)]
     pub shortcuts: usize,
@@ -188,6 +194,7 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         threads: a.threads as usize,
         clearance: a.clearance,
         range: a.range,
+        max_range: a.max_range,
         guide,
         shortcuts: a.shortcuts,
         sampler: match a.sampler {
@@ -421,8 +428,8 @@ fn summary(
         if a.threads == 1 { "" } else { "s" }
     ));
     s.push_str(&format!(
-        "  validity        {} distance queries, {} motions, {} sweeps; clearance {:.4}, step {:.4}\n",
-        r.work.queries, r.work.motions, r.work.sweeps, r.clearance, r.range
+        "  validity        {} distance queries, {} motions, {} sweeps; clearance {:.4}, step {:.4} to {:.4}\n",
+        r.work.queries, r.work.motions, r.work.sweeps, r.clearance, r.range, r.max_range
     ));
     if r.solved {
         s.push_str(&format!(
@@ -468,6 +475,7 @@ fn report_json(
         "sweeps": r.work.sweeps,
         "clearance": r.clearance,
         "range": r.range,
+        "max_range": r.max_range,
         "path_states": r.path.len(),
         "path_length": r.solved.then_some(r.length),
         "raw_path_states": r.raw_states,
