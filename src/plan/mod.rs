@@ -643,20 +643,30 @@ impl<'a> Search<'a> {
             .slide(&n.state, &contact, &new)
             .filter(|s| self.problem.space.distance(s, target) < d - 0.1 * self.range)
         {
-            if let Some(lower) = self.checker.valid(&slid) {
-                if self.checker.motion(&n.state, n.lower, &slid, lower) {
-                    self.trees[tree].push(Node {
-                        state: slid,
-                        parent: near,
-                        lower,
-                        contact: None,
-                        step: self.range,
-                    });
-                    return Grow::Advanced;
-                }
+            if self.extend(tree, near, &n, slid, self.range) {
+                return Grow::Advanced;
             }
         }
         Grow::Trapped
+    }
+
+    /// Adds `new` to `tree` as a child of node `near` (`n`), with `step` as the first
+    /// step to try from it, when it is valid and the motion to it is.
+    fn extend(&mut self, tree: usize, near: usize, n: &Node, new: State, step: f64) -> bool {
+        let Some(lower) = self.checker.valid(&new) else {
+            return false;
+        };
+        if !self.checker.motion(&n.state, n.lower, &new, lower) {
+            return false;
+        }
+        self.trees[tree].push(Node {
+            state: new,
+            parent: near,
+            lower,
+            contact: None,
+            step,
+        });
+        true
     }
 
     /// One step of at most `step` from node `near` (`n`) towards `target` (at distance
@@ -676,23 +686,15 @@ impl<'a> Search<'a> {
         } else {
             (*target, true)
         };
-        if let Some(lower) = self.checker.valid(&new) {
-            if self.checker.motion(&n.state, n.lower, &new, lower) {
-                self.trees[tree].push(Node {
-                    state: new,
-                    parent: near,
-                    lower,
-                    contact: None,
-                    step: (2.0 * step).min(self.long).max(self.range),
-                });
-                return Ok(if reaches {
-                    Grow::Reached
-                } else {
-                    Grow::Advanced
-                });
-            }
+        let next = (2.0 * step).min(self.long).max(self.range);
+        if !self.extend(tree, near, n, new, next) {
+            return Err(new);
         }
-        Err(new)
+        Ok(if reaches {
+            Grow::Reached
+        } else {
+            Grow::Advanced
+        })
     }
 
     /// The motion from `n` towards `to` with its component into the nearest contact
