@@ -48,6 +48,8 @@ fn a_planned_path_passes_the_check_and_its_seed_reproduces_it() {
     assert_eq!(r["collision_free"], true);
     assert!(r["min_clearance"].as_f64().unwrap() > 0.0);
     assert!(r["states"].as_u64().unwrap() >= 2);
+    // The trees' metric weighs turns at a quarter of the robot's radius by default.
+    assert_eq!(r["rotation_weight"].as_f64(), Some(0.25));
     // Start first, goal last, as OMPL.app writes them.
     let path = haptics::check::ompl::read_path(&a).unwrap();
     assert!((path[0].position - Vector3::new(-1.0, 1.0, 0.0)).norm() < 1e-12);
@@ -88,6 +90,9 @@ fn bad_problems_exit_2_and_say_which_state_is_wrong() {
     let o = haptics(&["plan", CFG, "--out", out, "--goal=1,2"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("expected 3 numbers"), "{}", stderr(&o));
+    let o = haptics(&["plan", CFG, "--out", out, "--rotation-weight=0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--rotation-weight"), "{}", stderr(&o));
     let o = haptics(&["plan", "nowhere.cfg", "--out", out]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nowhere.cfg"), "{}", stderr(&o));

@@ -82,6 +82,12 @@ pub struct PlanArgs {
     /// the base step. Equal to --range, every step is the base step.
     #[arg(long, value_parser = range::positive(1e9))]
     pub max_range: Option<f64>,
+    /// The weight of a turn in the trees' metric, as a fraction of the robot's radius R
+    /// (steps and nearest neighbours measure |dp| + w R theta). Below 1 the trees turn
+    /// more per step and pick neighbours by position; motions are still certified with
+    /// the true bound (w = 1), and path lengths reported in it.
+    #[arg(long, default_value_t = haptics::plan::DEFAULT_ROTATION_WEIGHT, value_parser = range::positive(1e3))]
+    pub rotation_weight: f64,
     /// Shortcut attempts of the path simplification (0: the raw tree path).
     #[arg(long, default_value_t = 100)]
     pub shortcuts: usize,
@@ -195,6 +201,7 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         clearance: a.clearance,
         range: a.range,
         max_range: a.max_range,
+        rotation_weight: a.rotation_weight,
         guide,
         shortcuts: a.shortcuts,
         sampler: match a.sampler {
@@ -428,8 +435,8 @@ fn summary(
         if a.threads == 1 { "" } else { "s" }
     ));
     s.push_str(&format!(
-        "  validity        {} distance queries, {} motions, {} sweeps; clearance {:.4}, step {:.4} to {:.4}\n",
-        r.work.queries, r.work.motions, r.work.sweeps, r.clearance, r.range, r.max_range
+        "  validity        {} distance queries, {} motions, {} sweeps; clearance {:.4}, step {:.4} to {:.4}, turns weighed {} R\n",
+        r.work.queries, r.work.motions, r.work.sweeps, r.clearance, r.range, r.max_range, r.rotation_weight
     ));
     if r.solved {
         s.push_str(&format!(
@@ -476,6 +483,7 @@ fn report_json(
         "clearance": r.clearance,
         "range": r.range,
         "max_range": r.max_range,
+        "rotation_weight": r.rotation_weight,
         "path_states": r.path.len(),
         "path_length": r.solved.then_some(r.length),
         "raw_path_states": r.raw_states,
