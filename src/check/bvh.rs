@@ -8,7 +8,10 @@
 //! sphere distance and the box separations along either box's axes; the oriented boxes
 //! are what keep nearly parallel surfaces cheap (a patch of a face is a thin box).
 //! Triangle pairs are filtered by their boxes and by each triangle's plane before the
-//! exact distance ([`triangle_distance`]). Built top-down, splitting at the median
+//! exact distance ([`triangle_distance`]); the threshold queries (a decision, a sweep)
+//! also try the nine directions across the triangles' edges
+//! ([`super::exact::edge_axes_separate`]), the rest of the separating axes of two
+//! triangles, which settle most pairs near a floor without the exact distance. Built top-down, splitting at the median
 //! centroid along the box's longest axis, at most [`LEAF_SIZE`] triangles per leaf.
 //!
 //! Two queries:
@@ -22,7 +25,7 @@
 
 use nalgebra::{Isometry3, Matrix3, Point3, Vector3};
 
-use super::exact::triangle_distance;
+use super::exact::{edge_axes_separate, triangle_distance};
 use super::Slack;
 use crate::geometry::triangle::closest_point;
 use crate::mesh::{Aabb, SurfaceMesh};
@@ -349,6 +352,9 @@ impl Bvh {
                             || pb.gap(&self.triangles[ia]) - toward_b >= floor
                             || pa.gap(tb) - swept.toward(&pa.normal, &center, center_norm, radius)
                                 >= floor
+                            || edge_axes_separate(&self.triangles[ia], tb, |n| {
+                                floor + swept.toward(n, &center, center_norm, radius)
+                            })
                         {
                             continue;
                         }
@@ -427,6 +433,7 @@ impl Bvh {
                         if box_box_distance(&self.boxes[ia], bb) >= floor
                             || pb.gap(&self.triangles[ia]) >= floor
                             || self.planes[ia].gap(tb) >= floor
+                            || edge_axes_separate(&self.triangles[ia], tb, |_| floor)
                         {
                             continue;
                         }
