@@ -32,12 +32,21 @@ pub fn edge_axes_separate(
             let n = ea.cross(&eb);
             let len2 = n.norm_squared();
             // Parallel edges: no direction (the face normals and the other pairs cover it).
-            if !(len2 > 1e-24 * ea.norm_squared() * eb.norm_squared()) {
+            // (A NaN falls through to a NaN gap, which proves nothing.)
+            if len2 <= 1e-24 * ea.norm_squared() * eb.norm_squared() {
                 continue;
             }
             let n = n / len2.sqrt();
-            let pa = [n.dot(&a[0].coords), n.dot(&a[1].coords), n.dot(&a[2].coords)];
-            let pb = [n.dot(&b[0].coords), n.dot(&b[1].coords), n.dot(&b[2].coords)];
+            let pa = [
+                n.dot(&a[0].coords),
+                n.dot(&a[1].coords),
+                n.dot(&a[2].coords),
+            ];
+            let pb = [
+                n.dot(&b[0].coords),
+                n.dot(&b[1].coords),
+                n.dot(&b[2].coords),
+            ];
             let (a_lo, a_hi) = (pa[0].min(pa[1]).min(pa[2]), pa[0].max(pa[1]).max(pa[2]));
             let (b_lo, b_hi) = (pb[0].min(pb[1]).min(pb[2]), pb[0].max(pb[1]).max(pb[2]));
             let gap = (b_lo - a_hi).max(a_lo - b_hi);
@@ -214,7 +223,11 @@ mod tests {
         assert!(!edge_axes_separate(&a, &b, |_| h + 1e-12));
         // The bound may depend on the direction (a motion along it): along z it must
         // cover the gap as well.
-        assert!(!edge_axes_separate(&a, &b, |n| if n.z.abs() > 0.99 { 1.0 } else { 0.0 }));
+        assert!(!edge_axes_separate(&a, &b, |n| if n.z.abs() > 0.99 {
+            1.0
+        } else {
+            0.0
+        }));
     }
 
     /// On random pairs, near and far, the edge axes never claim more than the exact
