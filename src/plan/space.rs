@@ -3,8 +3,10 @@
 //! **Metric.** `d(a, b) = |p_b - p_a| + R theta(a, b)`, `theta` the rotation angle between
 //! the orientations (the shorter arc, as slerp takes) and `R` the robot's radius about its
 //! origin. It bounds how far any robot point moves along the motion from `a` to `b`
-//! ([`crate::check::motion_bound`]), so steps and neighbourhoods are in the one unit that
-//! clearances are in, and translation and rotation weigh what they move.
+//! ([`crate::check::motion_bound`]), so lengths are in the one unit that clearances are
+//! in, and translation and rotation weigh what they move. The planner's trees use the
+//! same metric with `R` scaled by [`crate::plan::PlanOptions::rotation_weight`] (a
+//! quarter by default) to pick neighbours and size steps.
 //!
 //! **Uniform samples**: positions uniform in the box, orientations uniform on SO(3)
 //! (Shoemake 1992, "Uniform random rotations", Graphics Gems III).
