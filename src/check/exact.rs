@@ -179,6 +179,16 @@ mod tests {
         Point3::new(x, y, z)
     }
 
+    /// A reproducible stream of numbers uniform in [-1, 1) (a 64-bit LCG's top bits).
+    fn uniform_stream(mut seed: u64) -> impl FnMut() -> f64 {
+        move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        }
+    }
+
     #[test]
     fn segments() {
         // Skew perpendicular segments 1 apart.
@@ -235,13 +245,7 @@ mod tests {
     /// The floor is drawn about the exact distance so that both answers occur.
     #[test]
     fn edge_axes_never_exceed_the_exact_distance() {
-        let mut seed = 11u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut rnd = uniform_stream(11);
         let (mut proved, mut refused) = (0, 0);
         for k in 0..4000 {
             let a = [
@@ -270,13 +274,7 @@ mod tests {
 
     #[test]
     fn triangles_against_dense_sampling() {
-        let mut seed = 7u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut rnd = uniform_stream(7);
         let n = 24;
         for _ in 0..40 {
             let a = [
