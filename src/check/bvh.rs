@@ -11,8 +11,10 @@
 //! exact distance ([`triangle_distance`]); the threshold queries (a decision, a sweep)
 //! also try the nine directions across the triangles' edges
 //! ([`super::exact::edge_axes_separate`]), the rest of the separating axes of two
-//! triangles, which settle most pairs near a floor without the exact distance. Built top-down, splitting at the median
-//! centroid along the box's longest axis, at most [`LEAF_SIZE`] triangles per leaf.
+//! triangles, which settle most pairs near a floor without the exact distance.
+//!
+//! Built top-down, splitting at the median centroid along the box's longest axis, at
+//! most [`LEAF_SIZE`] triangles per leaf.
 //!
 //! Two queries:
 //! - [`Bvh::distance_with`]: best-first branch and bound, exact or within a [`Slack`].
