@@ -19,7 +19,9 @@
 //! Two queries:
 //! - [`Bvh::distance_with`]: best-first branch and bound, exact or within a [`Slack`].
 //! - [`Bvh::clear_over`]: whether the distance stays above a floor while the second mesh
-//!   moves over an interval (the certification of a path check).
+//!   moves over an interval (the certification of a path check), and
+//!   [`Bvh::sweep_from`], the same sweep leaving the front of pairs it could not clear,
+//!   from which the parts of the interval are swept (the planner's motion check).
 //!
 //! Hand-written because parry3d-f64 (the maintained choice) has moved to glam types,
 //! while this engine is built on nalgebra, and has neither the slack nor the interval
@@ -64,6 +66,8 @@ pub struct Bvh {
     /// Each triangle's box and plane, for cheap bounds before the exact distance.
     boxes: Vec<Aabb>,
     planes: Vec<Plane>,
+    /// Each triangle's radius about its centroid (the ball of a moving triangle).
+    radii: Vec<f64>,
 }
 
 /// The result of a distance query: the distance and the closest points (on the first
@@ -107,11 +111,13 @@ impl Bvh {
             .map(|t| Aabb::from_points(t.iter()))
             .collect();
         let planes = triangles.iter().map(Plane::of).collect();
+        let radii = triangles.iter().map(centroid_radius).collect();
         Bvh {
             nodes,
             triangles,
             boxes,
             planes,
+            radii,
         }
     }
 
@@ -294,6 +300,41 @@ impl Bvh {
         floor: f64,
         scratch: &mut PairScratch,
     ) -> Sweep {
+        // The first pair that fails ends it: a front of one pair, not kept.
+        let mut front = std::mem::take(&mut scratch.front);
+        front.clear();
+        front.push((0, 0));
+        let sweep = self.sweep_from(other, motion, floor, scratch, &mut front, 0..1, 0);
+        scratch.front = front;
+        sweep
+    }
+
+    /// [`Bvh::clear_over`] from the pairs of nodes `front[roots]` (the roots' pair, or
+    /// the front of an interval that contains this one), leaving a front instead of
+    /// stopping at the first pair that fails: the pairs of leaves it cannot clear over
+    /// the interval are appended to `front`, and once more than `cap` have failed the
+    /// pairs it has not visited yet are appended too, unopened. Every pair of nodes off
+    /// the front is then cleared over the interval, and so over each of its parts: a
+    /// part is certified by sweeping from the front alone (front tracking, as in the
+    /// bounding-volume-test-tree fronts of Ehmann and Lin 2001, here carried from an
+    /// interval to its halves instead of from frame to frame). The work of a sweep that
+    /// fails is kept, and `cap` bounds the work of one sweep whose interval is too long
+    /// for most pairs near the world: their halves open them.
+    ///
+    /// The returned sweep is clear when the front is left as it was; its `upper` below
+    /// `floor` means two triangles are closer than `floor` at the middle (the motion
+    /// fails, and the front is incomplete).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sweep_from(
+        &self,
+        other: &Bvh,
+        motion: &Motion,
+        floor: f64,
+        scratch: &mut PairScratch,
+        front: &mut Vec<(u32, u32)>,
+        roots: std::ops::Range<usize>,
+        cap: usize,
+    ) -> Sweep {
         let mut sweep = Sweep {
             clear: true,
             upper: f64::INFINITY,
@@ -323,58 +364,82 @@ impl Bvh {
             if far >= floor {
                 return far;
             }
-            frame.bound_over(a, b, mb, &swept, &center.coords, center_norm)
+            frame.bound_over(a, b, mb, &swept, &center.coords, center_norm, floor)
         };
         let (cache, stamp) = (&mut scratch.cache, &mut scratch.stamp);
+        scratch.stack.clear();
+        scratch.stack.extend_from_slice(&front[roots]);
+        let mut failed = 0;
         descend(
             self,
             other,
             floor,
             &mut scratch.stack,
             &mut over,
-            &mut |leaf_a: (usize, usize), leaf_b: (usize, usize)| {
+            &mut |pair, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
                 for ib in leaf_b.0..leaf_b.1 {
-                    let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
-                    // The triangle as a body: a ball about its centroid.
-                    let centroid = (tb[0].coords + tb[1].coords + tb[2].coords) / 3.0;
-                    let radius = tb
-                        .iter()
-                        .map(|v| (v.coords - centroid).norm())
-                        .fold(0.0, f64::max);
-                    let center = centroid - pose.translation.vector;
-                    let center_norm = center.norm();
-                    // The full motion, for the box filter without a direction.
-                    let needed = floor + swept.reach(center_norm, radius);
-                    let toward_b = swept.toward(&pb.normal, &center, center_norm, radius);
+                    let moved = scratch_moved(cache, stamp, generation, other, pose, ib);
+                    let body = SweptTriangle::of(other, ib, moved, pose, &swept, floor);
                     for ia in leaf_a.0..leaf_a.1 {
-                        // Each triangle's plane is a separating direction fixed over
-                        // the interval: only the motion along its normal counts.
-                        let pa = &self.planes[ia];
-                        if box_box_distance(&self.boxes[ia], bb) >= needed
-                            || pb.gap(&self.triangles[ia]) - toward_b >= floor
-                            || pa.gap(tb) - swept.toward(&pa.normal, &center, center_norm, radius)
-                                >= floor
-                            || edge_axes_separate(&self.triangles[ia], tb, |n| {
-                                floor + swept.toward(n, &center, center_norm, radius)
-                            })
-                        {
-                            continue;
-                        }
-                        let (d, on_a, on_b) = triangle_distance(&self.triangles[ia], tb);
-                        sweep.upper = sweep.upper.min(d);
-                        if d <= 0.0
-                            || d - swept.toward(&((on_b - on_a) / d), &center, center_norm, radius)
-                                < floor
-                        {
-                            sweep.clear = false;
-                            return false;
+                        match self.triangle_over(ia, moved, &body, &swept, floor) {
+                            PairOver::Separated => {}
+                            PairOver::Passed(d) => sweep.upper = sweep.upper.min(d),
+                            PairOver::Failed(d) => {
+                                sweep.upper = sweep.upper.min(d);
+                                sweep.clear = false;
+                                if d < floor {
+                                    // Closer than the floor at the middle: the motion
+                                    // fails, no front needed.
+                                    return false;
+                                }
+                                // The pair of leaves goes on the front, whole.
+                                front.push(pair);
+                                failed += 1;
+                                return failed <= cap;
+                            }
                         }
                     }
                 }
                 true
             },
         );
+        if sweep.upper >= floor {
+            front.extend_from_slice(&scratch.stack);
+        }
         sweep
+    }
+
+    /// The leaf test of the sweeps: whether triangle `ia` stays at least `floor` from
+    /// the moving triangle `moved` (at the middle pose; `body` its ball) over the
+    /// interval. Each triangle's plane, and each direction across their edges, is a
+    /// separating direction fixed over the interval, so only the motion along it counts;
+    /// the exact distance at the middle comes last.
+    fn triangle_over(
+        &self,
+        ia: usize,
+        moved: &([Point3<f64>; 3], Aabb, Plane),
+        body: &SweptTriangle,
+        swept: &Swept,
+        floor: f64,
+    ) -> PairOver {
+        let (tb, bb, pb) = moved;
+        let (center, center_norm, radius) = (&body.center, body.center_norm, body.radius);
+        let pa = &self.planes[ia];
+        if box_box_distance(&self.boxes[ia], bb) >= body.needed
+            || pb.gap(&self.triangles[ia]) - body.toward_plane >= floor
+            || pa.gap(tb) - swept.toward(&pa.normal, center, center_norm, radius) >= floor
+            || edge_axes_separate(&self.triangles[ia], tb, |n| {
+                floor + swept.toward(n, center, center_norm, radius)
+            })
+        {
+            return PairOver::Separated;
+        }
+        let (d, on_a, on_b) = triangle_distance(&self.triangles[ia], tb);
+        if d <= 0.0 || d - swept.toward(&((on_b - on_a) / d), center, center_norm, radius) < floor {
+            PairOver::Failed(d)
+        } else {
+            PairOver::Passed(d)
+        }
     }
 
     /// Whether `other`, placed by `pose`, is at least `floor` from this mesh: a decision,
@@ -422,13 +487,15 @@ impl Bvh {
             sphere.max(boxes).max(frame.box_gap(a, b, mb, floor))
         };
         let (cache, stamp) = (&mut scratch.cache, &mut scratch.stamp);
+        scratch.stack.clear();
+        scratch.stack.push((0, 0));
         descend(
             self,
             other,
             floor,
             &mut scratch.stack,
             &mut bound,
-            &mut |leaf_a: (usize, usize), leaf_b: (usize, usize)| {
+            &mut |_, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
                 for ib in leaf_b.0..leaf_b.1 {
                     let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
                     for ia in leaf_a.0..leaf_a.1 {
@@ -635,6 +702,64 @@ impl Swept {
     }
 }
 
+/// A moving triangle of a sweep as a body: a ball about its centroid (relative to the
+/// moving origin, at the middle pose), with the bounds shared by its pairs.
+struct SweptTriangle {
+    center: Vector3<f64>,
+    center_norm: f64,
+    radius: f64,
+    /// The floor plus the farthest the ball moves (the box filter, without a
+    /// direction).
+    needed: f64,
+    /// How far it moves along its own plane's normal.
+    toward_plane: f64,
+}
+
+impl SweptTriangle {
+    /// Triangle `k` of `mesh`, moved to the middle pose (`moved`).
+    fn of(
+        mesh: &Bvh,
+        k: usize,
+        moved: &([Point3<f64>; 3], Aabb, Plane),
+        pose: &Isometry3<f64>,
+        swept: &Swept,
+        floor: f64,
+    ) -> SweptTriangle {
+        let (tb, _, pb) = moved;
+        let centroid = (tb[0].coords + tb[1].coords + tb[2].coords) / 3.0;
+        // The radius is the mesh frame's (a rigid motion keeps it), padded for the
+        // rounding of the moved centroid.
+        let radius = mesh.radii[k] * (1.0 + 1e-12) + 1e-12 * centroid.norm();
+        let center = centroid - pose.translation.vector;
+        let center_norm = center.norm();
+        SweptTriangle {
+            center,
+            center_norm,
+            radius,
+            needed: floor + swept.reach(center_norm, radius),
+            toward_plane: swept.toward(&pb.normal, &center, center_norm, radius),
+        }
+    }
+}
+
+/// The radius of the ball about a triangle's centroid that holds the triangle.
+fn centroid_radius(t: &[Point3<f64>; 3]) -> f64 {
+    let centroid = (t[0].coords + t[1].coords + t[2].coords) / 3.0;
+    t.iter()
+        .map(|v| (v.coords - centroid).norm())
+        .fold(0.0, f64::max)
+}
+
+/// What a sweep's leaf test found for a pair of triangles.
+enum PairOver {
+    /// A separating direction clears the floor over the interval.
+    Separated,
+    /// The exact distance at the middle, less the motion along it, clears the floor.
+    Passed(f64),
+    /// Not cleared: the exact distance at the middle.
+    Failed(f64),
+}
+
 /// What [`Bvh::clear_over`] found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sweep {
@@ -690,11 +815,16 @@ impl PairFrame {
     }
 
     /// A lower bound of the distance between `a` and `b` while `b` goes through
-    /// `motion`. Each bound of [`PairFrame::gaps`] is a projection gap along a direction
-    /// (the bound's own, or one axis of either oriented box) that stays fixed over the
-    /// interval, so it falls by at most the motion of `b`'s sphere along that direction
-    /// ([`Motion::toward`]); the largest of the results is kept.
-    /// `center` is `b`'s sphere centre relative to the moving origin, at the middle.
+    /// `motion`, exact enough to decide whether it reaches `floor`. Each bound of
+    /// [`PairFrame::gaps`] is a projection gap along a direction (the bound's own, or one
+    /// axis of either oriented box) that stays fixed over the interval, so it falls by
+    /// at most the motion of `b`'s sphere along that direction ([`Motion::toward`]); the
+    /// largest of the results is kept. A gap already below `floor` at the middle cannot
+    /// reach it over the interval, so its motion is not computed: below `floor`, the
+    /// value returned is the static bound at the middle, which only orders the pairs to
+    /// visit. `center` is `b`'s sphere centre relative to the moving origin, at the
+    /// middle.
+    #[allow(clippy::too_many_arguments)]
     fn bound_over(
         &self,
         a: &Node,
@@ -703,16 +833,23 @@ impl PairFrame {
         swept: &Swept,
         center: &Vector3<f64>,
         center_norm: f64,
+        floor: f64,
     ) -> f64 {
         let g = self.gaps(a, b, mb);
         let (value, dir) = self.bound_and_direction(a, &g, mb);
+        if value < floor {
+            return value;
+        }
         let toward = |n: Vector3<f64>| swept.toward(&n, center, center_norm, b.radius);
         let mut best = value - toward(dir);
         for k in 0..3 {
-            if g.gap_a[k] > best {
+            if best >= floor {
+                return best;
+            }
+            if g.gap_a[k] >= floor {
                 best = best.max(g.gap_a[k] - toward(a.axes.column(k).into()));
             }
-            if g.gap_b[k] > best {
+            if g.gap_b[k] >= floor {
                 best = best.max(g.gap_b[k] - toward(mb.axes.column(k).into()));
             }
         }
@@ -760,22 +897,21 @@ impl PairFrame {
     }
 }
 
-/// The depth-first descent of [`Bvh::clear_over`] and [`Bvh::separated`]: pairs of
-/// nodes of `a` and `b` whose `bound` is below `floor`, the larger node split, the nearer
-/// child pair visited first (a pair that fails is found early); `leaves` gets each pair
-/// of leaves' triangle ranges and returns `false` to end the descent.
+/// The depth-first descent of the threshold queries ([`Bvh::clear_over`],
+/// [`Bvh::separated`], [`Bvh::sweep_from`]): from the pairs of nodes of `a` and `b` on
+/// `stack` (the roots, or a front), the pairs whose `bound` is below `floor`, the larger
+/// node split, the nearer child pair visited first (a pair that fails is found early);
+/// `leaves` gets each pair of leaves (the nodes, and their triangle ranges) and returns
+/// `false` to end the descent, which leaves the pairs not visited on `stack`.
 fn descend(
     a: &Bvh,
     b: &Bvh,
     floor: f64,
     stack: &mut Vec<(u32, u32)>,
     bound: &mut impl FnMut(usize, usize) -> f64,
-    leaves: &mut impl FnMut((usize, usize), (usize, usize)) -> bool,
+    leaves: &mut impl FnMut((u32, u32), (usize, usize), (usize, usize)) -> bool,
 ) {
-    stack.clear();
-    if bound(0, 0) < floor {
-        stack.push((0, 0));
-    }
+    stack.retain(|&(i, j)| bound(i as usize, j as usize) < floor);
     let mut push_children = |stack: &mut Vec<(u32, u32)>, p: (usize, usize), q: (usize, usize)| {
         let (bp, bq) = (bound(p.0, p.1), bound(q.0, q.1));
         let (first, second) = if bp <= bq {
@@ -791,11 +927,12 @@ fn descend(
         }
     };
     while let Some((i, j)) = stack.pop() {
+        let pair = (i, j);
         let (i, j) = (i as usize, j as usize);
         let (na, nb) = (&a.nodes[i], &b.nodes[j]);
         match (na.kind, nb.kind) {
             (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
-                if !leaves((start, end), (s2, e2)) {
+                if !leaves(pair, (start, end), (s2, e2)) {
                     return;
                 }
             }
@@ -953,8 +1090,10 @@ pub struct PairScratch {
     generation: u32,
     /// The closest pair of triangles of the previous query.
     hint: Option<(usize, usize)>,
-    /// The pairs of nodes still to visit in [`Bvh::clear_over`].
+    /// The pairs of nodes still to visit in the threshold queries.
     stack: Vec<(u32, u32)>,
+    /// The front of [`Bvh::clear_over`]'s sweep.
+    front: Vec<(u32, u32)>,
     /// The other mesh's nodes, moved, valid where `node_stamp` equals `generation`.
     node_cache: Vec<MovedNode>,
     node_stamp: Vec<u32>,
@@ -1391,6 +1530,78 @@ mod tests {
         // minimum pass (the rest are too close to the minimum, or the rotation, which
         // counts in full, dominates). A regression of the directional bound shows here.
         assert!(beyond_lipschitz >= 8, "{beyond_lipschitz}");
+    }
+
+    /// The part `s0 .. s1` of `motion` (`-1 .. 1` is the whole).
+    fn part(motion: &Motion, s0: f64, s1: f64) -> Motion {
+        let s = 0.5 * (s0 + s1);
+        let turn = UnitQuaternion::from_scaled_axis(motion.half_turn * s);
+        Motion {
+            pose: Isometry3::from_parts(
+                Translation3::from(motion.pose.translation.vector + motion.half_dp * s),
+                turn * motion.pose.rotation,
+            ),
+            half_dp: motion.half_dp * (0.5 * (s1 - s0)),
+            half_turn: motion.half_turn * (0.5 * (s1 - s0)),
+        }
+    }
+
+    /// A sweep's front carries it to the parts of its interval: a part swept from the
+    /// front alone, and cleared, is clear (dense sampling finds nothing below the
+    /// floor), down four halvings; a sweep that reports a pair below the floor at the
+    /// middle is right. The motions are long enough that the first sweeps fail, and the
+    /// cap small enough that they hand unopened pairs down.
+    #[test]
+    fn a_front_carries_a_sweep_to_the_parts_of_its_interval() {
+        let (world, robot) = ring_and_box();
+        let mut scratch = PairScratch::default();
+        let (mut cleared, mut hits) = (0, 0);
+        for k in 0..16 {
+            let pose = pose_at(k as f64 * 0.4);
+            let dir = Vector3::new(-(k as f64 * 0.4).sin(), (k as f64 * 0.4).cos(), 0.3);
+            let motion = Motion {
+                pose,
+                half_dp: dir * 0.15,
+                half_turn: Vector3::new(0.3, -0.2, 1.0).normalize() * 0.4,
+            };
+            let mid = world
+                .distance_to(&robot, &pose, f64::INFINITY)
+                .unwrap()
+                .distance;
+            let floor = 0.5 * mid;
+            // Intervals as (s0, s1, front range), depth first.
+            let mut front = vec![(0u32, 0u32)];
+            let mut todo = vec![(-1.0, 1.0, 0..1)];
+            while let Some((s0, s1, roots)) = todo.pop() {
+                let m = part(&motion, s0, s1);
+                let start = front.len();
+                let sweep = world.sweep_from(&robot, &m, floor, &mut scratch, &mut front, roots, 2);
+                if sweep.clear {
+                    // The error of the sampling (the motion between two samples, at
+                    // most 1.5e-3 here) is below the margins of the floors tested.
+                    let sampled = dense_min(&world, &robot, &m, 400);
+                    assert!(
+                        sampled >= floor - 2e-3,
+                        "pose {k}, {s0}..{s1}: {sampled} < {floor}"
+                    );
+                    cleared += 1;
+                } else if sweep.upper < floor {
+                    let exact = world
+                        .distance_to(&robot, &m.pose, f64::INFINITY)
+                        .unwrap()
+                        .distance;
+                    assert!(exact < floor, "pose {k}: {exact} >= {floor}");
+                    hits += 1;
+                } else if s1 - s0 > 0.125 {
+                    assert!(front.len() > start, "a failed sweep leaves a front");
+                    let half = 0.5 * (s0 + s1);
+                    todo.push((half, s1, start..front.len()));
+                    todo.push((s0, half, start..front.len()));
+                }
+            }
+        }
+        // Deterministic: both outcomes are exercised.
+        assert!(cleared >= 16 && hits >= 1, "{cleared} cleared, {hits} hits");
     }
 
     /// `Motion::toward` bounds the motion of every point of the ball along the
