@@ -464,27 +464,13 @@ impl Bvh {
             return sweep;
         }
         scratch.prepare(other.triangles.len());
-        let frame = PairFrame::new(pose);
-        scratch.prepare_nodes(other.nodes.len());
-        let (node_cache, node_stamp, generation) = (
-            &mut scratch.node_cache,
-            &mut scratch.node_stamp,
-            scratch.generation,
-        );
         // The pair that ended the previous decision first: the planner's decisions come
         // in runs about one place (a step, a shorter one, a slide), and a state in
         // collision is most often refused by the same two triangles.
         if let Some((ia, ib)) = scratch.blocker {
             let (ia, ib) = (ia as usize, ib as usize);
             if ia < self.triangles.len() && ib < other.triangles.len() {
-                let (tb, _, _) = scratch_moved(
-                    &mut scratch.cache,
-                    &mut scratch.stamp,
-                    scratch.generation,
-                    other,
-                    pose,
-                    ib,
-                );
+                let (tb, _, _) = scratch.placed(other, pose, ib);
                 let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
                 if d < floor {
                     return Sweep {
@@ -494,6 +480,13 @@ impl Bvh {
                 }
             }
         }
+        let frame = PairFrame::new(pose);
+        scratch.prepare_nodes(other.nodes.len());
+        let (node_cache, node_stamp, generation) = (
+            &mut scratch.node_cache,
+            &mut scratch.node_stamp,
+            scratch.generation,
+        );
         let mut bound = |i: usize, j: usize| {
             let (a, b) = (&self.nodes[i], &other.nodes[j]);
             let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
@@ -1151,13 +1144,15 @@ impl PairScratch {
         }
     }
 
-    fn moved(
+    /// Triangle `k` of `other` placed by `pose`, with its box and plane (cached for the
+    /// query).
+    fn placed(
         &mut self,
         other: &Bvh,
         pose: &Isometry3<f64>,
         k: usize,
-    ) -> ([Point3<f64>; 3], Aabb, Plane) {
-        *scratch_moved(
+    ) -> &([Point3<f64>; 3], Aabb, Plane) {
+        scratch_moved(
             &mut self.cache,
             &mut self.stamp,
             self.generation,
@@ -1165,6 +1160,15 @@ impl PairScratch {
             pose,
             k,
         )
+    }
+
+    fn moved(
+        &mut self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        k: usize,
+    ) -> ([Point3<f64>; 3], Aabb, Plane) {
+        *self.placed(other, pose, k)
     }
 }
 
@@ -1507,6 +1511,26 @@ mod tests {
             .fold(f64::INFINITY, f64::min)
     }
 
+    /// The `k`-th of the test motions about the ring: at `pose_at(0.4 k)`, moving by
+    /// `shift` along the ring (and up) and turning by `turn` radians either side of the
+    /// middle.
+    fn ring_motion(k: usize, shift: f64, turn: f64) -> Motion {
+        let s = k as f64 * 0.4;
+        Motion {
+            pose: pose_at(s),
+            half_dp: Vector3::new(-s.sin(), s.cos(), 0.3) * shift,
+            half_turn: Vector3::new(0.3, -0.2, 1.0).normalize() * turn,
+        }
+    }
+
+    /// The exact distance with `robot` placed by `pose`.
+    fn distance_at(world: &Bvh, robot: &Bvh, pose: &Isometry3<f64>) -> f64 {
+        world
+            .distance_to(robot, pose, f64::INFINITY)
+            .unwrap()
+            .distance
+    }
+
     /// A sweep that passes is never wrong (dense sampling finds nothing below the
     /// floor), and it passes whenever the Lipschitz bound from the middle would: it only
     /// ever tightens that bound.
@@ -1517,17 +1541,8 @@ mod tests {
         let mut scratch = PairScratch::default();
         let mut beyond_lipschitz = 0;
         for k in 0..16 {
-            let pose = pose_at(k as f64 * 0.4);
-            let dir = Vector3::new(-(k as f64 * 0.4).sin(), (k as f64 * 0.4).cos(), 0.3);
-            let motion = Motion {
-                pose,
-                half_dp: dir * 0.04,
-                half_turn: Vector3::new(0.3, -0.2, 1.0).normalize() * 0.1,
-            };
-            let mid = world
-                .distance_to(&robot, &pose, f64::INFINITY)
-                .unwrap()
-                .distance;
+            let motion = ring_motion(k, 0.04, 0.1);
+            let mid = distance_at(&world, &robot, &motion.pose);
             let lipschitz = mid - motion.half_dp.norm() - motion.half_turn.norm() * reach;
             // The sampling is dense enough that its error (the motion between two
             // samples, 1.6e-4) is far below the margins tested.
@@ -1611,17 +1626,8 @@ mod tests {
         let mut scratch = PairScratch::default();
         let (mut cleared, mut hits) = (0, 0);
         for k in 0..16 {
-            let pose = pose_at(k as f64 * 0.4);
-            let dir = Vector3::new(-(k as f64 * 0.4).sin(), (k as f64 * 0.4).cos(), 0.3);
-            let motion = Motion {
-                pose,
-                half_dp: dir * 0.15,
-                half_turn: Vector3::new(0.3, -0.2, 1.0).normalize() * 0.4,
-            };
-            let mid = world
-                .distance_to(&robot, &pose, f64::INFINITY)
-                .unwrap()
-                .distance;
+            let motion = ring_motion(k, 0.15, 0.4);
+            let mid = distance_at(&world, &robot, &motion.pose);
             let floor = 0.5 * mid;
             // Intervals as (s0, s1, front range), depth first.
             let mut front = vec![(0u32, 0u32)];
@@ -1640,10 +1646,7 @@ mod tests {
                     );
                     cleared += 1;
                 } else if sweep.upper < floor {
-                    let exact = world
-                        .distance_to(&robot, &m.pose, f64::INFINITY)
-                        .unwrap()
-                        .distance;
+                    let exact = distance_at(&world, &robot, &m.pose);
                     assert!(exact < floor, "pose {k}: {exact} >= {floor}");
                     hits += 1;
                 } else if s1 - s0 > 0.125 {
