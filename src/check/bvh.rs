@@ -540,8 +540,16 @@ impl Bvh {
 
     /// The least distance from point `p` (this mesh's frame) to the mesh.
     pub fn point_distance(&self, p: &Point3<f64>) -> f64 {
-        let mut best = f64::INFINITY;
-        let mut stack = vec![0usize];
+        self.point_distance_below(p, f64::INFINITY)
+    }
+
+    /// The least distance from point `p` (this mesh's frame) to the mesh, or `cap` when
+    /// that is less: parts of the mesh farther than `cap` are never opened. The nearer
+    /// child is visited first, so that the bound tightens early.
+    pub fn point_distance_below(&self, p: &Point3<f64>, cap: f64) -> f64 {
+        let mut best = cap;
+        let mut stack = Vec::with_capacity(64);
+        stack.push(0usize);
         while let Some(i) = stack.pop() {
             let Some(n) = self.nodes.get(i) else { continue };
             if box_distance(&n.aabb, p) >= best {
@@ -555,8 +563,18 @@ impl Bvh {
                     }
                 }
                 Kind::Inner { left, right } => {
-                    stack.push(left);
-                    stack.push(right);
+                    let near = |k: usize| {
+                        self.nodes
+                            .get(k)
+                            .map_or(f64::INFINITY, |n| box_distance(&n.aabb, p))
+                    };
+                    if near(left) <= near(right) {
+                        stack.push(right);
+                        stack.push(left);
+                    } else {
+                        stack.push(left);
+                        stack.push(right);
+                    }
                 }
             }
         }
@@ -565,12 +583,14 @@ impl Bvh {
 
     /// Whether `p` is inside the (closed) mesh: the parity of crossings of a ray from `p`
     /// in a fixed, irrational-looking direction (so that it meets no edge exactly in
-    /// practice).
+    /// practice). Crossings at the same place along the ray count once: meshes exported
+    /// double-sided (each face twice, as SketchUp writes OMPL.app's models) would
+    /// otherwise cross everything an even number of times.
     pub fn contains(&self, p: &Point3<f64>) -> bool {
         let dir = Vector3::new(0.577_215_664_9, 0.618_033_988_7, 0.533_751_168_6).normalize();
         let far = self.aabb().extent().norm() * 4.0 + 1.0 + (p - self.aabb().center()).norm();
         let q = p + dir * far;
-        let mut crossings = 0usize;
+        let mut crossings: Vec<f64> = Vec::new();
         let mut stack = vec![0usize];
         while let Some(i) = stack.pop() {
             let Some(n) = self.nodes.get(i) else { continue };
@@ -580,9 +600,7 @@ impl Bvh {
             match n.kind {
                 Kind::Leaf { start, end } => {
                     for t in &self.triangles[start..end] {
-                        if super::exact::segment_crosses_triangle(p, &q, t) {
-                            crossings += 1;
-                        }
+                        crossings.extend(super::exact::segment_triangle_crossing(p, &q, t));
                     }
                 }
                 Kind::Inner { left, right } => {
@@ -591,7 +609,9 @@ impl Bvh {
                 }
             }
         }
-        crossings % 2 == 1
+        crossings.sort_by(f64::total_cmp);
+        crossings.dedup_by(|a, b| (*a - *b).abs() <= 1e-12);
+        crossings.len() % 2 == 1
     }
 }
 
@@ -1737,5 +1757,25 @@ mod tests {
         assert!(!bvh.contains(&Point3::new(0.6, 0.0, 0.0)));
         assert!((bvh.point_distance(&Point3::new(0.0, 0.0, 0.0)) - 0.5).abs() < 1e-12);
         assert!((bvh.point_distance(&Point3::new(2.5, 0.0, 0.0)) - 2.0).abs() < 1e-12);
+        assert_eq!(
+            bvh.point_distance_below(&Point3::new(2.5, 0.0, 0.0), 1.5),
+            1.5
+        );
+        assert!((bvh.point_distance_below(&Point3::new(2.5, 0.0, 0.0), 2.5) - 2.0).abs() < 1e-12);
+        // Double-sided, as SketchUp exports: every face again with its winding reversed.
+        // The ray crosses each face twice at the same place; that counts once.
+        let mut twice = m.clone();
+        twice
+            .triangles
+            .extend(m.triangles.iter().map(|t| [t[0], t[2], t[1]]));
+        let bvh = Bvh::new(&twice);
+        for (p, inside) in [
+            (Point3::new(0.1, -0.5, 1.0), true),
+            (Point3::new(-0.45, 0.9, -1.4), true),
+            (Point3::new(0.6, 0.0, 0.0), false),
+            (Point3::new(0.0, 0.0, -1.6), false),
+        ] {
+            assert_eq!(bvh.contains(&p), inside, "{p:?}");
+        }
     }
 }

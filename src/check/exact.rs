@@ -108,6 +108,16 @@ pub fn segment_segment(
 /// limited to the segment; a segment in the triangle's plane does not count, its
 /// crossing shows as an edge-edge contact instead).
 pub fn segment_crosses_triangle(p: &Point3<f64>, q: &Point3<f64>, t: &[Point3<f64>; 3]) -> bool {
+    segment_triangle_crossing(p, q, t).is_some()
+}
+
+/// Where segment `p q` crosses triangle `t`, as the parameter along the segment (see
+/// [`segment_crosses_triangle`]).
+pub fn segment_triangle_crossing(
+    p: &Point3<f64>,
+    q: &Point3<f64>,
+    t: &[Point3<f64>; 3],
+) -> Option<f64> {
     let dir = q - p;
     let e1 = t[1] - t[0];
     let e2 = t[2] - t[0];
@@ -115,21 +125,21 @@ pub fn segment_crosses_triangle(p: &Point3<f64>, q: &Point3<f64>, t: &[Point3<f6
     let a = e1.dot(&h);
     let scale = e1.norm() * e2.norm() * dir.norm();
     if a.abs() <= 1e-14 * scale {
-        return false;
+        return None;
     }
     let f = 1.0 / a;
     let s = p - t[0];
     let u = f * s.dot(&h);
     if !(0.0..=1.0).contains(&u) {
-        return false;
+        return None;
     }
     let qv = s.cross(&e1);
     let v = f * dir.dot(&qv);
     if v < 0.0 || u + v > 1.0 {
-        return false;
+        return None;
     }
     let tt = f * e2.dot(&qv);
-    (0.0..=1.0).contains(&tt)
+    (0.0..=1.0).contains(&tt).then_some(tt)
 }
 
 /// The distance between triangles `a` and `b` and a closest pair of points (on `a`, on
