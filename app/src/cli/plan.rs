@@ -96,6 +96,11 @@ pub struct PlanArgs {
     /// bridge (in narrow passages), or mixed.
     #[arg(long, value_enum, default_value = "uniform")]
     pub sampler: SamplerArg,
+    /// No corridor: without --guide, the planner first searches a path for the ball
+    /// inscribed in the robot (which must pass wherever the robot does) on a grid of
+    /// the world's distance, and half the samples then follow it as they would a guide.
+    #[arg(long)]
+    pub no_corridor: bool,
     /// Write a report as JSON (solved, times, states explored, path length, clearance).
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -210,6 +215,7 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
             SamplerArg::Bridge => Sampler::Bridge,
             SamplerArg::Mixed => Sampler::Mixed,
         },
+        corridor: !a.no_corridor,
     };
     let bar = (!a.quiet).then(|| {
         let b = indicatif::ProgressBar::new_spinner();
@@ -438,6 +444,29 @@ fn summary(
         "  validity        {} distance queries, {} motions, {} sweeps; clearance {:.4}, step {:.4} to {:.4}, turns weighed {} R\n",
         r.work.queries, r.work.motions, r.work.sweeps, r.clearance, r.range, r.max_range, r.rotation_weight
     ));
+    if let Some(c) = &r.corridor {
+        s.push_str(&format!(
+            "  corridor        {}: {} cells of side {:.4} expanded, {} point queries, {:.3} s\n",
+            if c.found {
+                format!(
+                    "width {:.4}, length {:.4}, {}",
+                    c.width,
+                    c.length,
+                    if c.guided {
+                        "guided the samples"
+                    } else {
+                        "about straight, not used"
+                    }
+                )
+            } else {
+                "none".to_string()
+            },
+            c.expanded,
+            c.side,
+            c.queries,
+            c.seconds
+        ));
+    }
     if r.solved {
         s.push_str(&format!(
             "  path            {} states, length {:.4} ({} states, {:.4} before {:.3} s of shortcuts)\n",
@@ -491,6 +520,16 @@ fn report_json(
         "min_clearance": check.map(|c| c.min_clearance),
         "collision_free": check.map(|c| c.collision_free),
         "guided": a.guide.is_some(),
+        "corridor": r.corridor.map(|c| serde_json::json!({
+            "found": c.found,
+            "guided": c.guided,
+            "length": c.found.then_some(c.length),
+            "width": c.found.then_some(c.width),
+            "cell_side": c.side,
+            "expanded": c.expanded,
+            "point_queries": c.queries,
+            "seconds": c.seconds,
+        })),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
