@@ -1145,6 +1145,24 @@ mod tests {
     /// obstacle far to the side) are joined in a few states with the doubling steps,
     /// where the base step alone needs at least 40 (one per step on the way). A longest
     /// step below the base step is refused.
+    /// The problem of moving `robot`, unturned, from `x0` to `x1` on the x axis.
+    fn along_x<'a>(
+        robot: &'a Robot,
+        world: &'a World,
+        space: Space,
+        x0: f64,
+        x1: f64,
+    ) -> Problem<'a> {
+        let at = |x: f64| State::new(Vector3::new(x, 0.0, 0.0), UnitQuaternion::identity());
+        Problem {
+            robot,
+            world,
+            space,
+            start: at(x0),
+            goal: at(x1),
+        }
+    }
+
     /// A wall with two slots between the start and the goal: a narrow one (0.2 wide) on
     /// the straight line, which the robot (a cube of side 0.24) cannot pass in any
     /// orientation, and a wide one (0.6) 1.3 to the side. The widest corridor goes
@@ -1173,14 +1191,7 @@ mod tests {
             max: Vector3::new(1.0, 2.0, 1.0),
             radius: robot.radius,
         };
-        let at = |x: f64| State::new(Vector3::new(x, 0.0, 0.0), UnitQuaternion::identity());
-        let problem = Problem {
-            robot: &robot,
-            world: &world,
-            space,
-            start: at(-0.5),
-            goal: at(0.5),
-        };
+        let problem = along_x(&robot, &world, space, -0.5, 0.5);
         for corridor in [true, false] {
             let options = PlanOptions {
                 corridor,
@@ -1223,14 +1234,7 @@ mod tests {
             max: Vector3::repeat(25.0),
             radius: robot.radius,
         };
-        let at = |x: f64| State::new(Vector3::new(x, 0.0, 0.0), UnitQuaternion::identity());
-        let problem = Problem {
-            robot: &robot,
-            world: &world,
-            space,
-            start: at(-20.0),
-            goal: at(20.0),
-        };
+        let problem = along_x(&robot, &world, space, -20.0, 20.0);
         let run = |max_range: Option<f64>| {
             let options = PlanOptions {
                 range: Some(1.0),
