@@ -2,7 +2,10 @@
 //! helix screwed out of a 7,680-triangle ring, OMPL.app's format): a whole search with
 //! seed 1 (single-threaded, so every iteration explores the same tree), and the state
 //! validity query it makes at each sample (two depth-first threshold decisions) on 1,000
-//! uniform states of the puzzle's box.
+//! uniform states of the puzzle's box. Then the widest corridor's search
+//! ([`haptics::plan::corridor`]) through a procedural maze: three walls across a box,
+//! their slots at alternate ends, so that the widest way zig-zags (the search the
+//! planner makes before sampling on OMPL.app's cubicles, which cannot ship).
 //!
 //! The comparison with OMPL.app on its own problems is `benches/compare/plan_vs_ompl.sh`
 //! (by hand, outside the test suite; docs/plan.md).
@@ -11,13 +14,15 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use haptics::check::ompl::{read_problem, State};
+use haptics::check::shapes::{box_surface, union};
 use haptics::check::{robot_origin, Robot, World};
 use haptics::mesh::collada::distinct_vertex_sum;
 use haptics::mesh::read_obj;
+use haptics::plan::corridor::{shorten, widest, Search};
 use haptics::plan::space::Space;
 use haptics::plan::validity::Checker;
 use haptics::plan::{default_clearance, plan, PlanOptions, Problem};
-use nalgebra::Point3;
+use nalgebra::{Point3, Vector3};
 use rand::SeedableRng;
 
 fn alpha() -> (Robot, World, State, State, Space) {
@@ -71,5 +76,57 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// Three walls across the box -5..5 x -5..5 x -1..1, at x = -2.5, 0 and 2.5, each with
+/// a slot 1 wide at alternate ends (y = 3..4, -4..-3, 3..4).
+fn maze() -> World {
+    let wall = |x: f64, slot: (f64, f64)| {
+        [(-5.0, slot.0), (slot.1, 5.0)].map(|(y0, y1)| {
+            box_surface(
+                Point3::new(x, 0.5 * (y0 + y1), 0.0),
+                Vector3::new(0.1, 0.5 * (y1 - y0), 1.0),
+                1,
+            )
+        })
+    };
+    let parts: Vec<_> = [(-2.5, (3.0, 4.0)), (0.0, (-4.0, -3.0)), (2.5, (3.0, 4.0))]
+        .into_iter()
+        .flat_map(|(x, slot)| wall(x, slot))
+        .collect();
+    World::new(&union(&parts))
+}
+
+fn bench_corridor(c: &mut Criterion) {
+    let world = maze();
+    let (lo, hi) = (Vector3::new(-5.0, -5.0, -1.0), Vector3::new(5.0, 5.0, 1.0));
+    let (from, to) = (Point3::new(-4.0, 0.0, 0.0), Point3::new(4.0, 0.0, 0.0));
+    let run = || {
+        let mut distance = |p: &Point3<f64>| world.bvh.point_distance_below(p, 1.0);
+        // The planner's grid for a robot of bounding radius 0.4: cells of 0.3.
+        let mut search = Search::new(0.3, 1 << 15, 1 << 15);
+        let corridor = widest(&mut distance, &lo, &hi, &from, &to, &mut search).unwrap();
+        let points = shorten(
+            &mut distance,
+            &corridor.points,
+            corridor.width,
+            &mut search.queries,
+        );
+        (corridor, points, search)
+    };
+    let (corridor, points, search) = run();
+    println!(
+        "maze corridor: width {:.3}, length {:.2} ({} waypoints shortened to {}), {} cells expanded, {} point queries",
+        corridor.width,
+        corridor.length(),
+        corridor.points.len(),
+        points.len(),
+        search.expanded,
+        search.queries
+    );
+    let mut g = c.benchmark_group("plan");
+    g.sample_size(20);
+    g.bench_function("widest_corridor_maze", |b| b.iter(run));
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_corridor);
 criterion_main!(benches);
