@@ -103,7 +103,8 @@ fn bench_corridor(c: &mut Criterion) {
         let mut distance = |p: &Point3<f64>| world.bvh.point_distance_below(p, 1.0);
         // The planner's grid for a robot of bounding radius 0.4: cells of 0.3.
         let mut search = Search::new(0.3, 1 << 15, 1 << 15);
-        let corridor = widest(&mut distance, &lo, &hi, &from, &to, &mut search).unwrap();
+        let mut sees = |a: &Point3<f64>, b: &Point3<f64>| !world.bvh.crosses(a, b);
+        let corridor = widest(&mut distance, &mut sees, &lo, &hi, &from, &to, &mut search).unwrap();
         let points = shorten(
             &mut distance,
             &corridor.points,

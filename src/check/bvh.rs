@@ -581,6 +581,33 @@ impl Bvh {
         best
     }
 
+    /// Whether the segment `p q` crosses a triangle of the mesh (a segment in a
+    /// triangle's plane does not count; see [`super::exact::segment_crosses_triangle`]).
+    pub fn crosses(&self, p: &Point3<f64>, q: &Point3<f64>) -> bool {
+        let mut stack = vec![0usize];
+        while let Some(i) = stack.pop() {
+            let Some(n) = self.nodes.get(i) else { continue };
+            if !segment_hits_box(p, q, &n.aabb) {
+                continue;
+            }
+            match n.kind {
+                Kind::Leaf { start, end } => {
+                    if self.triangles[start..end]
+                        .iter()
+                        .any(|t| super::exact::segment_crosses_triangle(p, q, t))
+                    {
+                        return true;
+                    }
+                }
+                Kind::Inner { left, right } => {
+                    stack.push(left);
+                    stack.push(right);
+                }
+            }
+        }
+        false
+    }
+
     /// Whether `p` is inside the (closed) mesh: the parity of crossings of a ray from `p`
     /// in a fixed, irrational-looking direction (so that it meets no edge exactly in
     /// practice). Crossings at the same place along the ray count once: meshes exported
@@ -1762,6 +1789,10 @@ mod tests {
             1.5
         );
         assert!((bvh.point_distance_below(&Point3::new(2.5, 0.0, 0.0), 2.5) - 2.0).abs() < 1e-12);
+        // Segments: through a face, and beside the box.
+        assert!(bvh.crosses(&Point3::new(0.0, 0.0, 0.0), &Point3::new(2.0, 0.1, 0.0)));
+        assert!(!bvh.crosses(&Point3::new(0.6, -2.0, 0.0), &Point3::new(0.6, 2.0, 0.0)));
+        assert!(!bvh.crosses(&Point3::new(0.0, 0.0, 0.0), &Point3::new(0.2, 0.5, 1.0)));
         // Double-sided, as SketchUp exports: every face again with its winding reversed.
         // The ray crosses each face twice at the same place; that counts once.
         let mut twice = m.clone();

@@ -14,14 +14,14 @@
 //! **The search.** A bottleneck Dijkstra (the maximin path: the greatest width first)
 //! over cells of side `h` and their 26 neighbours, its widths quantized to a quarter
 //! cell so that among paths about as wide the shortest wins, by A* on length plus the
-//! straight distance left. The ends link to the cells within two of theirs, and those
-//! links do not count towards the width: a start in a pocket does not make every way
-//! equally narrow. Distances are queried only where they decide: a cell at distance `d`
-//! proves its neighbours at `l` farther than `d - l`, and an edge needs its cells'
-//! distances only when those bounds do not already prove it as wide as the path so far.
-//! A path must explore every way wider than its own, so the search's cost grows with
-//! the free volume wider than the answer; the planner bounds it by a query budget (a
-//! count, so that runs stay reproducible).
+//! straight distance left. The ends link to the cells within two of theirs that they
+//! see across free space, and those links do not count towards the width: a start in
+//! a pocket does not make every way equally narrow. Distances are queried only where
+//! they decide: a cell at distance `d` proves its neighbours at `l` farther than
+//! `d - l`, and an edge needs its cells' distances only when those bounds do not
+//! already prove it as wide as the path so far. A path must explore every way wider
+//! than its own, so the search's cost grows with the free volume wider than the answer;
+//! the planner bounds it by a query budget (a count, so that runs stay reproducible).
 //!
 //! **Shortening.** The cell path is cut greedily: from each kept waypoint to the last of
 //! the following ones that it sees, by sphere tracing (advance by the distance in excess
@@ -97,6 +97,10 @@ impl Search {
 /// robot's distance to the world as it translates at a fixed orientation): lower bounds
 /// are enough.
 pub type Distance<'d> = dyn FnMut(&Point3<f64>) -> f64 + 'd;
+
+/// Whether one point sees another: the segment between them crosses no surface of the
+/// world.
+pub type Sees<'s> = dyn FnMut(&Point3<f64>, &Point3<f64>) -> bool + 's;
 
 /// Whether every point of the segment `a`-`b` is farther than `clear` by `distance`:
 /// sphere tracing (each step advances by the distance in excess of `clear`, which the
@@ -184,6 +188,38 @@ impl Grid {
         self.lower[i]
     }
 
+    /// The cells within two of `end`'s that `end` sees, so that a link does not pass
+    /// through a wall: a cell closer to `end` than the distance at either is seen (the
+    /// ball about that point is free), others only when `sees` says so. `None` when `end`
+    /// is outside the grid.
+    fn links(
+        &mut self,
+        end: &Point3<f64>,
+        distance: &mut Distance,
+        sees: &mut Sees,
+        search: &mut Search,
+    ) -> Option<Vec<usize>> {
+        let (x, y, z) = self.coords(self.cell_of(end)?);
+        search.queries += 1;
+        let free = distance(end);
+        let mut out = Vec::new();
+        for dz in -2..=2 {
+            for dy in -2..=2 {
+                for dx in -2..=2 {
+                    let Some(j) = self.index(x + dx, y + dy, z + dz) else {
+                        continue;
+                    };
+                    let centre = self.centre(j);
+                    let l = (centre - end).norm();
+                    if l < free || l < self.exact(j, distance, search) || sees(end, &centre) {
+                        out.push(j);
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+
     /// A lower bound of the distance along the segment between cells `i` and `j`
     /// (`l` apart): every point of it is within `l / 2` of an end. The cells' bounds
     /// are used while they prove at least `enough`, their queried distances otherwise.
@@ -225,12 +261,14 @@ impl Corridor {
 /// The widest corridor from `from` to `to` on a grid over the box `lo`..`hi`: the path
 /// of cells whose least distance (its narrowest passage) is greatest, and among those
 /// (to a tolerance of a quarter cell) the shortest (see the module docs). The ends link
-/// to cells within two cells of theirs, and those links do not count towards the
-/// width: the ends' own pockets do not decide which way is widest. `None` when an end
+/// to the cells within two cells of theirs that they see across free space, and those
+/// links do not count towards the width: the ends' own pockets do not decide which way
+/// is widest. `None` when an end
 /// is outside the box, the ends are in separate cells' components, or the search runs
 /// out of its query budget.
 pub fn widest(
     distance: &mut Distance,
+    sees: &mut Sees,
     lo: &Vector3<f64>,
     hi: &Vector3<f64>,
     from: &Point3<f64>,
@@ -254,21 +292,9 @@ pub fn widest(
         lower: vec![0.0; cells],
         queried: vec![false; cells],
     };
-    let ends = |grid: &Grid, p: &Point3<f64>| -> Option<Vec<usize>> {
-        let (x, y, z) = grid.coords(grid.cell_of(p)?);
-        let mut out = Vec::new();
-        for dz in -2..=2 {
-            for dy in -2..=2 {
-                for dx in -2..=2 {
-                    out.extend(grid.index(x + dx, y + dy, z + dz));
-                }
-            }
-        }
-        Some(out)
-    };
-    let starts = ends(&grid, from)?;
+    let starts = grid.links(from, distance, sees, search)?;
     let mut is_goal = vec![false; cells];
-    for g in ends(&grid, to)? {
+    for g in grid.links(to, distance, sees, search)? {
         is_goal[g] = true;
     }
     // A cell's label: the width of the best path to it so far (greatest first) and its
@@ -477,6 +503,7 @@ mod tests {
         let mut search = Search::new(0.1, 1 << 16, 1 << 16);
         let c = widest(
             &mut distance,
+            &mut |a: &Point3<f64>, b: &Point3<f64>| !world.bvh.crosses(a, b),
             &Vector3::new(-1.0, -2.0, -1.0),
             &Vector3::new(1.0, 2.0, 1.0),
             &from,
@@ -526,6 +553,44 @@ mod tests {
         );
     }
 
+    /// Ends 0.03 from either face of the wall (0.1 thick), on a line through it, on a
+    /// grid of 0.2: the cells within two of theirs include cells beyond the wall, 0.25
+    /// clear of it, wider than the wide slot's way (at most 0.3 less the grid's
+    /// inflation, 0.17), so a link through the wall would win (it does when links are
+    /// not checked). The ends must not link to them: the corridor goes round through the
+    /// wide slot.
+    #[test]
+    fn an_end_does_not_link_through_a_wall() {
+        let world = slotted_wall();
+        let mut distance = |p: &Point3<f64>| world.bvh.point_distance(p);
+        let (from, to) = (Point3::new(-0.08, -0.5, 0.0), Point3::new(0.08, -0.5, 0.0));
+        let mut search = Search::new(0.2, 1 << 16, 1 << 16);
+        let c = widest(
+            &mut distance,
+            &mut |a: &Point3<f64>, b: &Point3<f64>| !world.bvh.crosses(a, b),
+            &Vector3::new(-1.0, -2.0, -1.0),
+            &Vector3::new(1.0, 2.0, 1.0),
+            &from,
+            &to,
+            &mut search,
+        )
+        .expect("a corridor");
+        for w in c.points.windows(2) {
+            let n = ((w[1] - w[0]).norm() / 1e-3).ceil() as usize;
+            let least = samples(&world, &w[0], &w[1], n.max(1))
+                .into_iter()
+                .fold(f64::MAX, f64::min);
+            assert!(least > 0.0, "{:?} -> {:?} touches the wall", w[0], w[1]);
+        }
+        let crossing = c
+            .points
+            .windows(2)
+            .find(|w| w[0].x < 0.0 && w[1].x >= 0.0)
+            .expect("the corridor crosses the wall");
+        let y = 0.5 * (crossing[0].y + crossing[1].y);
+        assert!(y > 1.0 && y < 1.6, "crosses at y = {y}");
+    }
+
     /// A start walled in has no corridor: the search ends when the cells it can reach
     /// run out.
     #[test]
@@ -535,6 +600,7 @@ mod tests {
         let mut search = Search::new(0.1, 1 << 16, 1 << 16);
         let c = widest(
             &mut distance,
+            &mut |a: &Point3<f64>, b: &Point3<f64>| !world.bvh.crosses(a, b),
             &Vector3::repeat(-1.0),
             &Vector3::repeat(1.0),
             &Point3::origin(),

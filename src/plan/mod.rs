@@ -129,9 +129,9 @@ pub struct PlanOptions {
     pub shortcuts: usize,
     /// Where the samples come from (besides the guide).
     pub sampler: Sampler,
-    /// Without a guide, search a corridor first ([`corridor`]): a path for the ball
-    /// inscribed in the robot, on a grid of the world's distance, that then guides the
-    /// samples as a rough path would.
+    /// Without a guide, search the widest corridor first ([`corridor`]): the way with
+    /// the widest passages for the robot's centre, on a grid of the world's distance;
+    /// when it is a detour, it guides the samples as a rough path would.
     pub corridor: bool,
 }
 
@@ -313,6 +313,7 @@ fn corridor_guide(problem: &Problem) -> (Guide, CorridorReport) {
     let mut distance = |q: &Point3<f64>| world.bvh.point_distance_below(q, cap);
     let found = corridor::widest(
         &mut distance,
+        &mut |a: &Point3<f64>, b: &Point3<f64>| !world.bvh.crosses(a, b),
         &(problem.space.min - reach),
         &(problem.space.max + reach),
         &centre(&problem.start),
@@ -1141,10 +1142,6 @@ mod tests {
         }
     }
 
-    /// In open space the steps double: a start and a goal 40 base steps apart (an
-    /// obstacle far to the side) are joined in a few states with the doubling steps,
-    /// where the base step alone needs at least 40 (one per step on the way). A longest
-    /// step below the base step is refused.
     /// The problem of moving `robot`, unturned, from `x0` to `x1` on the x axis.
     fn along_x<'a>(
         robot: &'a Robot,
@@ -1224,6 +1221,10 @@ mod tests {
         }
     }
 
+    /// In open space the steps double: a start and a goal 40 base steps apart (an
+    /// obstacle far to the side) are joined in a few states with the doubling steps,
+    /// where the base step alone needs at least 40 (one per step on the way). A longest
+    /// step below the base step is refused.
     #[test]
     fn steps_double_in_open_space() {
         let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.1), 1));

@@ -96,9 +96,10 @@ pub struct PlanArgs {
     /// bridge (in narrow passages), or mixed.
     #[arg(long, value_enum, default_value = "uniform")]
     pub sampler: SamplerArg,
-    /// No corridor: without --guide, the planner first searches a path for the ball
-    /// inscribed in the robot (which must pass wherever the robot does) on a grid of
-    /// the world's distance, and half the samples then follow it as they would a guide.
+    /// No corridor. Without --guide, the planner first searches the world's distance
+    /// field for the way with the widest passages for the robot's centre; when that way
+    /// is a detour (a building's rooms and doors), 70% of the samples follow it as they
+    /// would a guide. This turns that off.
     #[arg(long)]
     pub no_corridor: bool,
     /// Write a report as JSON (solved, times, states explored, path length, clearance).
