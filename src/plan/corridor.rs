@@ -441,6 +441,34 @@ mod tests {
         ]))
     }
 
+    /// The widest corridor from `from` to `to` through `world` over the box
+    /// -1..1 x -2..2 x -1..1, on cells of `side`, and its search.
+    fn slot_corridor(world: &World, from: [f64; 3], to: [f64; 3], side: f64) -> (Corridor, Search) {
+        let mut search = Search::new(side, 1 << 16, 1 << 16);
+        let c = widest(
+            &mut |p: &Point3<f64>| world.bvh.point_distance(p),
+            &mut |a: &Point3<f64>, b: &Point3<f64>| !world.bvh.crosses(a, b),
+            &Vector3::new(-1.0, -2.0, -1.0),
+            &Vector3::new(1.0, 2.0, 1.0),
+            &Point3::from(from),
+            &Point3::from(to),
+            &mut search,
+        )
+        .expect("a corridor");
+        (c, search)
+    }
+
+    /// Where the corridor crosses the wall's plane x = 0 (the middle of the segment
+    /// that crosses it).
+    fn crossing_y(c: &Corridor) -> f64 {
+        let w = c
+            .points
+            .windows(2)
+            .find(|w| w[0].x < 0.0 && w[1].x >= 0.0)
+            .expect("the corridor crosses the wall");
+        0.5 * (w[0].y + w[1].y)
+    }
+
     /// The exact distance at `n + 1` points of the segment `a`-`b`.
     fn samples(world: &World, a: &Point3<f64>, b: &Point3<f64>, n: usize) -> Vec<f64> {
         (0..=n)
@@ -499,25 +527,9 @@ mod tests {
     fn the_widest_corridor_takes_the_wide_slot() {
         let world = slotted_wall();
         let mut distance = |p: &Point3<f64>| world.bvh.point_distance(p);
-        let (from, to) = (Point3::new(-0.5, 0.0, 0.0), Point3::new(0.5, 0.0, 0.0));
-        let mut search = Search::new(0.1, 1 << 16, 1 << 16);
-        let c = widest(
-            &mut distance,
-            &mut |a: &Point3<f64>, b: &Point3<f64>| !world.bvh.crosses(a, b),
-            &Vector3::new(-1.0, -2.0, -1.0),
-            &Vector3::new(1.0, 2.0, 1.0),
-            &from,
-            &to,
-            &mut search,
-        )
-        .expect("a corridor");
+        let (c, mut search) = slot_corridor(&world, [-0.5, 0.0, 0.0], [0.5, 0.0, 0.0], 0.1);
         assert!(c.width > 0.1 && c.width <= 0.3, "width {}", c.width);
-        let crossing = c
-            .points
-            .windows(2)
-            .find(|w| w[0].x < 0.0 && w[1].x >= 0.0)
-            .expect("the corridor crosses the wall");
-        let y = 0.5 * (crossing[0].y + crossing[1].y);
+        let y = crossing_y(&c);
         assert!(y > 1.0 && y < 1.6, "crosses at y = {y}");
         let inner = &c.points[1..c.points.len() - 1];
         for w in inner.windows(2) {
@@ -562,19 +574,7 @@ mod tests {
     #[test]
     fn an_end_does_not_link_through_a_wall() {
         let world = slotted_wall();
-        let mut distance = |p: &Point3<f64>| world.bvh.point_distance(p);
-        let (from, to) = (Point3::new(-0.08, -0.5, 0.0), Point3::new(0.08, -0.5, 0.0));
-        let mut search = Search::new(0.2, 1 << 16, 1 << 16);
-        let c = widest(
-            &mut distance,
-            &mut |a: &Point3<f64>, b: &Point3<f64>| !world.bvh.crosses(a, b),
-            &Vector3::new(-1.0, -2.0, -1.0),
-            &Vector3::new(1.0, 2.0, 1.0),
-            &from,
-            &to,
-            &mut search,
-        )
-        .expect("a corridor");
+        let (c, _) = slot_corridor(&world, [-0.08, -0.5, 0.0], [0.08, -0.5, 0.0], 0.2);
         for w in c.points.windows(2) {
             let n = ((w[1] - w[0]).norm() / 1e-3).ceil() as usize;
             let least = samples(&world, &w[0], &w[1], n.max(1))
@@ -582,12 +582,7 @@ mod tests {
                 .fold(f64::MAX, f64::min);
             assert!(least > 0.0, "{:?} -> {:?} touches the wall", w[0], w[1]);
         }
-        let crossing = c
-            .points
-            .windows(2)
-            .find(|w| w[0].x < 0.0 && w[1].x >= 0.0)
-            .expect("the corridor crosses the wall");
-        let y = 0.5 * (crossing[0].y + crossing[1].y);
+        let y = crossing_y(&c);
         assert!(y > 1.0 && y < 1.6, "crosses at y = {y}");
     }
 
