@@ -2,9 +2,28 @@
 // C++ setup, for the by-hand comparison in benches/compare/plan_vs_ompl.sh.
 //
 //   ompl_plan PROBLEM.cfg --seed N --time-limit S --out PATH.path [--verbose]
+//   ompl_plan PROBLEM.cfg --origin
+//   ompl_plan PROBLEM.cfg --check PATH.path [--resolution F] [--per-state]
 //
 // Prints ONE JSON line on stdout (OMPL's log goes to stderr, warnings and up
 // unless --verbose).
+//
+// --origin prints OMPL.app's robot origin (RigidBodyGeometry::getRobotCenter, the
+// float mean of the vertices assimp imported) and the robot's radius about it.
+//
+// --check is OMPL.app's own verdict on a path (`x y z qx qy qz qw` per line, as
+// printAsMatrix writes and OMPL.app's stored .path files hold; quaternions are
+// normalized as read). Two sweeps, both with the problem's FCL state validity
+// checker (FCLStateValidityChecker: bounds + fcl::collide) and its clearance
+// (fcl::distance):
+//   * validator: the states OMPL's DiscreteMotionValidator tests (the first
+//     state, then per segment j/nd for j = 1..nd, nd = validSegmentCount);
+//   * dense: per segment, states spaced so that no robot point moves more than
+//     F (default 0.002) of the world's bounding-box diagonal between two of them
+//     (position lerp, quaternion slerp: the state space's interpolate).
+// Each reports its states, the invalid ones, the first invalid (segment, t), the
+// smallest clearance among valid states and its wall time. --per-state adds
+// every validator state's validity and clearance.
 //
 // How the .cfg is read
 // --------------------
@@ -45,6 +64,7 @@
 
 #include <omplapp/config.h>
 #include <omplapp/apps/SE3RigidBodyPlanning.h>
+#include <omplapp/geometry/detail/assimpUtil.h>
 
 #include <ompl/base/PlannerData.h>
 #include <ompl/base/objectives/MaximizeMinClearanceObjective.h>
@@ -64,6 +84,7 @@
 
 #include <boost/filesystem.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -144,6 +165,8 @@ namespace
     {
         std::cerr << "usage: " << argv0
                   << " PROBLEM.cfg --seed N --time-limit S --out PATH.path [--verbose]\n"
+                  << "       " << argv0 << " PROBLEM.cfg --origin\n"
+                  << "       " << argv0 << " PROBLEM.cfg --check PATH.path [--resolution F] [--per-state]\n"
                      "  --time-limit defaults to the cfg's [benchmark] time_limit\n";
         std::exit(2);
     }
@@ -275,12 +298,219 @@ namespace
             return it->second.front();
         return {};
     }
+
+    // The robot's vertices about OMPL.app's origin: the vertices assimp imported,
+    // through the node transforms, less robotShift (as the FCL checker places them).
+    double robotRadius(const ompl::app::GeometrySpecification &geom)
+    {
+        double r = 0.0;
+        for (std::size_t i = 0; i < geom.robot.size(); ++i)
+        {
+            std::vector<aiVector3D> v;
+            ompl::app::scene::extractVertices(geom.robot[i], v);
+            for (const auto &p : v)
+            {
+                const aiVector3D d = p - geom.robotShift[i];
+                r = std::max(r, static_cast<double>(d.Length()));
+            }
+        }
+        return r;
+    }
+
+    // The same vertices' mean summed in double (OMPL.app sums in float).
+    aiVector3D robotMeanF64(const ompl::app::GeometrySpecification &geom, double out[3], std::size_t &count)
+    {
+        out[0] = out[1] = out[2] = 0.0;
+        count = 0;
+        std::vector<aiVector3D> v;
+        ompl::app::scene::extractVertices(geom.robot[0], v);
+        for (const auto &p : v)
+            for (int k = 0; k < 3; ++k)
+                out[k] += p[k];
+        count = v.size();
+        for (int k = 0; k < 3; ++k)
+            out[k] /= static_cast<double>(count);
+        return aiVector3D();
+    }
+
+    double worldDiagonal(const ompl::app::GeometrySpecification &geom)
+    {
+        double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        for (const aiScene *s : geom.obstacles)
+        {
+            std::vector<aiVector3D> v;
+            ompl::app::scene::extractVertices(s, v);
+            for (const auto &p : v)
+                for (int k = 0; k < 3; ++k)
+                {
+                    lo[k] = std::min(lo[k], static_cast<double>(p[k]));
+                    hi[k] = std::max(hi[k], static_cast<double>(p[k]));
+                }
+        }
+        return std::sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                         (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    }
+
+    std::vector<ob::ScopedState<ob::SE3StateSpace>> readPath(const std::string &file, const ob::StateSpacePtr &space)
+    {
+        std::vector<ob::ScopedState<ob::SE3StateSpace>> states;
+        std::ifstream in(file);
+        if (!in)
+        {
+            std::cerr << "cannot read " << file << std::endl;
+            std::exit(2);
+        }
+        std::string line;
+        int lineNo = 0;
+        while (std::getline(in, line))
+        {
+            ++lineNo;
+            std::istringstream ls(line);
+            double v[7];
+            int n = 0;
+            while (n < 7 && ls >> v[n])
+                ++n;
+            if (n == 0)
+                continue;
+            if (n != 7)
+            {
+                std::cerr << file << ":" << lineNo << ": expected 7 numbers (x y z qx qy qz qw)" << std::endl;
+                std::exit(2);
+            }
+            const double qn = std::sqrt(v[3] * v[3] + v[4] * v[4] + v[5] * v[5] + v[6] * v[6]);
+            ob::ScopedState<ob::SE3StateSpace> st(space);
+            st->setXYZ(v[0], v[1], v[2]);
+            st->rotation().x = v[3] / qn;
+            st->rotation().y = v[4] / qn;
+            st->rotation().z = v[5] / qn;
+            st->rotation().w = v[6] / qn;
+            states.push_back(st);
+        }
+        return states;
+    }
+
+    // Rotation angle between two unit quaternions (the shorter arc).
+    double turnAngle(const ob::SO3StateSpace::StateType &a, const ob::SO3StateSpace::StateType &b)
+    {
+        double d = std::fabs(a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w);
+        return 2.0 * std::acos(std::min(1.0, d));
+    }
+
+    struct Sweep
+    {
+        long states = 0, invalid = 0;
+        long firstSegment = -1;
+        double firstT = NAN;
+        double minClearance = INFINITY;
+        double seconds = 0.0;
+        std::string perState;
+
+        void test(const ob::SpaceInformationPtr &si, const ob::State *s, long segment, double t, bool keep)
+        {
+            ++states;
+            const bool valid = si->isValid(s);
+            double c = NAN;
+            if (valid)
+            {
+                c = si->getStateValidityChecker()->clearance(s);
+                minClearance = std::min(minClearance, c);
+            }
+            else
+            {
+                ++invalid;
+                if (firstSegment < 0)
+                {
+                    firstSegment = segment;
+                    firstT = t;
+                }
+            }
+            if (keep)
+            {
+                if (!perState.empty())
+                    perState += ",";
+                perState += "[" + std::to_string(segment) + "," + num(t) + "," + (valid ? "true" : "false") + "," +
+                            num(c) + "]";
+            }
+        }
+
+        std::string json() const
+        {
+            return "{\"states\":" + std::to_string(states) + ",\"invalid\":" + std::to_string(invalid) +
+                   ",\"first_invalid\":" +
+                   (firstSegment < 0 ? std::string("null")
+                                     : "{\"segment\":" + std::to_string(firstSegment) + ",\"t\":" + num(firstT) + "}") +
+                   ",\"min_clearance\":" + num(minClearance) + ",\"seconds\":" + num(seconds) +
+                   (perState.empty() ? std::string() : ",\"per_state\":[" + perState + "]") + "}";
+        }
+    };
+
+    // OMPL.app's verdict on a stored path (see the header comment, --check).
+    int checkPath(ompl::app::SE3RigidBodyPlanning &app, const std::string &cfg, const std::string &file,
+                  double resolution, bool perState)
+    {
+        const ob::SpaceInformationPtr &si = app.getSpaceInformation();
+        const ob::StateSpacePtr &space = app.getStateSpace();
+        const auto path = readPath(file, space);
+        if (path.empty())
+        {
+            std::cerr << file << ": no states" << std::endl;
+            return 2;
+        }
+        const ompl::app::GeometrySpecification &geom = app.getGeometrySpecification();
+        const double radius = robotRadius(geom);
+        const double step = resolution * worldDiagonal(geom);
+
+        Sweep validator, dense;
+        ob::ScopedState<ob::SE3StateSpace> s(space);
+        auto t0 = std::chrono::steady_clock::now();
+        validator.test(si, path[0].get(), 0, 0.0, perState);
+        for (std::size_t k = 0; k + 1 < path.size(); ++k)
+        {
+            const unsigned int nd = space->validSegmentCount(path[k].get(), path[k + 1].get());
+            for (unsigned int j = 1; j <= nd; ++j)
+            {
+                const double t = static_cast<double>(j) / nd;
+                space->interpolate(path[k].get(), path[k + 1].get(), t, s.get());
+                validator.test(si, s.get(), static_cast<long>(k), t, perState);
+            }
+        }
+        validator.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+        t0 = std::chrono::steady_clock::now();
+        dense.test(si, path[0].get(), 0, 0.0, false);
+        for (std::size_t k = 0; k + 1 < path.size(); ++k)
+        {
+            const auto &a = *path[k], &b = *path[k + 1];
+            const double dx = a.getX() - b.getX(), dy = a.getY() - b.getY(), dz = a.getZ() - b.getZ();
+            const double motion = std::sqrt(dx * dx + dy * dy + dz * dz) + turnAngle(a.rotation(), b.rotation()) * radius;
+            const long n = std::max(1L, static_cast<long>(std::ceil(motion / step)));
+            for (long j = 1; j <= n; ++j)
+            {
+                const double t = static_cast<double>(j) / n;
+                space->interpolate(path[k].get(), path[k + 1].get(), t, s.get());
+                dense.test(si, s.get(), static_cast<long>(k), t, false);
+            }
+        }
+        dense.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+        const aiVector3D o = app.getRobotCenter(0);
+        std::cout << "{\"cfg\":\"" << jsonEscape(cfg) << "\",\"path\":\"" << jsonEscape(file) << "\""
+                  << ",\"path_states\":" << path.size() << ",\"robot_origin\":[" << num(o.x) << "," << num(o.y) << ","
+                  << num(o.z) << "],\"robot_radius\":" << num(radius) << ",\"dense_step\":" << num(step)
+                  << ",\"valid\":" << (validator.invalid == 0 ? "true" : "false")
+                  << ",\"validator\":" << validator.json() << ",\"dense\":" << dense.json()
+                  << ",\"ompl\":\"" << OMPL_MAJOR_VERSION << "." << OMPL_MINOR_VERSION << "." << OMPL_PATCH_VERSION
+                  << "\",\"fcl\":\"" << FCL_VERSION << "\"}" << std::endl;
+        return 0;
+    }
 }  // namespace
 
 int main(int argc, char **argv)
 {
-    std::string cfg, out;
+    std::string cfg, out, checkFile;
     long seed = -1;
+    bool originOnly = false, perState = false;
+    double resolution = 0.002;
     double timeLimit = -1.0;
     bool verbose = false;
     for (int i = 1; i < argc; ++i)
@@ -299,6 +529,14 @@ int main(int argc, char **argv)
             out = next();
         else if (a == "--verbose")
             verbose = true;
+        else if (a == "--origin")
+            originOnly = true;
+        else if (a == "--check")
+            checkFile = next();
+        else if (a == "--resolution")
+            resolution = std::stod(next());
+        else if (a == "--per-state")
+            perState = true;
         else if (a == "-h" || a == "--help")
             usage(argv[0]);
         else if (!a.empty() && a[0] == '-')
@@ -308,8 +546,11 @@ int main(int argc, char **argv)
         else
             usage(argv[0]);
     }
-    if (cfg.empty() || seed <= 0)
+    const bool inspect = originOnly || !checkFile.empty();
+    if (cfg.empty() || (seed <= 0 && !inspect))
         usage(argv[0]);
+    if (seed <= 0)
+        seed = 1;
 
     // Seed OMPL's RNG before anything in OMPL allocates one.
     ompl::RNG::setSeed(static_cast<std::uint_fast32_t>(seed));
@@ -330,7 +571,7 @@ int main(int argc, char **argv)
         std::cerr << cfg << " is not an SE3 problem" << std::endl;
         return 2;
     }
-    if (timeLimit <= 0.0)
+    if (timeLimit <= 0.0 && !inspect)
     {
         try
         {
@@ -363,6 +604,22 @@ int main(int argc, char **argv)
     setBounds(bo, app.getStateSpace());
     app.setOptimizationObjective(getOptimizationObjective(bo, app.getSpaceInformation()));
     app.setup();
+
+    if (originOnly)
+    {
+        const aiVector3D o = app.getRobotCenter(0);
+        std::cout << "{\"cfg\":\"" << jsonEscape(cfg) << "\",\"robot\":\""
+                  << jsonEscape(bo.declared_options_["problem.robot"]) << "\",\"robot_origin\":[" << num(o.x) << ","
+                  << num(o.y) << "," << num(o.z) << "],\"robot_radius\":" << num(robotRadius(app.getGeometrySpecification()));
+        double m[3];
+        std::size_t count = 0;
+        robotMeanF64(app.getGeometrySpecification(), m, count);
+        std::cout << ",\"vertices\":" << count << ",\"robot_origin_f64\":[" << num(m[0]) << "," << num(m[1]) << ","
+                  << num(m[2]) << "]}" << std::endl;
+        return 0;
+    }
+    if (!checkFile.empty())
+        return checkPath(app, cfg, checkFile, resolution, perState);
 
     // CFGBenchmark::allocPlanner("rrtconnect") + preSwitchEvent
     const ob::SpaceInformationPtr &si = app.getSpaceInformation();

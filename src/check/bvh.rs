@@ -442,6 +442,84 @@ impl Bvh {
         }
     }
 
+    /// The pairs of triangles (this mesh's, `other`'s) whose boxes meet while `other`,
+    /// placed by `pose`, translates along `u` (unit, this mesh's frame) by any amount in
+    /// `[0, reach]`: the candidates of a translational separation
+    /// ([`super::penetration`]). `other`'s nodes are bounded by their spheres, swept.
+    pub(crate) fn pairs_along(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        u: &Vector3<f64>,
+        reach: f64,
+        out: &mut Vec<(usize, usize)>,
+    ) {
+        out.clear();
+        if self.is_empty() || other.is_empty() {
+            return;
+        }
+        let swept = |n: &Node| {
+            let c = pose * n.center;
+            let r = Vector3::repeat(n.radius);
+            let (a, b) = (c - r, c + r);
+            let d = u * reach;
+            Aabb {
+                min: a.inf(&(a + d)),
+                max: b.sup(&(b + d)),
+            }
+        };
+        let overlap =
+            |a: &Aabb, b: &Aabb| (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k]);
+        let mut stack = vec![(0usize, 0usize)];
+        while let Some((ia, ib)) = stack.pop() {
+            let (na, nb) = (&self.nodes[ia], &other.nodes[ib]);
+            if !overlap(&na.aabb, &swept(nb)) {
+                continue;
+            }
+            match (na.kind, nb.kind) {
+                (Kind::Leaf { start: sa, end: ea }, Kind::Leaf { start: sb, end: eb }) => {
+                    for ta in sa..ea {
+                        for tb in sb..eb {
+                            out.push((ta, tb));
+                        }
+                    }
+                }
+                (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
+                    stack.push((left, ib));
+                    stack.push((right, ib));
+                }
+                (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
+                    stack.push((ia, left));
+                    stack.push((ia, right));
+                }
+                (
+                    Kind::Inner {
+                        left: la,
+                        right: ra,
+                    },
+                    Kind::Inner {
+                        left: lb,
+                        right: rb,
+                    },
+                ) => {
+                    // Open the larger node.
+                    if na.radius >= nb.radius {
+                        stack.push((la, ib));
+                        stack.push((ra, ib));
+                    } else {
+                        stack.push((ia, lb));
+                        stack.push((ia, rb));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Triangle `i` (in the hierarchy's order), in the mesh's frame.
+    pub(crate) fn triangle(&self, i: usize) -> &[Point3<f64>; 3] {
+        &self.triangles[i]
+    }
+
     /// Whether `other`, placed by `pose`, is at least `floor` from this mesh: a decision,
     /// as [`Bvh::clear_over`] with no motion, but with the static bounds only (a sphere
     /// test, then the oriented boxes' face axes), depth first, the nearer pair first,

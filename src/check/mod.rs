@@ -44,6 +44,7 @@ pub mod bvh;
 pub mod compliant;
 pub mod exact;
 pub mod ompl;
+pub mod penetration;
 pub mod puzzles;
 pub mod shapes;
 
@@ -174,6 +175,11 @@ pub struct Contact {
     pub to: PathPos,
     /// The objects within the tolerance at its start.
     pub objects: Vec<String>,
+    /// The deepest translational penetration found in the interval (an upper bound at
+    /// its deepest sampled state, [`penetration`]; 0 where the parts only touch).
+    pub depth: f64,
+    /// Where that depth is.
+    pub deepest_at: PathPos,
 }
 
 /// The mesh moved so that `origin` is at the origin (OMPL.app's robot convention: the
@@ -256,8 +262,12 @@ pub struct Report {
     pub min_clearance: f64,
     /// Where the minimum clearance is.
     pub min_clearance_at: PathPos,
-    /// Largest penetration depth found (0 when free or only touching).
+    /// Largest penetration depth found (0 when free or only touching): the
+    /// translational depth at the deepest state sampled, an upper bound
+    /// ([`penetration::penetration_depth`]).
     pub max_penetration: f64,
+    /// Where the largest depth is, and the direction of its separating translation.
+    pub deepest: Option<Deepest>,
     /// The first state within the tolerance of the world, refined by bisection.
     pub first_collision: Option<PathPos>,
     /// Parameter intervals in contact (within the tolerance), in path order.
@@ -284,17 +294,29 @@ pub struct Report {
     pub seconds: f64,
 }
 
-/// The clearance at a state: exact distance when free, minus the penetration depth when
-/// intersecting.
+/// The clearance at a state: exact distance when free, minus the translational
+/// penetration depth when intersecting ([`penetration::penetration_depth`], an upper
+/// bound of the depth).
 pub fn clearance(robot: &Robot, world: &World, state: &State) -> f64 {
-    evaluate(
+    let s = evaluate(
         robot,
         world,
         state,
         Slack::EXACT,
         &mut bvh::PairScratch::default(),
+    );
+    if s.clearance > 0.0 {
+        return s.clearance;
+    }
+    -penetration::penetration_depth(
+        &world.bvh,
+        &robot.bvh,
+        &state.isometry(),
+        penetration::Effort::FINE,
+        None,
+        &mut penetration::Scratch::default(),
     )
-    .clearance
+    .depth
 }
 
 /// How far a distance query may stop short of the exact distance: once its lower bound
@@ -320,8 +342,9 @@ impl Slack {
 }
 
 /// The clearance and a lower bound at a state (see [`Sample`]; `at` is left at the
-/// path's start for the caller to set). Exact when the meshes touch or intersect, and
-/// within `slack` otherwise.
+/// path's start for the caller to set). Exact when the meshes touch, 0 when they
+/// intersect (the depth is measured apart, [`penetration`]), and within `slack`
+/// otherwise.
 pub fn evaluate(
     robot: &Robot,
     world: &World,
@@ -346,48 +369,17 @@ pub fn evaluate(
             clearance: b.upper(),
             lower: b.lower,
         },
-        Some(_) => {
-            let depth = -penetration(robot, world, &pose);
-            Sample {
-                at,
-                clearance: depth,
-                lower: depth,
-            }
-        }
+        Some(_) => Sample {
+            at,
+            clearance: 0.0,
+            lower: 0.0,
+        },
         None => Sample {
             at,
             clearance: f64::INFINITY,
             lower: f64::INFINITY,
         },
     }
-}
-
-/// The deepest robot vertex inside the world or world vertex inside the robot, measured
-/// to the other surface (0 when touching without vertices inside).
-pub fn penetration(robot: &Robot, world: &World, pose: &Isometry3<f64>) -> f64 {
-    let mut depth = 0.0f64;
-    let inside_box = |b: &crate::mesh::Aabb, p: &Point3<f64>| {
-        (0..3).all(|k| p[k] >= b.min[k] && p[k] <= b.max[k])
-    };
-    let (world_box, robot_box) = (world.bvh.aabb(), robot.bvh.aabb());
-    for v in &robot.vertices {
-        let w = pose * v;
-        if inside_box(&world_box, &w) && world.bvh.contains(&w) {
-            depth = depth.max(world.bvh.point_distance(&w));
-        }
-    }
-    let inv = pose.inverse();
-    let center = pose.translation.vector;
-    for w in &world.vertices {
-        if (w.coords - center).norm() > robot.radius {
-            continue;
-        }
-        let r = inv * w;
-        if inside_box(&robot_box, &r) && robot.bvh.contains(&r) {
-            depth = depth.max(robot.bvh.point_distance(&r));
-        }
-    }
-    depth
 }
 
 /// The points to mark at a pose (world coordinates), at most `limit`: the closest pair
@@ -455,6 +447,12 @@ fn certify_slack(tol: f64) -> Slack {
 
 /// Checks `path` (at least one state) for `robot` against `world`; `progress` is called
 /// with each finished segment.
+///
+/// The steps: advance along the path ([`advance`]); resolve the stretches that came
+/// within the tolerance without the meshes meeting, each by a check of its own at a finer
+/// tolerance ([`resolve_near`]); certify the minimum clearance when the path is free
+/// ([`certify_minimum`]); collect the intervals where the meshes meet, their ends
+/// bisected; measure the deepest state of each ([`deepest_in`]).
 pub fn check_path(
     robot: &Robot,
     world: &World,
@@ -467,142 +465,54 @@ pub fn check_path(
         .tolerance
         .unwrap_or(1e-3 * robot.diagonal)
         .max(f64::MIN_POSITIVE);
-    let contact_step = tol.max(1e-3 * robot.diagonal);
-    let mut evaluations = 0usize;
-    let mut sweeps = 0usize;
-    let mut incomplete = false;
-    let segments = path.len().saturating_sub(1);
-    let mut scratch = bvh::PairScratch::default();
-    let mut eval = |at: PathPos, slack: Slack, evaluations: &mut usize| -> Sample {
-        *evaluations += 1;
-        let s = state_at(path, at);
-        let mut sample = evaluate(robot, world, &s, slack, &mut scratch);
-        if sample.lower <= tol && sample.clearance > tol {
-            // Contact or not is decided on the exact distance.
-            sample = evaluate(robot, world, &s, Slack::EXACT, &mut scratch);
-        }
-        Sample { at, ..sample }
-    };
-    // Each segment's samples, in order of the parameter.
-    let mut per_segment: Vec<Vec<Sample>> = Vec::with_capacity(segments.max(1));
-    let bounds: Vec<f64> = (0..segments)
+    let bounds: Vec<f64> = (0..path.len().saturating_sub(1))
         .map(|i| motion_bound(&path[i], &path[i + 1], robot.radius))
         .collect();
-    if segments == 0 {
-        let at = PathPos { segment: 0, t: 0.0 };
-        per_segment.push(vec![eval(at, Slack::EXACT, &mut evaluations)]);
-    }
-    for (i, &b) in bounds.iter().enumerate() {
-        let mut seg: Vec<Sample> = Vec::new();
-        let mut t = 0.0;
-        loop {
-            // Within 25%, not merely enough for the rest of the segment: the
-            // certification's bounds start from these samples' lower bounds, and loose
-            // ones cost it more than they save here (twice as slow on both benchmarks).
-            let s = eval(
-                PathPos { segment: i, t },
-                advance_slack(tol),
-                &mut evaluations,
-            );
-            seg.push(s);
-            if t >= 1.0 || b == 0.0 {
-                break;
-            }
-            if evaluations >= options.max_evaluations {
-                incomplete = true;
-                break;
-            }
-            // Free: the conservative step on the lower bound. In contact: steps of
-            // `contact_step` of motion (penetration is sampled there; the interval's
-            // ends are bisected later).
-            let step = if s.clearance > tol {
-                s.lower / b
-            } else {
-                contact_step / b
-            };
-            t = (t + step).min(1.0);
-        }
-        per_segment.push(seg);
-        progress(i);
-        if incomplete {
-            break;
-        }
-    }
-    // Certify the minimum over the whole path (see the module docs).
-    let all_free = per_segment.iter().flatten().all(|s| s.clearance > tol);
-    if all_free && !incomplete && segments > 0 {
-        let mut sweep_scratch = bvh::PairScratch::default();
-        let mut sweep = |motion: &bvh::Motion, floor: f64| {
-            sweeps += 1;
-            world
-                .bvh
-                .clear_over(&robot.bvh, motion, floor, &mut sweep_scratch)
-        };
+    let mut count = Counts::default();
+    let (samples, incomplete) = advance(
+        robot, world, path, &bounds, tol, options, &mut count, progress,
+    );
+    let mut samples = resolve_near(robot, world, path, samples, tol, options, &mut count);
+    let collides = samples.iter().any(|s| s.clearance <= 0.0);
+    if !collides && !incomplete && !bounds.is_empty() {
+        let mut per_segment = by_segment(samples, bounds.len());
+        let mut scratch = bvh::PairScratch::default();
+        let mut eval_scratch = bvh::PairScratch::default();
         certify_minimum(
             &mut per_segment,
             path,
             &bounds,
             tol,
-            &mut sweep,
-            &mut |at, slack| eval(at, slack, &mut evaluations),
+            &mut |motion, floor| {
+                count.sweeps += 1;
+                world
+                    .bvh
+                    .clear_over(&robot.bvh, motion, floor, &mut scratch)
+            },
+            &mut |at, slack| {
+                count.evaluations += 1;
+                let s = evaluate(robot, world, &state_at(path, at), slack, &mut eval_scratch);
+                Sample { at, ..s }
+            },
         );
+        samples = per_segment.into_iter().flatten().collect();
     }
-    let samples: Vec<Sample> = per_segment.into_iter().flatten().collect();
-    // Contact intervals, with their ends refined by bisection.
-    let in_contact = |s: &Sample| s.clearance <= tol;
-    let mut contacts = Vec::new();
-    let mut k = 0;
-    while k < samples.len() {
-        if !in_contact(&samples[k]) {
-            k += 1;
-            continue;
-        }
-        let begin = if k == 0 || samples[k - 1].at.segment != samples[k].at.segment {
-            samples[k].at
-        } else {
-            bisect(samples[k - 1].at, samples[k].at, &|at| {
-                clearance(robot, world, &state_at(path, at)) <= tol
-            })
-        };
-        let mut e = k;
-        while e + 1 < samples.len() && in_contact(&samples[e + 1]) {
-            e += 1;
-        }
-        let end = if e + 1 < samples.len() && samples[e + 1].at.segment == samples[e].at.segment {
-            // The first free parameter after the contact.
-            bisect(samples[e].at, samples[e + 1].at, &|at| {
-                clearance(robot, world, &state_at(path, at)) > tol
-            })
-        } else {
-            samples[e].at
-        };
-        let state = state_at(path, begin);
-        contacts.push(Contact {
-            from: begin,
-            to: end,
-            objects: world.objects_near(robot, &state.isometry(), tol),
-        });
-        k = e + 1;
-    }
-    let (min_s, max_pen) = samples
+    let (contacts, deepest) = meeting_intervals(robot, world, path, &mut samples, tol);
+    let min_s = samples
         .iter()
-        .fold((None::<Sample>, 0.0f64), |(best, pen), s| {
-            let best = match best {
-                Some(b) if b.clearance <= s.clearance => Some(b),
-                _ => Some(*s),
-            };
-            (best, pen.max(-s.clearance))
+        .copied()
+        .min_by(|a, b| a.clearance.total_cmp(&b.clearance))
+        .unwrap_or(Sample {
+            at: PathPos { segment: 0, t: 0.0 },
+            clearance: f64::INFINITY,
+            lower: f64::INFINITY,
         });
-    let min_s = min_s.unwrap_or(Sample {
-        at: PathPos { segment: 0, t: 0.0 },
-        clearance: f64::INFINITY,
-        lower: f64::INFINITY,
-    });
     Report {
         collision_free: contacts.is_empty(),
         min_clearance: min_s.clearance,
         min_clearance_at: min_s.at,
-        max_penetration: max_pen,
+        max_penetration: deepest.map_or(0.0, |d| d.depth),
+        deepest,
         first_collision: contacts.first().map(|c| c.from),
         contacts,
         samples,
@@ -610,16 +520,430 @@ pub fn check_path(
         robot_radius: robot.radius,
         robot_diagonal: robot.diagonal,
         states: path.len(),
-        evaluations,
-        sweeps,
+        evaluations: count.evaluations,
+        sweeps: count.sweeps,
         incomplete,
         seconds: start.elapsed().as_secs_f64(),
     }
 }
 
+/// Work counters of a check.
+#[derive(Debug, Default)]
+struct Counts {
+    evaluations: usize,
+    sweeps: usize,
+}
+
+/// Samples grouped by segment (in path order).
+fn by_segment(samples: Vec<Sample>, segments: usize) -> Vec<Vec<Sample>> {
+    let mut out: Vec<Vec<Sample>> = vec![Vec::new(); segments.max(1)];
+    for s in samples {
+        out[s.at.segment.min(segments.max(1) - 1)].push(s);
+    }
+    out
+}
+
+/// The first pass: conservative advancement where the robot is farther than `tol`, and
+/// steps of `max(tol, 0.1% of the robot's diagonal)` of motion where it is nearer (each
+/// a decision, measured exactly where it fails: 0 where the meshes meet). Returns the
+/// samples in path order and whether the evaluation budget ran out.
+#[allow(clippy::too_many_arguments)]
+fn advance(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    bounds: &[f64],
+    tol: f64,
+    options: &CheckOptions,
+    count: &mut Counts,
+    progress: &mut dyn FnMut(usize),
+) -> (Vec<Sample>, bool) {
+    let contact_step = tol.max(1e-3 * robot.diagonal);
+    let mut scratch = bvh::PairScratch::default();
+    let mut decide_scratch = bvh::PairScratch::default();
+    let mut eval = |at: PathPos, slack: Slack, count: &mut Counts| -> Sample {
+        count.evaluations += 1;
+        let s = state_at(path, at);
+        let mut sample = evaluate(robot, world, &s, slack, &mut scratch);
+        if sample.lower <= tol && sample.clearance > tol {
+            // Near or not is decided on the exact distance.
+            sample = evaluate(robot, world, &s, Slack::EXACT, &mut scratch);
+        }
+        Sample { at, ..sample }
+    };
+    let mut samples = Vec::new();
+    if bounds.is_empty() {
+        samples.push(eval(PathPos { segment: 0, t: 0.0 }, Slack::EXACT, count));
+        return (samples, false);
+    }
+    let mut incomplete = false;
+    for (i, &b) in bounds.iter().enumerate() {
+        let mut t = 0.0;
+        'segment: loop {
+            // Within 25%, not merely enough for the rest of the segment: the
+            // certification's bounds start from these samples' lower bounds, and loose
+            // ones cost it more than they save here.
+            let s = eval(PathPos { segment: i, t }, advance_slack(tol), count);
+            samples.push(s);
+            if t >= 1.0 || b == 0.0 {
+                break;
+            }
+            if count.evaluations >= options.max_evaluations {
+                incomplete = true;
+                break;
+            }
+            if s.clearance > tol {
+                t = (t + s.lower / b).min(1.0);
+                continue;
+            }
+            // Near: decided steps until a state is farther than `tol` (measured at the
+            // loop's top).
+            loop {
+                t = (t + contact_step / b).min(1.0);
+                count.evaluations += 1;
+                let at = PathPos { segment: i, t };
+                let pose = state_at(path, at).isometry();
+                let d = world
+                    .bvh
+                    .separated(&robot.bvh, &pose, tol, &mut decide_scratch);
+                if d.clear {
+                    break;
+                }
+                let sample = if d.upper > 0.0 {
+                    eval(at, Slack::EXACT, count)
+                } else {
+                    Sample {
+                        at,
+                        clearance: 0.0,
+                        lower: 0.0,
+                    }
+                };
+                samples.push(sample);
+                if t >= 1.0 {
+                    break 'segment;
+                }
+                if count.evaluations >= options.max_evaluations {
+                    incomplete = true;
+                    break 'segment;
+                }
+            }
+        }
+        progress(i);
+        if incomplete {
+            break;
+        }
+    }
+    (samples, incomplete)
+}
+
+/// The finest tolerance a stretch is resolved to, relative to the robot's diagonal:
+/// below it the parts count as touching (a collision).
+const FINEST_TOLERANCE: f64 = 1e-9;
+
+/// Resolves each stretch of samples nearer than `tol` in which the meshes never meet
+/// (every sample's exact distance positive): the stretch, from the sample before it to
+/// the sample after it, is checked on its own at a tolerance of a quarter of its least
+/// distance, whose samples then replace it. So the verdict does not depend on the
+/// tolerance: a path that passes 0.004 from the world at a tolerance of 0.3 is free,
+/// with its clearance certified to the finer tolerance there.
+fn resolve_near(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    samples: Vec<Sample>,
+    tol: f64,
+    options: &CheckOptions,
+    count: &mut Counts,
+) -> Vec<Sample> {
+    let near = |s: &Sample| s.clearance <= tol;
+    let mut out: Vec<Sample> = Vec::with_capacity(samples.len());
+    let mut k = 0;
+    while k < samples.len() {
+        if !near(&samples[k]) {
+            out.push(samples[k]);
+            k += 1;
+            continue;
+        }
+        let mut e = k;
+        while e + 1 < samples.len() && near(&samples[e + 1]) {
+            e += 1;
+        }
+        let stretch = &samples[k..=e];
+        let least = stretch
+            .iter()
+            .map(|s| s.clearance)
+            .fold(f64::INFINITY, f64::min);
+        let finer = 0.25 * least;
+        if least <= 0.0 || finer < FINEST_TOLERANCE * robot.diagonal {
+            out.extend_from_slice(stretch);
+            k = e + 1;
+            continue;
+        }
+        let from = if k > 0 {
+            samples[k - 1].at
+        } else {
+            samples[k].at
+        };
+        let to = if e + 1 < samples.len() {
+            samples[e + 1].at
+        } else {
+            samples[e].at
+        };
+        let (sub_path, map) = sub_path(path, from, to);
+        let sub = check_path(
+            robot,
+            world,
+            &sub_path,
+            &CheckOptions {
+                tolerance: Some(finer),
+                max_evaluations: options.max_evaluations.saturating_sub(count.evaluations),
+            },
+            &mut |_| {},
+        );
+        count.evaluations += sub.evaluations;
+        count.sweeps += sub.sweeps;
+        // The sub-check's samples strictly inside the stretch's span.
+        for s in &sub.samples {
+            let at = map(s.at);
+            if (at.segment, at.t) > (from.segment, from.t)
+                && (at.segment, at.t) < (to.segment, to.t)
+            {
+                out.push(Sample { at, ..*s });
+            }
+        }
+        k = e + 1;
+    }
+    out
+}
+
+/// The part of `path` from `from` to `to` as a path of its own, and the map of its
+/// positions back to `path`'s (lerp and slerp restricted to part of a segment are the
+/// lerp and slerp between the part's ends).
+fn sub_path(
+    path: &[State],
+    from: PathPos,
+    to: PathPos,
+) -> (Vec<State>, impl Fn(PathPos) -> PathPos) {
+    let mut states = vec![state_at(path, from)];
+    // (segment of `path`, its t at the sub-segment's start and end)
+    let mut spans: Vec<(usize, f64, f64)> = Vec::new();
+    let mut at = from;
+    while at.segment < to.segment {
+        states.push(path[at.segment + 1]);
+        spans.push((at.segment, at.t, 1.0));
+        at = PathPos {
+            segment: at.segment + 1,
+            t: 0.0,
+        };
+    }
+    if to.t > at.t || spans.is_empty() {
+        states.push(state_at(path, to));
+        spans.push((at.segment, at.t, to.t));
+    }
+    let map = move |p: PathPos| {
+        let (segment, t0, t1) = spans[p.segment.min(spans.len() - 1)];
+        PathPos {
+            segment,
+            t: t0 + p.t * (t1 - t0),
+        }
+    };
+    (states, map)
+}
+
+/// The intervals where the meshes meet (runs of samples at clearance 0, their ends
+/// bisected between the free and the meeting side), each with its deepest state's
+/// depth, which joins the samples; and the path's deepest state, measured finely.
+fn meeting_intervals(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    samples: &mut Vec<Sample>,
+    tol: f64,
+) -> (Vec<Contact>, Option<Deepest>) {
+    let mut scratch = bvh::PairScratch::default();
+    let floor = FINEST_TOLERANCE * robot.diagonal;
+    let mut meets = |at: PathPos| {
+        !world
+            .bvh
+            .separated(
+                &robot.bvh,
+                &state_at(path, at).isometry(),
+                floor,
+                &mut scratch,
+            )
+            .clear
+    };
+    let meeting = |s: &Sample| s.clearance <= 0.0;
+    let mut contacts = Vec::new();
+    let mut depth_scratch = penetration::Scratch::default();
+    let mut hint: Option<Vector3<f64>> = None;
+    let mut k = 0;
+    while k < samples.len() {
+        if !meeting(&samples[k]) {
+            k += 1;
+            continue;
+        }
+        let begin = if k == 0 || samples[k - 1].at.segment != samples[k].at.segment {
+            samples[k].at
+        } else {
+            bisect(samples[k - 1].at, samples[k].at, &mut |at| meets(at))
+        };
+        let mut e = k;
+        while e + 1 < samples.len() && meeting(&samples[e + 1]) {
+            e += 1;
+        }
+        let end = if e + 1 < samples.len() && samples[e + 1].at.segment == samples[e].at.segment {
+            // The first free parameter after the contact.
+            bisect(samples[e].at, samples[e + 1].at, &mut |at| !meets(at))
+        } else {
+            samples[e].at
+        };
+        let state = state_at(path, begin);
+        let (depth, deepest_at, direction) = deepest_in(
+            robot,
+            world,
+            path,
+            &samples[k..=e],
+            &mut depth_scratch,
+            hint,
+        );
+        hint = Some(direction);
+        contacts.push(Contact {
+            from: begin,
+            to: end,
+            objects: world.objects_near(robot, &state.isometry(), tol),
+            depth,
+            deepest_at,
+        });
+        k = e + 1;
+    }
+    // The deepest interval's depth, measured finely.
+    let mut deepest: Option<Deepest> = None;
+    if let Some(c) = contacts
+        .iter_mut()
+        .max_by(|a, b| a.depth.total_cmp(&b.depth))
+    {
+        if c.depth > 0.0 {
+            let d = penetration::penetration_depth(
+                &world.bvh,
+                &robot.bvh,
+                &state_at(path, c.deepest_at).isometry(),
+                penetration::Effort::FINE,
+                hint,
+                &mut depth_scratch,
+            );
+            c.depth = c.depth.min(d.depth);
+            deepest = Some(Deepest {
+                at: c.deepest_at,
+                depth: c.depth,
+                direction: d.direction,
+            });
+        }
+    }
+    // The intervals' depths join the samples, in path order.
+    for c in contacts.iter().filter(|c| c.depth > 0.0) {
+        let at = c.deepest_at;
+        let i = samples.partition_point(|s| (s.at.segment, s.at.t) < (at.segment, at.t));
+        samples.insert(
+            i,
+            Sample {
+                at,
+                clearance: -c.depth,
+                lower: -c.depth,
+            },
+        );
+    }
+    (contacts, deepest)
+}
+
+/// The deepest state of a path that collides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Deepest {
+    /// Where.
+    pub at: PathPos,
+    /// The translational penetration depth there (an upper bound, measured finely).
+    pub depth: f64,
+    /// The direction of the separating translation (unit, world frame).
+    pub direction: Vector3<f64>,
+}
+
+/// States of one contact interval whose depth is measured coarsely: up to this many,
+/// evenly spread over its samples, then a local search about the deepest.
+const DEPTH_PROBES: usize = 8;
+
+/// The deepest state of a contact interval (its samples, in order): the depth (coarse,
+/// an upper bound), where, and the separating direction.
+fn deepest_in(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    samples: &[Sample],
+    scratch: &mut penetration::Scratch,
+    mut hint: Option<Vector3<f64>>,
+) -> (f64, PathPos, Vector3<f64>) {
+    let depth_at = |at: PathPos, hint: Option<Vector3<f64>>, scratch: &mut penetration::Scratch| {
+        penetration::penetration_depth(
+            &world.bvh,
+            &robot.bvh,
+            &state_at(path, at).isometry(),
+            penetration::Effort::COARSE,
+            hint,
+            scratch,
+        )
+    };
+    let n = samples.len();
+    let probes = n.min(DEPTH_PROBES);
+    let mut best = (0.0, samples[0].at, hint.unwrap_or(Vector3::z()));
+    let mut spacing = 0.0f64;
+    for p in 0..probes {
+        let i = if probes == 1 {
+            0
+        } else {
+            p * (n - 1) / (probes - 1)
+        };
+        let d = depth_at(samples[i].at, hint, scratch);
+        if d.depth > 0.0 {
+            hint = Some(d.direction);
+        }
+        if d.depth > best.0 {
+            best = (d.depth, samples[i].at, d.direction);
+        }
+    }
+    // The probes' spacing on the deepest one's segment, halved about it.
+    if probes > 1 {
+        let seg: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.at.segment == best.1.segment)
+            .map(|s| s.at.t)
+            .collect();
+        if let (Some(lo), Some(hi)) = (seg.first(), seg.last()) {
+            spacing = (hi - lo) / probes as f64;
+            let (lo, hi) = (*lo, *hi);
+            for _ in 0..3 {
+                spacing *= 0.5;
+                for t in [best.1.t - spacing, best.1.t + spacing] {
+                    if t < lo || t > hi {
+                        continue;
+                    }
+                    let at = PathPos {
+                        segment: best.1.segment,
+                        t,
+                    };
+                    let d = depth_at(at, Some(best.2), scratch);
+                    if d.depth > best.0 {
+                        best = (d.depth, at, d.direction);
+                    }
+                }
+            }
+        }
+    }
+    let _ = spacing;
+    best
+}
+
 /// Bisects the parameter between `from` (where `hit` is false) and `to` (where it is
 /// true), on one segment, to 1e-6 of the segment; returns the first `hit` side.
-fn bisect(from: PathPos, to: PathPos, hit: &dyn Fn(PathPos) -> bool) -> PathPos {
+fn bisect(from: PathPos, to: PathPos, hit: &mut dyn FnMut(PathPos) -> bool) -> PathPos {
     let (mut a, mut b) = (from.t, to.t);
     for _ in 0..40 {
         if (b - a).abs() <= 1e-6 {
@@ -822,23 +1146,25 @@ mod tests {
         );
         assert_eq!(r.max_penetration, 0.0);
         // Shifted 0.06 sideways it hits the wall: the leading face (x + 0.1) meets the
-        // wall's face x = -0.05 at x = -0.15, t = 0.425; contact counts from a gap of
-        // `tol`, half a tolerance of parameter earlier (the path is 2 long).
+        // wall's face x = -0.05 at x = -0.15, t = 0.425, and leaves it at t = 0.575 (the
+        // path is 2 long); the ends are bisected to 1e-6 of the segment.
         let path = [st(-1.0, 0.06, 0.0), st(1.0, 0.06, 0.0)];
         let r = check_path(&robot, &world, &path, &options, &mut |_| {});
         assert!(!r.collision_free);
         let first = r.first_collision.unwrap();
-        let half_tol = r.tolerance / 2.0;
-        assert!((first.t - (0.425 - half_tol)).abs() < 1e-5, "{first:?}");
-        // Inside the wall the cube overlaps it by 0.06 - 0.05 = 0.01 sideways.
+        assert!((first.t - 0.425).abs() < 2e-6, "{first:?}");
+        // Inside the wall the cube overlaps it by 0.06 - 0.05 = 0.01 sideways: the
+        // translational depth, along -y (one of the axes the search tries first).
         assert!(
-            (r.max_penetration - 0.01).abs() < 2e-3,
+            (r.max_penetration - 0.01).abs() < 1e-9,
             "{}",
             r.max_penetration
         );
+        let d = r.deepest.unwrap();
+        assert!(d.direction.y < -0.999, "{:?}", d.direction);
         assert_eq!(r.contacts.len(), 1);
         assert!(
-            (r.contacts[0].to.t - (0.575 + half_tol)).abs() < 1e-5,
+            (r.contacts[0].to.t - 0.575).abs() < 2e-6,
             "{:?}",
             r.contacts[0]
         );

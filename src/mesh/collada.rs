@@ -9,8 +9,18 @@
 //! Primitive blocks `<triangles>`, `<polylist>`, `<polygons>` (triangulated as fans),
 //! `<trifans>` and `<tristrips>` give triangles; `<lines>` and `<linestrips>` give no
 //! triangles, but their vertices count toward the vertex mean ([`Collada::vertex_mean`]),
-//! which OMPL.app uses as the robot's origin: the mean over primitive blocks of each
-//! block's distinct vertices (assimp joins identical vertices per block).
+//! which OMPL.app uses as the robot's origin.
+//!
+//! **The vertex mean, as assimp imports the file.** OMPL.app reads meshes through assimp
+//! (`GenNormals | Triangulate | JoinIdenticalVertices | SortByPType | OptimizeGraph`) and
+//! shifts the robot by the mean of every vertex of every imported mesh
+//! (`RigidBodyGeometry::getRobotCenter`). assimp's COLLADA importer makes one mesh per
+//! primitive block, with one vertex per corner carrying the corner's position, normal
+//! and texture coordinate; GenNormals gives face normals to a block that has none; then
+//! JoinIdenticalVertices joins the vertices of one mesh whose positions are equal and
+//! whose other attributes are equal within 1e-5 ([`JoinedVertices`]). A corner shared
+//! by faces with different normals, as in most SketchUp exports (and in every
+//! double-sided face), therefore stays several vertices, each counted in the mean.
 //!
 //! Why not mesh-loader: its COLLADA reader ignores `<up_axis>` (a TODO in its source),
 //! keeps `f32` positions and maps each geometry to one instance, and OMPL.app's
@@ -30,7 +40,8 @@ use super::surface::SurfaceMesh;
 pub struct Collada {
     /// The triangles, in metres (after the unit scale) and Y-up.
     pub mesh: SurfaceMesh,
-    /// Sum of each primitive block's distinct vertices, and how many (see the module docs).
+    /// Sum of the vertices assimp keeps of each primitive block, and how many (see the
+    /// module docs).
     vertex_sum: Vector3<f64>,
     vertex_count: usize,
 }
@@ -46,8 +57,8 @@ impl Collada {
     }
 }
 
-/// The sum and the number of the distinct points among `points` (assimp's
-/// JoinIdenticalVertices: equal positions count once).
+/// The sum and the number of the distinct points among `points` (equal positions count
+/// once: assimp's JoinIdenticalVertices on vertices that carry no other attribute).
 pub fn distinct_vertex_sum(points: impl Iterator<Item = Point3<f64>>) -> (Vector3<f64>, usize) {
     let distinct: BTreeSet<[u64; 3]> = points
         .map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()])
@@ -142,18 +153,53 @@ impl<'a, 'input> Ctx<'a, 'input> {
         Ok(v)
     }
 
-    /// The positions of a `<geometry>`'s `<mesh>`, by the `<vertices>` POSITION input.
-    fn positions(&self, mesh: roxmltree::Node<'a, 'input>) -> Result<Vec<Point3<f64>>, MeshError> {
-        let vertices = child(mesh, "vertices")
-            .ok_or_else(|| self.err(mesh, "a <vertices> element", "none"))?;
-        let input = vertices
-            .children()
-            .find(|n| n.has_tag_name_local("input") && n.attribute("semantic") == Some("POSITION"))
-            .ok_or_else(|| self.err(vertices, "an <input semantic=\"POSITION\">", "none"))?;
-        let source = self.resolve(input, input.attribute("source").unwrap_or(""))?;
+    /// The vectors of a `<source>` (its `<float_array>` read by its accessor's stride;
+    /// the first three components of each, zero-padded).
+    fn vectors(&self, source: roxmltree::Node<'a, 'input>) -> Result<Vec<[f64; 3]>, MeshError> {
         let array = child(source, "float_array")
             .ok_or_else(|| self.err(source, "a <float_array>", "none"))?;
         let values = self.numbers(array)?;
+        let stride = child(source, "technique_common")
+            .and_then(|t| child(t, "accessor"))
+            .and_then(|a| a.attribute("stride"))
+            .and_then(|s| s.parse::<usize>().ok())
+            .unwrap_or(3);
+        if stride == 0 {
+            return Err(self.err(source, "an accessor stride of at least 1", "0"));
+        }
+        Ok(values
+            .chunks_exact(stride)
+            .map(|c| {
+                let mut v = [0.0; 3];
+                for (k, x) in c.iter().take(3).enumerate() {
+                    v[k] = *x;
+                }
+                v
+            })
+            .collect())
+    }
+
+    /// The source an `<input>` names.
+    fn input_source(
+        &self,
+        input: roxmltree::Node<'a, 'input>,
+    ) -> Result<roxmltree::Node<'a, 'input>, MeshError> {
+        self.resolve(input, input.attribute("source").unwrap_or(""))
+    }
+
+    /// A `<geometry>`'s `<mesh>` `<vertices>`: its POSITION input, and its NORMAL and
+    /// TEXCOORD inputs where it has them (indexed like the positions).
+    fn vertices(&self, mesh: roxmltree::Node<'a, 'input>) -> Result<VertexData, MeshError> {
+        let vertices = child(mesh, "vertices")
+            .ok_or_else(|| self.err(mesh, "a <vertices> element", "none"))?;
+        let input = |semantic: &str| {
+            vertices.children().find(|n| {
+                n.has_tag_name_local("input") && n.attribute("semantic") == Some(semantic)
+            })
+        };
+        let position = input("POSITION")
+            .ok_or_else(|| self.err(vertices, "an <input semantic=\"POSITION\">", "none"))?;
+        let source = self.input_source(position)?;
         let stride = child(source, "technique_common")
             .and_then(|t| child(t, "accessor"))
             .and_then(|a| a.attribute("stride"))
@@ -166,10 +212,108 @@ impl<'a, 'input> Ctx<'a, 'input> {
                 stride.to_string(),
             ));
         }
-        Ok(values
-            .chunks_exact(stride)
-            .map(|c| Point3::new(c[0], c[1], c[2]))
-            .collect())
+        let positions = self
+            .vectors(source)?
+            .into_iter()
+            .map(Point3::from)
+            .collect();
+        let normals = match input("NORMAL") {
+            Some(n) => Some(self.vectors(self.input_source(n)?)?),
+            None => None,
+        };
+        let texcoords = match input("TEXCOORD") {
+            Some(n) => Some(self.vectors(self.input_source(n)?)?),
+            None => None,
+        };
+        Ok(VertexData {
+            positions,
+            normals,
+            texcoords,
+        })
+    }
+}
+
+/// The per-vertex data of a `<mesh>`'s `<vertices>`, in the geometry's own frame.
+struct VertexData {
+    positions: Vec<Point3<f64>>,
+    normals: Option<Vec<[f64; 3]>>,
+    texcoords: Option<Vec<[f64; 3]>>,
+}
+
+/// One corner of a primitive: its `<vertices>` index, and its normal and texture
+/// coordinate where the primitive block or the `<vertices>` give them.
+#[derive(Debug, Clone, Copy)]
+struct Corner {
+    vertex: usize,
+    normal: Option<[f64; 3]>,
+    texcoord: Option<[f64; 3]>,
+}
+
+/// The vertices assimp keeps of one mesh, as its JoinIdenticalVertices step (assimp
+/// 5.2, `JoinVerticesProcess.cpp`) joins them: two vertices are one when their `f32`
+/// positions are equal and their normals and first texture coordinates differ by at
+/// most 1e-5 (absent attributes count as zero). Vertex colours, tangents and further
+/// texture sets do not enter (assimp compares them only for meshes with several UV or
+/// colour sets, which the COLLADA and OBJ files here do not have).
+#[derive(Debug, Default)]
+pub struct JoinedVertices {
+    /// Per exact `f32` position, the (normal, texture coordinate) pairs kept there.
+    kept: HashMap<[u32; 3], Vec<([f32; 3], [f32; 3])>>,
+    /// The vertices kept, in the order first seen (in f64, as given).
+    pub vertices: Vec<Point3<f64>>,
+}
+
+impl JoinedVertices {
+    /// Offers one vertex; it is kept unless an equal one already is.
+    pub fn offer(&mut self, position: Point3<f64>, normal: [f64; 3], texcoord: [f64; 3]) {
+        // -0.0 and 0.0 hash alike in std::hash<float> and compare equal.
+        let bits = |x: f64| {
+            let f = x as f32;
+            if f == 0.0 {
+                0
+            } else {
+                f.to_bits()
+            }
+        };
+        let key = [bits(position.x), bits(position.y), bits(position.z)];
+        let f3 = |v: [f64; 3]| [v[0] as f32, v[1] as f32, v[2] as f32];
+        let (n, t) = (f3(normal), f3(texcoord));
+        const SQUARE_EPSILON: f32 = 1e-5 * 1e-5;
+        let close = |a: [f32; 3], b: [f32; 3]| {
+            let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+            // NaN differences compare as "not greater", hence equal, as in assimp.
+            !(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > SQUARE_EPSILON)
+        };
+        let at = self.kept.entry(key).or_default();
+        if at.iter().any(|&(n2, t2)| close(n, n2) && close(t, t2)) {
+            return;
+        }
+        at.push((n, t));
+        self.vertices.push(position);
+    }
+}
+
+/// The face normal assimp's GenNormals step gives the corners of a triangle of a mesh
+/// without normals: the normalized cross product of its `f32` edges, zero when degenerate.
+pub fn face_normal(a: Point3<f64>, b: Point3<f64>, c: Point3<f64>) -> [f64; 3] {
+    let f = |p: Point3<f64>| [p.x as f32, p.y as f32, p.z as f32];
+    let (a, b, c) = (f(a), f(b), f(c));
+    let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+    let v = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
+    let n = [
+        u[1] * v[2] - u[2] * v[1],
+        u[2] * v[0] - u[0] * v[2],
+        u[0] * v[1] - u[1] * v[0],
+    ];
+    let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+    if len > 0.0 {
+        [
+            (n[0] / len) as f64,
+            (n[1] / len) as f64,
+            (n[2] / len) as f64,
+        ]
+    } else {
+        [0.0; 3]
     }
 }
 
@@ -357,8 +501,9 @@ fn add_mesh(
     world: &Matrix4<f64>,
     out: &mut Collada,
 ) -> Result<(), MeshError> {
-    let positions: Vec<Point3<f64>> = cx
-        .positions(mesh)?
+    let data = cx.vertices(mesh)?;
+    let positions: Vec<Point3<f64>> = data
+        .positions
         .iter()
         .map(|p| world.transform_point(p))
         .collect();
@@ -376,114 +521,184 @@ fn add_mesh(
         ) {
             continue;
         }
-        // The VERTEX input's offset and the number of inputs per vertex.
-        let inputs: Vec<roxmltree::Node> = block
-            .children()
-            .filter(|n| n.has_tag_name_local("input"))
-            .collect();
-        let offset_of = |n: &roxmltree::Node| {
-            n.attribute("offset")
-                .and_then(|o| o.parse::<usize>().ok())
-                .unwrap_or(0)
-        };
-        let stride = inputs.iter().map(|n| offset_of(n) + 1).max().unwrap_or(1);
-        let vertex = inputs
-            .iter()
-            .find(|n| n.attribute("semantic") == Some("VERTEX"))
-            .ok_or_else(|| cx.err(block, "an <input semantic=\"VERTEX\">", "none"))?;
-        let voff = offset_of(vertex);
-        // Each <p> is one primitive list (polygons, trifans, tristrips, linestrips have
-        // one <p> per primitive; triangles, polylist and lines one in all).
-        let mut lists: Vec<Vec<usize>> = Vec::new();
-        for p in block.children().filter(|n| n.has_tag_name_local("p")) {
-            let raw = cx.indices(p)?;
-            let mut v = Vec::with_capacity(raw.len() / stride + 1);
-            for chunk in raw.chunks(stride) {
-                let i = *chunk.get(voff).ok_or_else(|| {
-                    cx.err(p, format!("index groups of {stride}"), "a short group")
-                })?;
-                if i >= positions.len() {
-                    return Err(cx.err(
-                        p,
-                        format!("vertex indices below {}", positions.len()),
-                        i.to_string(),
-                    ));
-                }
-                v.push(i);
-            }
-            lists.push(v);
-        }
+        let lists = corner_lists(cx, block, &data)?;
         let base = out.mesh.vertices.len();
-        let mut used = BTreeSet::new();
-        let tri = |a: usize, b: usize, c: usize, out: &mut Collada| {
-            out.mesh.triangles.push([base + a, base + b, base + c]);
-        };
-        match kind {
-            "triangles" => {
-                for list in &lists {
-                    for t in list.chunks_exact(3) {
-                        tri(t[0], t[1], t[2], out);
-                    }
-                    used.extend(list.iter().copied());
-                }
-            }
-            "polylist" => {
-                let vcount = child(block, "vcount")
-                    .map(|v| cx.indices(v))
-                    .transpose()?
-                    .unwrap_or_default();
-                let list = lists.concat();
-                let mut at = 0;
-                for n in vcount {
-                    if at + n > list.len() {
-                        return Err(cx.err(
-                            block,
-                            "<vcount> matching the indices of <p>",
-                            "more vertices than given",
-                        ));
-                    }
-                    let poly = &list[at..at + n];
-                    for k in 1..n.saturating_sub(1) {
-                        tri(poly[0], poly[k], poly[k + 1], out);
-                    }
-                    at += n;
-                }
-                used.extend(list.iter().copied());
-            }
-            "polygons" | "trifans" => {
-                for poly in &lists {
-                    for k in 1..poly.len().saturating_sub(1) {
-                        tri(poly[0], poly[k], poly[k + 1], out);
-                    }
-                    used.extend(poly.iter().copied());
-                }
-            }
-            "tristrips" => {
-                for strip in &lists {
-                    for k in 0..strip.len().saturating_sub(2) {
-                        if k % 2 == 0 {
-                            tri(strip[k], strip[k + 1], strip[k + 2], out);
-                        } else {
-                            tri(strip[k + 1], strip[k], strip[k + 2], out);
-                        }
-                    }
-                    used.extend(strip.iter().copied());
-                }
-            }
-            // Lines: no triangles; their vertices count toward the mean.
-            _ => {
-                for l in &lists {
-                    used.extend(l.iter().copied());
-                }
+        let faces = primitive_faces(cx, block, kind, &lists)?;
+        for f in faces.iter().filter(|f| f.len() == 3) {
+            out.mesh
+                .triangles
+                .push([base + f[0].vertex, base + f[1].vertex, base + f[2].vertex]);
+        }
+        // The vertices assimp keeps of this block (one aiMesh after SortByPType):
+        // GenNormals gives face normals to a block of faces without normals.
+        let mut joined = JoinedVertices::default();
+        let has_normals = lists.iter().flatten().any(|c| c.normal.is_some());
+        for f in &faces {
+            let generated = if !has_normals && f.len() >= 3 {
+                let p = |c: &Corner| data.positions[c.vertex];
+                Some(face_normal(p(&f[0]), p(&f[1]), p(&f[f.len() - 1])))
+            } else {
+                None
+            };
+            for c in f {
+                joined.offer(
+                    data.positions[c.vertex],
+                    c.normal.or(generated).unwrap_or([0.0; 3]),
+                    c.texcoord.unwrap_or([0.0; 3]),
+                );
             }
         }
-        // Distinct vertices of this block (assimp joins identical ones per mesh).
-        let (sum, count) = distinct_vertex_sum(used.iter().map(|&i| positions[i]));
-        out.vertex_sum += sum;
-        out.vertex_count += count;
+        for v in &joined.vertices {
+            out.vertex_sum += world.transform_point(v).coords;
+        }
+        out.vertex_count += joined.vertices.len();
         out.mesh.vertices.extend(positions.iter().copied());
     }
     Ok(())
+}
+
+/// A primitive block's `<p>` lists as corners: each `<p>` is one list (`<polygons>`,
+/// `<trifans>`, `<tristrips>`, `<linestrips>` have one per primitive; `<triangles>`,
+/// `<polylist>` and `<lines>` one in all).
+fn corner_lists(
+    cx: &Ctx,
+    block: roxmltree::Node,
+    data: &VertexData,
+) -> Result<Vec<Vec<Corner>>, MeshError> {
+    let inputs: Vec<roxmltree::Node> = block
+        .children()
+        .filter(|n| n.has_tag_name_local("input"))
+        .collect();
+    let offset_of = |n: &roxmltree::Node| {
+        n.attribute("offset")
+            .and_then(|o| o.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let stride = inputs.iter().map(|n| offset_of(n) + 1).max().unwrap_or(1);
+    let vertex = inputs
+        .iter()
+        .find(|n| n.attribute("semantic") == Some("VERTEX"))
+        .ok_or_else(|| cx.err(block, "an <input semantic=\"VERTEX\">", "none"))?;
+    let voff = offset_of(vertex);
+    // A block's own NORMAL, and its first TEXCOORD set (assimp's texture channel 0).
+    let normal = match inputs
+        .iter()
+        .find(|n| n.attribute("semantic") == Some("NORMAL"))
+    {
+        Some(n) => Some((offset_of(n), cx.vectors(cx.input_source(*n)?)?)),
+        None => None,
+    };
+    let set = |n: &roxmltree::Node| {
+        n.attribute("set")
+            .and_then(|s| s.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let texcoord = match inputs
+        .iter()
+        .filter(|n| n.attribute("semantic") == Some("TEXCOORD"))
+        .min_by_key(|n| set(n))
+    {
+        Some(n) => Some((offset_of(n), cx.vectors(cx.input_source(*n)?)?)),
+        None => None,
+    };
+    let mut lists = Vec::new();
+    for p in block.children().filter(|n| n.has_tag_name_local("p")) {
+        let raw = cx.indices(p)?;
+        let mut v = Vec::with_capacity(raw.len() / stride + 1);
+        for chunk in raw.chunks(stride) {
+            let at = |off: usize, len: usize, what: &str| -> Result<usize, MeshError> {
+                let i = *chunk.get(off).ok_or_else(|| {
+                    cx.err(p, format!("index groups of {stride}"), "a short group")
+                })?;
+                if i >= len {
+                    return Err(cx.err(p, format!("{what} indices below {len}"), i.to_string()));
+                }
+                Ok(i)
+            };
+            let i = at(voff, data.positions.len(), "vertex")?;
+            let attribute = |own: &Option<(usize, Vec<[f64; 3]>)>,
+                             shared: &Option<Vec<[f64; 3]>>,
+                             what: &str|
+             -> Result<Option<[f64; 3]>, MeshError> {
+                if let Some((off, values)) = own {
+                    return Ok(Some(values[at(*off, values.len(), what)?]));
+                }
+                Ok(shared.as_ref().and_then(|s| s.get(i).copied()))
+            };
+            v.push(Corner {
+                vertex: i,
+                normal: attribute(&normal, &data.normals, "normal")?,
+                texcoord: attribute(&texcoord, &data.texcoords, "texture coordinate")?,
+            });
+        }
+        lists.push(v);
+    }
+    Ok(lists)
+}
+
+/// A block's primitives as corner lists: triangles (polygons as fans, strips
+/// alternating), or the corners of its lines.
+fn primitive_faces(
+    cx: &Ctx,
+    block: roxmltree::Node,
+    kind: &str,
+    lists: &[Vec<Corner>],
+) -> Result<Vec<Vec<Corner>>, MeshError> {
+    let mut faces: Vec<Vec<Corner>> = Vec::new();
+    let fan = |poly: &[Corner], faces: &mut Vec<Vec<Corner>>| {
+        if poly.len() < 3 {
+            // A point or a line (assimp sorts it into a mesh of its own kind).
+            faces.push(poly.to_vec());
+        }
+        for k in 1..poly.len().saturating_sub(1) {
+            faces.push(vec![poly[0], poly[k], poly[k + 1]]);
+        }
+    };
+    match kind {
+        "triangles" => {
+            for list in lists {
+                faces.extend(list.chunks_exact(3).map(|t| t.to_vec()));
+            }
+        }
+        "polylist" => {
+            let vcount = child(block, "vcount")
+                .map(|v| cx.indices(v))
+                .transpose()?
+                .unwrap_or_default();
+            let list = lists.concat();
+            let mut at = 0;
+            for n in vcount {
+                if at + n > list.len() {
+                    return Err(cx.err(
+                        block,
+                        "<vcount> matching the indices of <p>",
+                        "more vertices than given",
+                    ));
+                }
+                fan(&list[at..at + n], &mut faces);
+                at += n;
+            }
+        }
+        "polygons" | "trifans" => {
+            for poly in lists {
+                fan(poly, &mut faces);
+            }
+        }
+        "tristrips" => {
+            for strip in lists {
+                for k in 0..strip.len().saturating_sub(2) {
+                    if k % 2 == 0 {
+                        faces.push(vec![strip[k], strip[k + 1], strip[k + 2]]);
+                    } else {
+                        faces.push(vec![strip[k + 1], strip[k], strip[k + 2]]);
+                    }
+                }
+            }
+        }
+        // Lines: no triangles; their corners count toward the mean.
+        _ => faces.extend(lists.iter().map(|l| l.to_vec())),
+    }
+    Ok(faces)
 }
 
 #[cfg(test)]
@@ -533,6 +748,64 @@ mod tests {
             + Vector3::new(0.09, 0.0, 0.0))
             / 5.0;
         assert!((mean.coords - expect).norm() < 1e-12, "{mean}");
+    }
+
+    /// A folded quad as SketchUp writes it: two triangles sharing the edge (1, 2), their
+    /// corners repeated per face with each face's normal in `<vertices>`; a third
+    /// triangle coplanar with the second, sharing its corners with equal normals; and a
+    /// fourth block without normals, folded likewise (GenNormals gives it face normals).
+    const FOLDED: &str = r##"<?xml version="1.0"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+  <library_geometries>
+    <geometry id="g"><mesh>
+      <source id="p"><float_array id="pa" count="27">
+        0 0 0  1 0 0  0 1 0
+        1 0 0  0 1 0  1 1 1
+        1 1 1  0 1 0  0 2 2
+      </float_array><technique_common><accessor source="#pa" count="9" stride="3"/></technique_common></source>
+      <source id="n"><float_array id="na" count="27">
+        0 0 1  0 0 1  0 0 1
+        0.57735 0.57735 -0.57735  0.57735 0.57735 -0.57735  0.57735 0.57735 -0.57735
+        0.57735 0.57735 -0.57735  0.5773502 0.5773502 -0.5773502  0.57735 0.57735 -0.57735
+      </float_array><technique_common><accessor source="#na" count="9" stride="3"/></technique_common></source>
+      <vertices id="v"><input semantic="POSITION" source="#p"/><input semantic="NORMAL" source="#n"/></vertices>
+      <triangles count="3"><input semantic="VERTEX" source="#v" offset="0"/><p>0 1 2 3 5 4 6 8 7</p></triangles>
+    </mesh></geometry>
+    <geometry id="h"><mesh>
+      <source id="q"><float_array id="qa" count="12">10 0 0  11 0 0  10 1 0  11 1 1</float_array>
+        <technique_common><accessor source="#qa" count="4" stride="3"/></technique_common></source>
+      <vertices id="w"><input semantic="POSITION" source="#q"/></vertices>
+      <triangles count="2"><input semantic="VERTEX" source="#w" offset="0"/><p>0 1 2 1 3 2</p></triangles>
+    </mesh></geometry>
+  </library_geometries>
+  <library_visual_scenes>
+    <visual_scene id="s"><node><instance_geometry url="#g"/><instance_geometry url="#h"/></node></visual_scene>
+  </library_visual_scenes>
+  <scene><instance_visual_scene url="#s"/></scene>
+</COLLADA>"##;
+
+    /// OMPL.app's origin of [`FOLDED`], by hand. First block: the first face's three
+    /// corners (normal +z); the second face's three, whose (1,0,0) and (0,1,0) differ
+    /// from the first face's in normal, so stay; the third face's (1,1,1) and (0,1,0)
+    /// equal the second's in position and (to 1e-5) normal, so join, and (0,2,2) is new:
+    /// 7 vertices, (0,0,0) (1,0,0) (0,1,0) (1,0,0) (0,1,0) (1,1,1) (0,2,2). Second
+    /// block: face normals +z and (-1, 0, 1)/sqrt 2 split the shared edge: 6 vertices.
+    /// Joined by position alone, the first block would give 5 and the second 4.
+    #[test]
+    fn normals_split_a_shared_corner_as_assimp_does() {
+        let c = parse_collada(FOLDED.as_bytes(), Path::new("folded.dae")).unwrap();
+        assert_eq!(c.mesh.triangles.len(), 5);
+        let first = Vector3::new(0.0, 0.0, 0.0)
+            + Vector3::new(1.0, 0.0, 0.0) * 2.0
+            + Vector3::new(0.0, 1.0, 0.0) * 2.0
+            + Vector3::new(1.0, 1.0, 1.0)
+            + Vector3::new(0.0, 2.0, 2.0);
+        let second = (Vector3::new(10.0, 0.0, 0.0) + Vector3::new(11.0, 0.0, 0.0) * 2.0)
+            + Vector3::new(10.0, 1.0, 0.0) * 2.0
+            + Vector3::new(11.0, 1.0, 1.0);
+        let expect = (first + second) / 13.0;
+        let mean = c.vertex_mean();
+        assert!((mean.coords - expect).norm() < 1e-12, "{mean} vs {expect}");
     }
 
     #[test]

@@ -669,8 +669,24 @@ pub fn report_json(
     let contacts: Vec<serde_json::Value> = r
         .contacts
         .iter()
-        .map(|c| serde_json::json!({"from": pos(&c.from), "to": pos(&c.to), "objects": c.objects}))
+        .map(|c| {
+            serde_json::json!({
+                "from": pos(&c.from),
+                "to": pos(&c.to),
+                "objects": c.objects,
+                "depth": num(c.depth),
+                "deepest_at": pos(&c.deepest_at),
+            })
+        })
         .collect();
+    let deepest = r.deepest.as_ref().map(|d| {
+        serde_json::json!({
+            "at": pos(&d.at),
+            "depth": num(d.depth),
+            "direction": [num(d.direction.x), num(d.direction.y), num(d.direction.z)],
+            "kind": "translational penetration depth, an upper bound: the least separating translation over the directions searched",
+        })
+    });
     let v = serde_json::json!({
         "problem": name,
         "verdict": if r.collision_free { "collision-free" } else { "collides" },
@@ -678,6 +694,7 @@ pub fn report_json(
         "min_clearance": num(if r.max_penetration > 0.0 { -r.max_penetration } else { r.min_clearance }),
         "min_clearance_at": pos(&r.min_clearance_at),
         "max_penetration": num(r.max_penetration),
+        "deepest": deepest,
         "first_collision": r.first_collision.as_ref().map(pos),
         "contacts": contacts,
         "required_min_clearance": min_clearance.map(num),
@@ -724,11 +741,15 @@ pub fn summary(name: &str, r: &Report, min_clearance: Option<f64>, passed: bool)
     }
     if let Some(f) = &r.first_collision {
         s.push_str(&format!(
-            "  first contact   segment {} t = {:.6} ({:.2}% of the path)\n  max penetration {:.6}\n  contacts        {} interval(s)\n",
+            "  first contact   segment {} t = {:.6} ({:.2}% of the path)\n  max penetration {:.6} (translational depth{})\n  contacts        {} interval(s)\n",
             f.segment,
             f.t,
             100.0 * f.fraction(segments),
             r.max_penetration,
+            r.deepest.map_or(String::new(), |d| format!(
+                " at segment {} t = {:.4}, to separate along ({:.3}, {:.3}, {:.3})",
+                d.at.segment, d.at.t, d.direction.x, d.direction.y, d.direction.z
+            )),
             r.contacts.len()
         ));
     }

@@ -10,7 +10,9 @@ use haptics::mesh::{read_any, AnyMesh, SurfaceMesh, VolumeMesh};
 
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {
-    /// Mesh file: .obj, .stl (surfaces), .veg, .node/.ele (volumes).
+    /// Mesh file: .dae, .obj, .stl (surfaces), .veg, .node/.ele (volumes). For a surface
+    /// it also prints the origin OMPL.app gives the part as a robot (the mean of the
+    /// vertices assimp imports) and the part's radius about it.
     pub file: PathBuf,
     /// How many defective elements to list (0 to 10^6).
     #[arg(long, default_value_t = 20, value_parser = range::count(0, 1_000_000))]
@@ -18,6 +20,17 @@ pub struct InspectArgs {
 }
 
 pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
+    let ext = args
+        .file
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if matches!(ext.as_str(), "dae" | "obj" | "stl") {
+        let (mesh, origin) = super::check::read_mesh(&args.file)?;
+        print!("{}", describe_surface(&mesh));
+        print!("{}", describe_origin(&mesh, &origin));
+        return Ok(());
+    }
     match read_any(&args.file)? {
         AnyMesh::Surface(m) => print!("{}", describe_surface(&m)),
         AnyMesh::Volume(m) => print!("{}", describe_volume(&m, args.max_listed)),
@@ -65,6 +78,19 @@ pub fn describe_surface(m: &SurfaceMesh) -> String {
         .count();
     s += &format!("degenerate (zero-area) triangles: {degenerate}\n");
     s
+}
+
+/// OMPL.app's robot origin for the mesh and the mesh's radius about it.
+pub fn describe_origin(m: &SurfaceMesh, origin: &nalgebra::Point3<f64>) -> String {
+    let radius = m
+        .vertices
+        .iter()
+        .map(|v| (v - origin).norm())
+        .fold(0.0, f64::max);
+    format!(
+        "robot origin (OMPL.app: the mean of the vertices assimp imports): ({:.6}, {:.6}, {:.6})\nradius about the origin: {:.6}\n",
+        origin.x, origin.y, origin.z, radius
+    )
 }
 
 /// The report for a volumetric mesh.
