@@ -478,9 +478,20 @@ impl Bvh {
             }
             match (na.kind, nb.kind) {
                 (Kind::Leaf { start: sa, end: ea }, Kind::Leaf { start: sb, end: eb }) => {
-                    for ta in sa..ea {
-                        for tb in sb..eb {
-                            out.push((ta, tb));
+                    for tb in sb..eb {
+                        // The placed triangle's box, swept.
+                        let t = &other.triangles[tb];
+                        let placed =
+                            Aabb::from_points([pose * t[0], pose * t[1], pose * t[2]].iter());
+                        let d = u * reach;
+                        let box_b = Aabb {
+                            min: placed.min.inf(&(placed.min + d)),
+                            max: placed.max.sup(&(placed.max + d)),
+                        };
+                        for ta in sa..ea {
+                            if overlap(&self.boxes[ta], &box_b) {
+                                out.push((ta, tb));
+                            }
                         }
                     }
                 }

@@ -777,6 +777,7 @@ fn meeting_intervals(
     let mut contacts = Vec::new();
     let mut depth_scratch = penetration::Scratch::default();
     let mut hint: Option<Vector3<f64>> = None;
+    let mut directions: Vec<Vector3<f64>> = Vec::new();
     let mut k = 0;
     while k < samples.len() {
         if !meeting(&samples[k]) {
@@ -808,6 +809,7 @@ fn meeting_intervals(
             hint,
         );
         hint = Some(direction);
+        directions.push(direction);
         contacts.push(Contact {
             from: begin,
             to: end,
@@ -817,29 +819,40 @@ fn meeting_intervals(
         });
         k = e + 1;
     }
-    // The deepest interval's depth, measured finely.
-    let mut deepest: Option<Deepest> = None;
-    if let Some(c) = contacts
-        .iter_mut()
-        .max_by(|a, b| a.depth.total_cmp(&b.depth))
+    // The deepest interval's depth, measured finely (again while the fine measure
+    // drops it below another interval's coarse one).
+    let mut fine = vec![false; contacts.len()];
+    let mut cut_short = depth_scratch.budget == 0;
+    while let Some(i) =
+        (0..contacts.len()).max_by(|&a, &b| contacts[a].depth.total_cmp(&contacts[b].depth))
     {
-        if c.depth > 0.0 {
-            let d = penetration::penetration_depth(
-                &world.bvh,
-                &robot.bvh,
-                &state_at(path, c.deepest_at).isometry(),
-                penetration::Effort::FINE,
-                hint,
-                &mut depth_scratch,
-            );
-            c.depth = c.depth.min(d.depth);
-            deepest = Some(Deepest {
-                at: c.deepest_at,
-                depth: c.depth,
-                direction: d.direction,
-            });
+        if contacts[i].depth <= 0.0 || fine[i] {
+            break;
+        }
+        let d = penetration::penetration_depth(
+            &world.bvh,
+            &robot.bvh,
+            &state_at(path, contacts[i].deepest_at).isometry(),
+            penetration::Effort::FINE,
+            Some(directions[i]),
+            &mut depth_scratch,
+        );
+        fine[i] = true;
+        cut_short |= d.cut_short;
+        if d.depth < contacts[i].depth {
+            contacts[i].depth = d.depth;
+            directions[i] = d.direction;
         }
     }
+    let deepest = (0..contacts.len())
+        .max_by(|&a, &b| contacts[a].depth.total_cmp(&contacts[b].depth))
+        .filter(|&i| contacts[i].depth > 0.0)
+        .map(|i| Deepest {
+            at: contacts[i].deepest_at,
+            depth: contacts[i].depth,
+            direction: directions[i],
+            cut_short,
+        });
     // The intervals' depths join the samples, in path order.
     for c in contacts.iter().filter(|c| c.depth > 0.0) {
         let at = c.deepest_at;
@@ -865,11 +878,14 @@ pub struct Deepest {
     pub depth: f64,
     /// The direction of the separating translation (unit, world frame).
     pub direction: Vector3<f64>,
+    /// Whether the depth searches ran out of their budget (the depth is then the least
+    /// separation over fewer directions: still an upper bound).
+    pub cut_short: bool,
 }
 
 /// States of one contact interval whose depth is measured coarsely: up to this many,
 /// evenly spread over its samples, then a local search about the deepest.
-const DEPTH_PROBES: usize = 8;
+const DEPTH_PROBES: usize = 5;
 
 /// The deepest state of a contact interval (its samples, in order): the depth (coarse,
 /// an upper bound), where, and the separating direction.
@@ -919,7 +935,7 @@ fn deepest_in(
         if let (Some(lo), Some(hi)) = (seg.first(), seg.last()) {
             spacing = (hi - lo) / probes as f64;
             let (lo, hi) = (*lo, *hi);
-            for _ in 0..3 {
+            for _ in 0..2 {
                 spacing *= 0.5;
                 for t in [best.1.t - spacing, best.1.t + spacing] {
                     if t < lo || t > hi {

@@ -106,11 +106,28 @@ fn extent(p: &[Vector3<f64>; 3], n: &Vector3<f64>) -> (f64, f64) {
     (x.min(y).min(z), x.max(y).max(z))
 }
 
-/// Reused buffers of the separation queries.
-#[derive(Debug, Default)]
+/// Reused buffers of the separation queries, and their budget.
+#[derive(Debug)]
 pub struct Scratch {
     pairs: Vec<(usize, usize)>,
     intervals: Vec<(f64, f64)>,
+    /// Pairs of triangles that may still be tested (a count, so that a check's depths
+    /// are the same on every machine): once spent, a depth search keeps the best
+    /// direction it has (its first always completes).
+    pub budget: usize,
+}
+
+/// The default budget of one check's depth searches: a few tenths of a second.
+pub const DEFAULT_BUDGET: usize = 4_000_000;
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            pairs: Vec::new(),
+            intervals: Vec::new(),
+            budget: DEFAULT_BUDGET,
+        }
+    }
 }
 
 /// `s(u)`: the least translation along `u` (unit, world frame) that separates `robot`
@@ -134,6 +151,7 @@ pub fn separation_along(
     let mut reach = (0.05 * rb.extent().norm()).min(limit).max(gap);
     loop {
         world.pairs_along(robot, pose, u, reach, &mut scratch.pairs);
+        scratch.budget = scratch.budget.saturating_sub(scratch.pairs.len());
         scratch.intervals.clear();
         for &(iw, ir) in &scratch.pairs {
             let t = robot.triangle(ir);
@@ -175,6 +193,9 @@ pub struct Depth {
     pub direction: Vector3<f64>,
     /// How many directions were tried.
     pub directions: usize,
+    /// Whether the search ran out of its budget ([`Scratch::budget`]) before trying
+    /// every direction of its effort.
+    pub cut_short: bool,
 }
 
 /// How hard [`penetration_depth`] searches.
@@ -189,12 +210,12 @@ pub struct Effort {
 impl Effort {
     /// Enough to compare states along a contact interval.
     pub const COARSE: Effort = Effort {
-        fibonacci: 20,
-        refinements: 3,
+        fibonacci: 8,
+        refinements: 2,
     };
     /// The reported depth.
     pub const FINE: Effort = Effort {
-        fibonacci: 128,
+        fibonacci: 32,
         refinements: 12,
     };
 }
@@ -214,6 +235,7 @@ pub fn penetration_depth(
         depth: f64::INFINITY,
         direction: Vector3::z(),
         directions: 0,
+        cut_short: false,
     };
     let try_dir = |u: Vector3<f64>, best: &mut Depth, scratch: &mut Scratch| {
         let n = u.norm();
@@ -221,6 +243,10 @@ pub fn penetration_depth(
             return;
         }
         let u = u / n;
+        if best.depth.is_finite() && scratch.budget == 0 {
+            best.cut_short = true;
+            return;
+        }
         best.directions += 1;
         if let Some(s) = separation_along(world, robot, pose, &u, best.depth, gap, scratch) {
             if s < best.depth {

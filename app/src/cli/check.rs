@@ -684,6 +684,7 @@ pub fn report_json(
             "at": pos(&d.at),
             "depth": num(d.depth),
             "direction": [num(d.direction.x), num(d.direction.y), num(d.direction.z)],
+            "budget_spent": d.cut_short,
             "kind": "translational penetration depth, an upper bound: the least separating translation over the directions searched",
         })
     });
