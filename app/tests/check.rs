@@ -131,8 +131,8 @@ fn a_colliding_path_reports_where_and_how_deep() {
     assert!(stdout(&o).contains("slot: COLLIDES"), "{}", stdout(&o));
     let j = json(&report);
     assert_eq!(j["verdict"], "collides", "{j}");
-    // First contact at t = 0.425 (the leading face reaches the wall), less half the
-    // tolerance; 0.01 deep (0.06 - 0.05 sideways).
+    // First contact at t = 0.425 (the leading face reaches the wall); 0.01 deep
+    // (0.06 - 0.05 sideways: the translational depth).
     assert_eq!(j["first_collision"]["segment"], 0);
     let t = j["first_collision"]["t"].as_f64().unwrap();
     assert!((t - 0.425).abs() < 1e-3, "{t}");

@@ -33,9 +33,17 @@
 //! the Lipschitz bound `B` would cut into thousands.
 //!
 //! **Exact near contact.** Distances are exact triangle-mesh distances ([`bvh`],
-//! [`exact`]). **Penetration** at an intersecting state is the deepest robot vertex inside
-//! the world or world vertex inside the robot, measured to the other surface (both meshes
-//! must be closed for the inside test).
+//! [`exact`]).
+//!
+//! **An exact verdict.** Within `tol` of the world the check steps by decisions; a
+//! stretch there in which the meshes never meet is checked again on its own at a quarter
+//! of its least distance, recursively, to 1e-9 of the robot's diagonal
+//! ([`FINEST_TOLERANCE`]): the path collides where the meshes meet (touching counts), as
+//! in OMPL.app's FCL checker, and the tolerance is the resolution of the clearance only.
+//!
+//! **Penetration** is the translational penetration depth at each contact interval's
+//! deepest state ([`penetration`]): the shortest translation that separates the parts,
+//! an upper bound from a search over directions, exact along each.
 //!
 //! Inputs: OMPL.app problems and paths ([`ompl`]), meshes in COLLADA ([`crate::mesh::collada`]),
 //! OBJ or STL.
@@ -638,7 +646,7 @@ fn advance(
 
 /// The finest tolerance a stretch is resolved to, relative to the robot's diagonal:
 /// below it the parts count as touching (a collision).
-const FINEST_TOLERANCE: f64 = 1e-9;
+pub const FINEST_TOLERANCE: f64 = 1e-9;
 
 /// Resolves each stretch of samples nearer than `tol` in which the meshes never meet
 /// (every sample's exact distance positive): the stretch, from the sample before it to
