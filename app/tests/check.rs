@@ -299,8 +299,9 @@ fn a_scene_trajectory_is_checked_through_the_workspace_mapping() {
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     let j = json(&report);
     assert_eq!(j["contacts"][0]["objects"][0], "shaft", "{j}");
-    // The first contact is 134 samples in (sample 2734 of the whole recording).
-    assert_eq!(j["first_collision"]["segment"], 134, "{j}");
+    // The peg comes within the tolerance (1 mm) of the shaft 134 samples in, and meets
+    // it 144 samples in (sample 2744 of the whole recording): the first collision.
+    assert_eq!(j["first_collision"]["segment"], 144, "{j}");
 }
 
 /// The hose-disassembly scene (`assets/scenes/hose-disassembly.toml`): a 0.5-thick plate
@@ -322,10 +323,22 @@ fn hoses_give_way_in_the_compliant_check() {
     ];
     let o = haptics(&base);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    // The translational depth: 0.1 into each hose, so no sideways move of less than
+    // 0.1 + 0.3 frees it; the shortest separation is along the pull (y), out of the
+    // hoses' cross-section: more than the 0.1 overlap, less than the plate's 0.5
+    // thickness plus that overlap.
+    let out = stdout(&o);
+    let depth: f64 = out
+        .split("max penetration ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no max penetration in {out}"));
+    assert!(depth > 0.1 && depth <= 0.6, "{out}");
     assert!(
-        stdout(&o).contains("max penetration 0.1000"),
-        "{}",
-        stdout(&o)
+        out.contains("to separate along (0.000, 1.000, 0.000)")
+            || out.contains("to separate along (0.000, -1.000, 0.000)"),
+        "{out}"
     );
 
     // Samples every 0.05 of motion (121 equilibria) keep the debug binary quick.
