@@ -61,6 +61,27 @@ fn inspect_volume_mesh_reports_counts_volume_and_mass() {
     assert!(s.contains("inverted or degenerate elements: none"), "{s}");
 }
 
+/// A COLLADA robot: the counts, and the origin OMPL.app gives it (the mean of the
+/// vertices assimp imports, as the core's reader computes it).
+#[test]
+fn inspect_reads_collada_and_prints_the_robot_origin() {
+    let dae =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/check/slot/robot.dae");
+    let o = haptics(&["inspect", dae.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("surface mesh"), "{s}");
+    let c = haptics::mesh::collada::read_collada(&dae).unwrap();
+    let m = c.vertex_mean();
+    let expect = format!("({:.6}, {:.6}, {:.6})", m.x, m.y, m.z);
+    assert!(
+        s.contains(&format!(
+            "robot origin (OMPL.app: the mean of the vertices assimp imports): {expect}"
+        )),
+        "{s}"
+    );
+}
+
 #[test]
 fn inspect_surface_mesh_reports_closedness() {
     let o = haptics(&["inspect", &model("beam3/beam3.obj")]);
