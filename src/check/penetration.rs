@@ -239,7 +239,7 @@ pub fn penetration_depth(
     };
     let try_dir = |u: Vector3<f64>, best: &mut Depth, scratch: &mut Scratch| {
         let n = u.norm();
-        if !(n > 0.0) {
+        if n.is_nan() || n <= 0.0 {
             return;
         }
         let u = u / n;

@@ -249,6 +249,9 @@ struct Corner {
     texcoord: Option<[f64; 3]>,
 }
 
+/// A vertex's normal and texture coordinate, as `f32`.
+type Attributes = ([f32; 3], [f32; 3]);
+
 /// The vertices assimp keeps of one mesh, as its JoinIdenticalVertices step (assimp
 /// 5.2, `JoinVerticesProcess.cpp`) joins them: two vertices are one when their `f32`
 /// positions are equal and their normals and first texture coordinates differ by at
@@ -258,7 +261,7 @@ struct Corner {
 #[derive(Debug, Default)]
 pub struct JoinedVertices {
     /// Per exact `f32` position, the (normal, texture coordinate) pairs kept there.
-    kept: HashMap<[u32; 3], Vec<([f32; 3], [f32; 3])>>,
+    kept: HashMap<[u32; 3], Vec<Attributes>>,
     /// The vertices kept, in the order first seen (in f64, as given).
     pub vertices: Vec<Point3<f64>>,
 }
@@ -282,7 +285,8 @@ impl JoinedVertices {
         let close = |a: [f32; 3], b: [f32; 3]| {
             let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
             // NaN differences compare as "not greater", hence equal, as in assimp.
-            !(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] > SQUARE_EPSILON)
+            let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            d2.is_nan() || d2 <= SQUARE_EPSILON
         };
         let at = self.kept.entry(key).or_default();
         if at.iter().any(|&(n2, t2)| close(n, n2) && close(t, t2)) {
