@@ -317,20 +317,19 @@ namespace
         return r;
     }
 
-    // The same vertices' mean summed in double (OMPL.app sums in float).
-    aiVector3D robotMeanF64(const ompl::app::GeometrySpecification &geom, double out[3], std::size_t &count)
+    // The same vertices' mean summed in double (OMPL.app sums in float); returns how
+    // many vertices there are.
+    std::size_t robotMeanF64(const ompl::app::GeometrySpecification &geom, double out[3])
     {
         out[0] = out[1] = out[2] = 0.0;
-        count = 0;
         std::vector<aiVector3D> v;
         ompl::app::scene::extractVertices(geom.robot[0], v);
         for (const auto &p : v)
             for (int k = 0; k < 3; ++k)
                 out[k] += p[k];
-        count = v.size();
         for (int k = 0; k < 3; ++k)
-            out[k] /= static_cast<double>(count);
-        return aiVector3D();
+            out[k] /= static_cast<double>(v.size());
+        return v.size();
     }
 
     double worldDiagonal(const ompl::app::GeometrySpecification &geom)
@@ -612,8 +611,7 @@ int main(int argc, char **argv)
                   << jsonEscape(bo.declared_options_["problem.robot"]) << "\",\"robot_origin\":[" << num(o.x) << ","
                   << num(o.y) << "," << num(o.z) << "],\"robot_radius\":" << num(robotRadius(app.getGeometrySpecification()));
         double m[3];
-        std::size_t count = 0;
-        robotMeanF64(app.getGeometrySpecification(), m, count);
+        const std::size_t count = robotMeanF64(app.getGeometrySpecification(), m);
         std::cout << ",\"vertices\":" << count << ",\"robot_origin_f64\":[" << num(m[0]) << "," << num(m[1]) << ","
                   << num(m[2]) << "]}" << std::endl;
         return 0;

@@ -458,22 +458,25 @@ impl Bvh {
         if self.is_empty() || other.is_empty() {
             return;
         }
-        let swept = |n: &Node| {
-            let c = pose * n.center;
-            let r = Vector3::repeat(n.radius);
-            let (a, b) = (c - r, c + r);
-            let d = u * reach;
-            Aabb {
-                min: a.inf(&(a + d)),
-                max: b.sup(&(b + d)),
-            }
+        // A box of `other`'s frame's points, placed, then swept along `d`.
+        let d = u * reach;
+        let swept = |b: Aabb| Aabb {
+            min: b.min.inf(&(b.min + d)),
+            max: b.max.sup(&(b.max + d)),
+        };
+        let node_box = |n: &Node| {
+            let (c, r) = (pose * n.center, Vector3::repeat(n.radius));
+            swept(Aabb {
+                min: c - r,
+                max: c + r,
+            })
         };
         let overlap =
             |a: &Aabb, b: &Aabb| (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k]);
         let mut stack = vec![(0usize, 0usize)];
         while let Some((ia, ib)) = stack.pop() {
             let (na, nb) = (&self.nodes[ia], &other.nodes[ib]);
-            if !overlap(&na.aabb, &swept(nb)) {
+            if !overlap(&na.aabb, &node_box(nb)) {
                 continue;
             }
             match (na.kind, nb.kind) {
@@ -481,13 +484,9 @@ impl Bvh {
                     for tb in sb..eb {
                         // The placed triangle's box, swept.
                         let t = &other.triangles[tb];
-                        let placed =
-                            Aabb::from_points([pose * t[0], pose * t[1], pose * t[2]].iter());
-                        let d = u * reach;
-                        let box_b = Aabb {
-                            min: placed.min.inf(&(placed.min + d)),
-                            max: placed.max.sup(&(placed.max + d)),
-                        };
+                        let box_b = swept(Aabb::from_points(
+                            [pose * t[0], pose * t[1], pose * t[2]].iter(),
+                        ));
                         for ta in sa..ea {
                             if overlap(&self.boxes[ta], &box_b) {
                                 out.push((ta, tb));

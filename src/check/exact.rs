@@ -180,6 +180,18 @@ pub fn triangle_distance(
     (best.0.sqrt(), best.1, best.2)
 }
 
+/// A reproducible stream of numbers uniform in [-1, 1) (a 64-bit LCG's top bits), for
+/// the randomized tests of the check's geometry.
+#[cfg(test)]
+pub(crate) fn uniform_stream(mut seed: u64) -> impl FnMut() -> f64 {
+    move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,16 +199,6 @@ mod tests {
 
     fn p(x: f64, y: f64, z: f64) -> Point3<f64> {
         Point3::new(x, y, z)
-    }
-
-    /// A reproducible stream of numbers uniform in [-1, 1) (a 64-bit LCG's top bits).
-    fn uniform_stream(mut seed: u64) -> impl FnMut() -> f64 {
-        move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        }
     }
 
     #[test]

@@ -456,11 +456,11 @@ fn certify_slack(tol: f64) -> Slack {
 /// Checks `path` (at least one state) for `robot` against `world`; `progress` is called
 /// with each finished segment.
 ///
-/// The steps: advance along the path ([`advance`]); resolve the stretches that came
+/// The steps: advance along the path (`advance`); resolve the stretches that came
 /// within the tolerance without the meshes meeting, each by a check of its own at a finer
-/// tolerance ([`resolve_near`]); certify the minimum clearance when the path is free
-/// ([`certify_minimum`]); collect the intervals where the meshes meet, their ends
-/// bisected; measure the deepest state of each ([`deepest_in`]).
+/// tolerance (`resolve_near`); certify the minimum clearance when the path is free
+/// (`certify_minimum`); collect the intervals where the meshes meet, their ends
+/// bisected; measure the deepest state of each (`deepest_in`).
 pub fn check_path(
     robot: &Robot,
     world: &World,
@@ -473,38 +473,9 @@ pub fn check_path(
         .tolerance
         .unwrap_or(1e-3 * robot.diagonal)
         .max(f64::MIN_POSITIVE);
-    let bounds: Vec<f64> = (0..path.len().saturating_sub(1))
-        .map(|i| motion_bound(&path[i], &path[i + 1], robot.radius))
-        .collect();
     let mut count = Counts::default();
-    let (samples, incomplete) = advance(
-        robot, world, path, &bounds, tol, options, &mut count, progress,
-    );
-    let mut samples = resolve_near(robot, world, path, samples, tol, options, &mut count);
-    let collides = samples.iter().any(|s| s.clearance <= 0.0);
-    if !collides && !incomplete && !bounds.is_empty() {
-        let mut per_segment = by_segment(samples, bounds.len());
-        let mut scratch = bvh::PairScratch::default();
-        let mut eval_scratch = bvh::PairScratch::default();
-        certify_minimum(
-            &mut per_segment,
-            path,
-            &bounds,
-            tol,
-            &mut |motion, floor| {
-                count.sweeps += 1;
-                world
-                    .bvh
-                    .clear_over(&robot.bvh, motion, floor, &mut scratch)
-            },
-            &mut |at, slack| {
-                count.evaluations += 1;
-                let s = evaluate(robot, world, &state_at(path, at), slack, &mut eval_scratch);
-                Sample { at, ..s }
-            },
-        );
-        samples = per_segment.into_iter().flatten().collect();
-    }
+    let (mut samples, incomplete) =
+        resolved_samples(robot, world, path, tol, options, &mut count, progress);
     let (contacts, deepest) = meeting_intervals(robot, world, path, &mut samples, tol);
     let min_s = samples
         .iter()
@@ -533,6 +504,55 @@ pub fn check_path(
         incomplete,
         seconds: start.elapsed().as_secs_f64(),
     }
+}
+
+/// The samples of a path with its near stretches resolved and, when the meshes never
+/// meet, its minimum certified: the part of [`check_path`] that a near stretch's own check
+/// repeats ([`resolve_near`]). Returns them in path order, and whether the evaluation
+/// budget ran out.
+fn resolved_samples(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    tol: f64,
+    options: &CheckOptions,
+    count: &mut Counts,
+    progress: &mut dyn FnMut(usize),
+) -> (Vec<Sample>, bool) {
+    let bounds: Vec<f64> = path
+        .windows(2)
+        .map(|w| motion_bound(&w[0], &w[1], robot.radius))
+        .collect();
+    let (samples, incomplete) = advance(robot, world, path, &bounds, tol, options, count, progress);
+    let samples = resolve_near(robot, world, path, samples, tol, options, count);
+    let meets = samples.iter().any(|s| s.clearance <= 0.0);
+    if meets || incomplete || bounds.is_empty() {
+        return (samples, incomplete);
+    }
+    let mut per_segment = by_segment(samples, bounds.len());
+    let mut scratch = bvh::PairScratch::default();
+    let mut eval_scratch = bvh::PairScratch::default();
+    let (mut sweeps, mut evaluations) = (0, 0);
+    certify_minimum(
+        &mut per_segment,
+        path,
+        &bounds,
+        tol,
+        &mut |motion, floor| {
+            sweeps += 1;
+            world
+                .bvh
+                .clear_over(&robot.bvh, motion, floor, &mut scratch)
+        },
+        &mut |at, slack| {
+            evaluations += 1;
+            let s = evaluate(robot, world, &state_at(path, at), slack, &mut eval_scratch);
+            Sample { at, ..s }
+        },
+    );
+    count.sweeps += sweeps;
+    count.evaluations += evaluations;
+    (per_segment.into_iter().flatten().collect(), false)
 }
 
 /// Work counters of a check.
@@ -698,20 +718,22 @@ fn resolve_near(
             samples[e].at
         };
         let (sub_path, map) = sub_path(path, from, to);
-        let sub = check_path(
+        // The counts are shared, so the budget is the whole check's.
+        let sub_options = CheckOptions {
+            tolerance: Some(finer),
+            ..*options
+        };
+        let (sub_samples, _) = resolved_samples(
             robot,
             world,
             &sub_path,
-            &CheckOptions {
-                tolerance: Some(finer),
-                max_evaluations: options.max_evaluations.saturating_sub(count.evaluations),
-            },
+            finer,
+            &sub_options,
+            count,
             &mut |_| {},
         );
-        count.evaluations += sub.evaluations;
-        count.sweeps += sub.sweeps;
         // The sub-check's samples strictly inside the stretch's span.
-        for s in &sub.samples {
+        for s in &sub_samples {
             let at = map(s.at);
             if (at.segment, at.t) > (from.segment, from.t)
                 && (at.segment, at.t) < (to.segment, to.t)
@@ -784,7 +806,7 @@ fn meeting_intervals(
     let meeting = |s: &Sample| s.clearance <= 0.0;
     let mut contacts = Vec::new();
     let mut depth_scratch = penetration::Scratch::default();
-    let mut hint: Option<Vector3<f64>> = None;
+    // Each interval's separating direction; the last one found is the next one's hint.
     let mut directions: Vec<Vector3<f64>> = Vec::new();
     let mut k = 0;
     while k < samples.len() {
@@ -814,9 +836,8 @@ fn meeting_intervals(
             path,
             &samples[k..=e],
             &mut depth_scratch,
-            hint,
+            directions.last().copied(),
         );
-        hint = Some(direction);
         directions.push(direction);
         contacts.push(Contact {
             from: begin,
@@ -918,7 +939,6 @@ fn deepest_in(
     let n = samples.len();
     let probes = n.min(DEPTH_PROBES);
     let mut best = (0.0, samples[0].at, hint.unwrap_or(Vector3::z()));
-    let mut spacing = 0.0f64;
     for p in 0..probes {
         let i = if probes == 1 {
             0
@@ -941,8 +961,8 @@ fn deepest_in(
             .map(|s| s.at.t)
             .collect();
         if let (Some(lo), Some(hi)) = (seg.first(), seg.last()) {
-            spacing = (hi - lo) / probes as f64;
             let (lo, hi) = (*lo, *hi);
+            let mut spacing = (hi - lo) / probes as f64;
             for _ in 0..2 {
                 spacing *= 0.5;
                 for t in [best.1.t - spacing, best.1.t + spacing] {
@@ -961,7 +981,6 @@ fn deepest_in(
             }
         }
     }
-    let _ = spacing;
     best
 }
 

@@ -8,8 +8,8 @@
 //! `B - A`. It is found by the separating-axis theorem with `t` as the unknown: along
 //! each candidate axis `n` the projections overlap while `t (u . n)` lies in an
 //! interval, and the pair meets where every axis overlaps ([`translation_interval`]).
-//! The candidate axes are the two normals, the nine edge-edge cross products and the
-//! in-plane edge normals of each triangle (a superset of the complete set for two flat
+//! The 23 candidate axes are the two normals, the nine edge-edge cross products, and each
+//! triangle's edges crossed with both normals (a superset of the complete set for two flat
 //! convex polygons, which also covers coplanar and degenerate pairs). The meshes meet at
 //! `t` iff some pair's interval holds `t`; `s(u)` is the end of the union's component
 //! that holds 0 ([`separation_along`]). Candidate pairs are the pairs of leaves whose
@@ -17,8 +17,8 @@
 //! inside it.
 //!
 //! **Over directions: an upper bound.** `PD <= s(u)` for every `u` tried; the search
-//! tries fixed directions (the axes, a spherical Fibonacci set) and the normals of the
-//! triangles that meet, then refines the best by a pattern search on the sphere
+//! tries a hint (the direction found at a nearby state), the six axes and a spherical
+//! Fibonacci set, then refines the best by a pattern search on the sphere
 //! ([`penetration_depth`]). Where the overlapping parts are convex (the Minkowski
 //! difference is convex near the origin), a direction `theta` from the optimum gives at
 //! most `PD / cos(theta)`; the refinement brings `theta` below 0.1 degrees there, so the
@@ -84,10 +84,7 @@ pub fn translation_interval(
     }
     for e in &ea {
         let s = e.norm_squared();
-        if !axis(na.cross(e), scale_a * s * s)
-            || !axis(nb.cross(e), scale_b * s * s)
-            || !axis(e.cross(&nb), scale_b * s * s)
-        {
+        if !axis(na.cross(e), scale_a * s * s) || !axis(nb.cross(e), scale_b * s * s) {
             return None;
         }
     }
@@ -316,25 +313,27 @@ fn tangents(u: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::exact::triangle_distance;
+    use crate::check::exact::{triangle_distance, uniform_stream};
     use crate::check::shapes::{box_surface, union};
     use nalgebra::{Translation3, UnitQuaternion};
 
-    /// A seeded uniform stream in [-1, 1).
-    fn stream(mut s: u64) -> impl FnMut() -> f64 {
-        move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        }
+    /// The depth searched finely, with no hint and a fresh scratch.
+    fn fine_depth(world: &Bvh, robot: &Bvh, pose: &Isometry3<f64>) -> Depth {
+        penetration_depth(
+            world,
+            robot,
+            pose,
+            Effort::FINE,
+            None,
+            &mut Scratch::default(),
+        )
     }
 
     /// The interval against the exact triangle distance at sampled `t`: inside it the
     /// triangles meet (distance 0, to rounding), outside by more than 1e-9 they do not.
     #[test]
     fn the_interval_is_where_the_triangles_meet() {
-        let mut r = stream(7);
+        let mut r = uniform_stream(7);
         let mut met = 0;
         for _ in 0..2000 {
             let p = |r: &mut dyn FnMut() -> f64| Point3::new(r(), r(), r());
@@ -362,7 +361,7 @@ mod tests {
         assert!(met > 1000, "too few meeting samples to test: {met}");
     }
 
-    /// Coplanar triangles sliding in their plane: the in-plane axes decide.
+    /// Coplanar triangles sliding in their plane: the axes in their plane (edges crossed with the normals) decide.
     #[test]
     fn coplanar_triangles_meet_over_their_overlap() {
         let a = [
@@ -398,7 +397,7 @@ mod tests {
         let c = 2.0 * s - 0.1;
         let pose = rotation * Translation3::new(0.0, 0.0, c);
         let world = turn(a, rotation);
-        (Bvh::new(&world), Bvh::new(&b), pose.into())
+        (Bvh::new(&world), Bvh::new(&b), pose)
     }
 
     /// Two bars crossed edge to edge, 0.1 deep, no vertex inside the other: the depth
@@ -415,14 +414,7 @@ mod tests {
         .enumerate()
         {
             let (world, robot, pose) = bars(q);
-            let d = penetration_depth(
-                &world,
-                &robot,
-                &pose,
-                Effort::FINE,
-                None,
-                &mut Scratch::default(),
-            );
+            let d = fine_depth(&world, &robot, &pose);
             // An upper bound, within 1e-5 relative after refinement (convex overlap).
             assert!(
                 d.depth >= 0.1 - 1e-12 && d.depth <= 0.1 * (1.0 + 1e-5),
@@ -471,14 +463,7 @@ mod tests {
         let peg = box_surface(Point3::origin(), Vector3::new(0.004, 0.004, 0.05), 2);
         let (world, robot) = (Bvh::new(&plate), Bvh::new(&peg));
         let pose: Isometry3<f64> = Translation3::new(0.008, 0.0, 0.0).into();
-        let d = penetration_depth(
-            &world,
-            &robot,
-            &pose,
-            Effort::FINE,
-            None,
-            &mut Scratch::default(),
-        );
+        let d = fine_depth(&world, &robot, &pose);
         assert!((d.depth - 0.002).abs() < 1e-9, "{}", d.depth);
         assert!(d.direction.x < -0.999, "{:?}", d.direction);
     }

@@ -18,7 +18,7 @@
 //! primitive block, with one vertex per corner carrying the corner's position, normal
 //! and texture coordinate; GenNormals gives face normals to a block that has none; then
 //! JoinIdenticalVertices joins the vertices of one mesh whose positions are equal and
-//! whose other attributes are equal within 1e-5 ([`JoinedVertices`]). A corner shared
+//! whose other attributes are equal within 1e-5 (`JoinedVertices`). A corner shared
 //! by faces with different normals, as in most SketchUp exports (and in every
 //! double-sided face), therefore stays several vertices, each counted in the mean.
 //!
@@ -259,16 +259,14 @@ type Attributes = ([f32; 3], [f32; 3]);
 /// texture sets do not enter (assimp compares them only for meshes with several UV or
 /// colour sets, which the COLLADA and OBJ files here do not have).
 #[derive(Debug, Default)]
-pub struct JoinedVertices {
+struct JoinedVertices {
     /// Per exact `f32` position, the (normal, texture coordinate) pairs kept there.
     kept: HashMap<[u32; 3], Vec<Attributes>>,
-    /// The vertices kept, in the order first seen (in f64, as given).
-    pub vertices: Vec<Point3<f64>>,
 }
 
 impl JoinedVertices {
-    /// Offers one vertex; it is kept unless an equal one already is.
-    pub fn offer(&mut self, position: Point3<f64>, normal: [f64; 3], texcoord: [f64; 3]) {
+    /// Offers one vertex: whether it is kept (no equal one is).
+    fn offer(&mut self, position: Point3<f64>, normal: [f64; 3], texcoord: [f64; 3]) -> bool {
         // -0.0 and 0.0 hash alike in std::hash<float> and compare equal.
         let bits = |x: f64| {
             let f = x as f32;
@@ -290,16 +288,16 @@ impl JoinedVertices {
         };
         let at = self.kept.entry(key).or_default();
         if at.iter().any(|&(n2, t2)| close(n, n2) && close(t, t2)) {
-            return;
+            return false;
         }
         at.push((n, t));
-        self.vertices.push(position);
+        true
     }
 }
 
 /// The face normal assimp's GenNormals step gives the corners of a triangle of a mesh
 /// without normals: the normalized cross product of its `f32` edges, zero when degenerate.
-pub fn face_normal(a: Point3<f64>, b: Point3<f64>, c: Point3<f64>) -> [f64; 3] {
+fn face_normal(a: Point3<f64>, b: Point3<f64>, c: Point3<f64>) -> [f64; 3] {
     let f = |p: Point3<f64>| [p.x as f32, p.y as f32, p.z as f32];
     let (a, b, c) = (f(a), f(b), f(c));
     let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
@@ -545,17 +543,17 @@ fn add_mesh(
                 None
             };
             for c in f {
-                joined.offer(
+                let kept = joined.offer(
                     data.positions[c.vertex],
                     c.normal.or(generated).unwrap_or([0.0; 3]),
                     c.texcoord.unwrap_or([0.0; 3]),
                 );
+                if kept {
+                    out.vertex_sum += positions[c.vertex].coords;
+                    out.vertex_count += 1;
+                }
             }
         }
-        for v in &joined.vertices {
-            out.vertex_sum += world.transform_point(v).coords;
-        }
-        out.vertex_count += joined.vertices.len();
         out.mesh.vertices.extend(positions.iter().copied());
     }
     Ok(())
