@@ -18,7 +18,9 @@
 //! - `FAKE_HD_FAULT_AFTER_MS`: from then on `hdGetError` reports `HD_COMM_ERROR`.
 //! - `FAKE_HD_NO_DEVICE`: `hdInitDevice` fails with `HD_COMM_CONFIG_ERROR`.
 //! - `FAKE_HD_BUTTONS`: the button mask reported (default 0); with
-//!   `FAKE_HD_BUTTONS_UNTIL_MS`, only until then (0 afterwards: a released deadman).
+//!   `FAKE_HD_BUTTONS_UNTIL_FRAME`, only in the servo frames before that one (0 from it on:
+//!   a released deadman). Counted in frames, not milliseconds, so that a test of the
+//!   release reads the same frames of the log however loaded the machine is.
 //! - `FAKE_HD_RADIUS_MM` (default 20): radius of the scripted circle (0.25 Hz, in x-y,
 //!   with a 0.3 rad twist about z).
 
@@ -80,7 +82,7 @@ struct Config {
     fault_after: Option<Duration>,
     no_device: bool,
     buttons: i32,
-    buttons_until: Option<Duration>,
+    buttons_until_frame: Option<u64>,
     radius_mm: f64,
 }
 
@@ -109,10 +111,9 @@ impl Config {
                 .map(Duration::from_millis),
             no_device: std::env::var("FAKE_HD_NO_DEVICE").is_ok(),
             buttons: env_f64("FAKE_HD_BUTTONS", 0.0) as i32,
-            buttons_until: std::env::var("FAKE_HD_BUTTONS_UNTIL_MS")
+            buttons_until_frame: std::env::var("FAKE_HD_BUTTONS_UNTIL_FRAME")
                 .ok()
-                .and_then(|v| v.parse().ok())
-                .map(Duration::from_millis),
+                .and_then(|v| v.parse().ok()),
             radius_mm: env_f64("FAKE_HD_RADIUS_MM", 20.0),
         }
     }
@@ -320,8 +321,8 @@ pub unsafe extern "C" fn hdGetIntegerv(pname: u32, out: *mut i32) {
         return;
     };
     let v = match pname {
-        HD_CURRENT_BUTTONS => match d.config.buttons_until {
-            Some(until) if d.start.elapsed() >= until => 0,
+        HD_CURRENT_BUTTONS => match d.config.buttons_until_frame {
+            Some(until) if d.frames >= until => 0,
             _ => d.config.buttons,
         },
         HD_INPUT_DOF => 6,

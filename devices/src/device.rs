@@ -189,6 +189,9 @@ pub struct DeviceInfo {
     pub max_torque_nm: f64,
     /// Largest stiffness the device renders stably, N/m (for the virtual coupling).
     pub max_stiffness_n_per_m: f64,
+    /// Largest angular stiffness the device renders stably, N·m/rad (for the coupling's
+    /// torque spring; 0: not rated, or no torque output).
+    pub max_angular_stiffness_nm_per_rad: f64,
     /// The reachable region.
     pub workspace: Workspace,
 }
@@ -205,6 +208,7 @@ impl DeviceInfo {
             max_continuous_force_n: 1.4,
             max_torque_nm: 0.188,
             max_stiffness_n_per_m: 600.0,
+            max_angular_stiffness_nm_per_rad: 0.0,
             workspace: Workspace::Sphere { radius_m: 0.12 },
         }
     }

@@ -11,7 +11,9 @@
 //! - **Stiffness**: the coupling force is `F = k (x_m - x_s)` with `x_m = x_device / alpha'`,
 //!   so the hand feels `k / alpha'` N per device metre. It may not exceed the device's
 //!   stable stiffness `K`: `k <= K alpha'` (Colgate's passivity bound is what `K`
-//!   summarizes; past it the device buzzes).
+//!   summarizes; past it the device buzzes). Rotations map one to one, so the torque
+//!   spring `k_torque` (N·m/rad) is capped at the device's stable angular stiffness where
+//!   it renders torque and one is rated.
 //! - **Force**: the coupling's saturation plateau and its device force limit are capped at
 //!   the device's nominal maximum force; the torque limit at its maximum torque when it
 //!   renders torque. A 3-DOF-output device keeps the scene's torque limit: the torque is
@@ -35,6 +37,8 @@ pub const REFERENCE_WORKSPACE_RADIUS_M: f64 = 0.12;
 pub struct CouplingCaps {
     /// Largest coupling stiffness `k_VC`, N per simulation metre.
     pub stiffness: f64,
+    /// Largest torque spring `k_VC,torque`, N·m/rad (infinite: not rated).
+    pub torque_stiffness: f64,
     /// Largest saturation plateau and device force limit, N.
     pub force: f64,
     /// Largest device torque limit, N·m (`None`: the device renders no torque).
@@ -46,6 +50,7 @@ impl CouplingCaps {
     pub fn apply(&self, c: &mut CouplingParams) -> bool {
         let before = *c;
         c.stiffness = c.stiffness.min(self.stiffness);
+        c.torque_stiffness = c.torque_stiffness.min(self.torque_stiffness);
         c.saturation_force = c.saturation_force.map(|f| f.min(self.force));
         c.device_max_force = c.device_max_force.min(self.force);
         if let Some(t) = self.torque {
@@ -100,8 +105,15 @@ pub fn fit(
     } else {
         f64::INFINITY
     };
+    let k_angular = info.max_angular_stiffness_nm_per_rad;
+    let torque_stiffness = if info.dof_actuated >= 6 && k_angular.is_finite() && k_angular > 0.0 {
+        k_angular
+    } else {
+        f64::INFINITY
+    };
     let caps = CouplingCaps {
         stiffness,
+        torque_stiffness,
         force: info.max_force_n,
         torque: (info.dof_actuated >= 6 && info.max_torque_nm > 0.0).then_some(info.max_torque_nm),
     };
@@ -124,6 +136,12 @@ pub fn fit(
         coupling.stiffness,
         fitted.stiffness,
         "the felt stiffness k / workspace_scale stays within the device's stable stiffness",
+    );
+    note(
+        "coupling.torque_stiffness",
+        coupling.torque_stiffness,
+        fitted.torque_stiffness,
+        "the torque spring stays within the device's stable angular stiffness",
     );
     note(
         "coupling.saturation_force",
@@ -174,6 +192,7 @@ mod tests {
             max_continuous_force_n: 0.88,
             max_torque_nm: 0.0,
             max_stiffness_n_per_m: 1260.0,
+            max_angular_stiffness_nm_per_rad: 0.0,
             workspace: Workspace::Box {
                 half_extents_m: Vector3::new(0.08, 0.06, 0.035),
             },
@@ -218,6 +237,53 @@ mod tests {
         assert!(
             !f.caps.apply(&mut c),
             "a second application changes nothing"
+        );
+    }
+
+    /// A sigma.7 (CHAI3D's 4000 N/m and 1 N·m/rad): a torque spring above 1 N·m/rad is
+    /// lowered to it; a Touch (no torque output) leaves the torque spring alone.
+    #[test]
+    fn the_torque_spring_is_capped_at_the_angular_stiffness_where_torque_is_rendered() {
+        let sigma = DeviceInfo {
+            name: "sigma.7".into(),
+            dof_sensed: 6,
+            dof_actuated: 6,
+            max_force_n: 12.0,
+            max_continuous_force_n: 12.0,
+            max_torque_nm: 0.2,
+            max_stiffness_n_per_m: 4000.0,
+            max_angular_stiffness_nm_per_rad: 1.0,
+            workspace: Workspace::Sphere { radius_m: 0.075 },
+        };
+        let c = CouplingParams {
+            torque_stiffness: 10.0,
+            ..CouplingParams::default()
+        };
+        let f = fit(&c, 0.1, &sigma).unwrap();
+        assert_eq!(f.caps.torque_stiffness, 1.0);
+        let mut fitted = c;
+        f.caps.apply(&mut fitted);
+        assert_eq!(fitted.torque_stiffness, 1.0);
+        assert!(f
+            .changes
+            .iter()
+            .any(|ch| ch.key == "coupling.torque_stiffness" && ch.from == 10.0 && ch.to == 1.0));
+        let soft = CouplingParams {
+            torque_stiffness: 0.5,
+            ..c
+        };
+        let f = fit(&soft, 0.1, &sigma).unwrap();
+        assert!(f
+            .changes
+            .iter()
+            .all(|ch| ch.key != "coupling.torque_stiffness"));
+        let touch = DeviceInfo {
+            max_angular_stiffness_nm_per_rad: 1.0,
+            ..touch()
+        };
+        assert_eq!(
+            fit(&c, 0.1, &touch).unwrap().caps.torque_stiffness,
+            f64::INFINITY
         );
     }
 

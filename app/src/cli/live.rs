@@ -42,6 +42,23 @@ pub fn vendor_safety(deadman: Option<u32>) -> SafetySettings {
     }
 }
 
+/// Fails unless `vendor`'s library loads and reports a device, without keeping the device
+/// open: for commands that do other work (loading a scene) before they drive the device,
+/// so that a missing library or device fails first and the device's clock starts with
+/// the loop.
+pub fn require_vendor(vendor: Vendor) -> anyhow::Result<()> {
+    match haptics_devices::vendor::probe(vendor) {
+        haptics_devices::vendor::Probe::Unavailable(e) => Err(e.into()),
+        haptics_devices::vendor::Probe::Found { devices, note, .. } if devices.is_empty() => {
+            bail!(
+                "{vendor}: no device found{}",
+                note.map(|n| format!(" ({n})")).unwrap_or_default()
+            )
+        }
+        haptics_devices::vendor::Probe::Found { .. } => Ok(()),
+    }
+}
+
 /// Opens `vendor`'s first device behind the safety layer; returns it and a name for
 /// messages ("sigma.7 (Force Dimension (DHD))").
 pub fn open_vendor(vendor: Vendor, deadman: Option<u32>) -> anyhow::Result<(VendorDevice, String)> {
@@ -59,7 +76,7 @@ pub fn open_vendor(vendor: Vendor, deadman: Option<u32>) -> anyhow::Result<(Vend
 pub fn fit_and_report(scene: &mut Scene, info: &DeviceInfo) -> Option<DeviceFit> {
     let fit = haptics::haptic::fit_scene(scene, info)?;
     println!(
-        "device {}: {}-DOF in, {}-DOF out, max {} N{}, stable stiffness {} N/m",
+        "device {}: {}-DOF in, {}-DOF out, max {} N{}, stable stiffness {} N/m{}",
         info.name,
         info.dof_sensed,
         info.dof_actuated,
@@ -69,7 +86,12 @@ pub fn fit_and_report(scene: &mut Scene, info: &DeviceInfo) -> Option<DeviceFit>
         } else {
             " (torque shown, not sent)".to_string()
         },
-        info.max_stiffness_n_per_m
+        info.max_stiffness_n_per_m,
+        if info.max_angular_stiffness_nm_per_rad > 0.0 {
+            format!(", {} N·m/rad", info.max_angular_stiffness_nm_per_rad)
+        } else {
+            String::new()
+        }
     );
     for c in &fit.changes {
         println!("  {} {} -> {} ({})", c.key, c.from, c.to, c.why);

@@ -261,11 +261,14 @@ fn plot_log(log: &Log, png: &Path) -> anyhow::Result<()> {
 
 pub fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
     if let Some(vendor) = Vendor::from_device_name(&a.device) {
-        // Open the device first: a missing library or device fails before any work.
-        let (device, name) = super::live::open_vendor(vendor, a.deadman.0)?;
+        // A missing library or device fails before any work; the device is opened once the
+        // scene is loaded, so that the recording starts with the device's first cycles
+        // (a fault's timing, too, counts from there).
+        super::live::require_vendor(vendor)?;
         let mut scene = load_with_progress(&a.scene, &a.cache)?;
         a.params.apply(&mut scene);
         let rate = scene.rate_hz;
+        let (device, name) = super::live::open_vendor(vendor, a.deadman.0)?;
         let fit = super::live::fit_and_report(&mut scene, device.info());
         let header = super::live::recording_header(&name, fit.as_ref(), &scene);
         let mut sim = HapticSimulation::new(scene);

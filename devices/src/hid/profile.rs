@@ -655,6 +655,8 @@ impl Profile {
                     .min(dev.max_force_n),
                 max_torque_nm: dev.max_torque_nm,
                 max_stiffness_n_per_m: dev.max_stiffness_n_per_m,
+                // HID profiles rate no torque spring.
+                max_angular_stiffness_nm_per_rad: 0.0,
                 workspace,
             },
             mode,

@@ -7,9 +7,10 @@
 //! returning a negative status is a fatal [`VendorFault`] carrying `dhdErrorGetLast`.
 //!
 //! Limits: `dhdGetMaxForce`/`dhdGetMaxTorque` return a negative value when no limit is set
-//! (the SDK default). Then the model's published figures ([`model_limits`], looked up by
-//! `dhdGetSystemType`) are used and set in the library with `dhdSetMaxForce` /
-//! `dhdSetMaxTorque`, so the SDK enforces them too.
+//! (the SDK default). Then the model's published figures ([`specs::force_dimension`],
+//! CHAI3D's per-model specifications, looked up by `dhdGetSystemType`) are used and set in the library with `dhdSetMaxForce` /
+//! `dhdSetMaxTorque`, so the SDK enforces them too; where the library reports a limit, the
+//! lower of the two wins.
 //!
 //! Constants and signatures: `dhdc.h` of the public DHD SDK (3.x); values cited beside
 //! each. In the C ABI the C++ default argument `char ID = -1` is an ordinary last
@@ -21,7 +22,7 @@ use std::time::Instant;
 use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 
 use super::{c_string, find_library, symbol, LibrarySource, Probe, ProbedDevice, Vendor};
-use super::{VendorError, VendorFault};
+use super::{specs, VendorError, VendorFault};
 use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
 
 /// dhdc.h `enum dhd_errors`, in order from `DHD_NO_ERROR` = 0.
@@ -62,48 +63,6 @@ pub fn error_name(code: i32) -> &'static str {
 // dhdc.h: DHD_ON / DHD_OFF.
 const DHD_ON: u8 = 1;
 const DHD_OFF: u8 = 0;
-
-/// A model's published capabilities (Force Dimension data sheets; conservative where a
-/// sheet gives a range).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ModelLimits {
-    pub name: &'static str,
-    /// Continuous force, N (the DHD figures are continuous ratings).
-    pub max_force_n: f64,
-    /// Torque, N·m (0: passive or no wrist).
-    pub max_torque_nm: f64,
-    /// Closed-loop stiffness, N/m.
-    pub max_stiffness_n_per_m: f64,
-    /// Workspace radius, m (half the translational workspace diameter).
-    pub workspace_radius_m: f64,
-}
-
-/// The published figures by `dhdGetSystemType` code (dhdc.h `DHD_DEVICE_*`), or a
-/// conservative default for unknown models.
-pub fn model_limits(system_type: i32) -> ModelLimits {
-    let (name, f, t, k, r) = match system_type {
-        // DHD_DEVICE_DELTA3 63, DHD_DEVICE_DELTA6 64.
-        63 => ("delta.3", 20.0, 0.0, 14_500.0, 0.20),
-        64 => ("delta.6", 20.0, 0.15, 14_500.0, 0.20),
-        // DHD_DEVICE_OMEGA3 33, OMEGA33 34 (/_LEFT 36), OMEGA331 35 (/_LEFT 37).
-        33 => ("omega.3", 12.0, 0.0, 14_500.0, 0.08),
-        34 | 36 => ("omega.6", 12.0, 0.0, 14_500.0, 0.08),
-        35 | 37 => ("omega.7", 12.0, 0.0, 14_500.0, 0.08),
-        // DHD_DEVICE_SIGMA331 104 (/_LEFT 105), SIGMA33P 106 (/_LEFT 107).
-        104 | 105 => ("sigma.7", 20.0, 0.4, 14_500.0, 0.095),
-        106 | 107 => ("sigma.6", 20.0, 0.4, 14_500.0, 0.095),
-        // DHD_DEVICE_FALCON 60.
-        60 => ("Novint Falcon", 8.9, 0.0, 1_000.0, 0.05),
-        _ => ("unknown Force Dimension device", 5.0, 0.0, 1_000.0, 0.08),
-    };
-    ModelLimits {
-        name,
-        max_force_n: f,
-        max_torque_nm: t,
-        max_stiffness_n_per_m: k,
-        workspace_radius_m: r,
-    }
-}
 
 /// The DHD functions used (dhdc.h), copied out of the library.
 #[derive(Clone, Copy)]
@@ -161,10 +120,10 @@ impl Api {
     }
 
     /// Name, capabilities and the limits to enforce for the open device `id`.
-    fn describe(&self, id: c_char) -> (DeviceInfo, ModelLimits) {
+    fn describe(&self, id: c_char) -> DeviceInfo {
         // SAFETY: plain DHD queries on an open device.
         let system_type = unsafe { (self.get_system_type)(id) };
-        let model = model_limits(system_type);
+        let model = specs::force_dimension(system_type);
         let name = self
             .get_system_name
             .map(|f| unsafe { c_string(f(id)) })
@@ -174,30 +133,32 @@ impl Api {
             f.map(|f| unsafe { f(id) })
                 .filter(|v| v.is_finite() && *v >= 0.0)
         };
-        let max_force =
-            reported(self.get_max_force).map_or(model.max_force_n, |v| v.min(model.max_force_n));
+        let max_force = specs::lower_of(reported(self.get_max_force), model.max_force_n);
         let active_wrist = self
             .has_active_wrist
             .map_or(model.max_torque_nm > 0.0, |f| unsafe { f(id) });
         let max_torque = if active_wrist {
-            reported(self.get_max_torque)
-                .map_or(model.max_torque_nm, |v| v.min(model.max_torque_nm))
+            specs::lower_of(reported(self.get_max_torque), model.max_torque_nm)
         } else {
             0.0
         };
-        let info = DeviceInfo {
+        DeviceInfo {
             name,
             dof_sensed: 6,
             dof_actuated: if active_wrist { 6 } else { 3 },
             max_force_n: max_force,
             max_continuous_force_n: max_force,
             max_torque_nm: max_torque,
-            max_stiffness_n_per_m: model.max_stiffness_n_per_m,
+            max_stiffness_n_per_m: model.max_linear_stiffness_n_per_m,
+            max_angular_stiffness_nm_per_rad: if active_wrist {
+                model.max_angular_stiffness_nm_per_rad
+            } else {
+                0.0
+            },
             workspace: Workspace::Sphere {
                 radius_m: model.workspace_radius_m,
             },
-        };
-        (info, model)
+        }
     }
 }
 
@@ -237,7 +198,7 @@ impl ForceDimensionDevice {
             return Err(device_err(format!("dhdOpen failed: {}", api.last_error())));
         }
         let id = id as c_char;
-        let (info, _) = api.describe(id);
+        let info = api.describe(id);
         // Put the limits in the library too, so the SDK enforces them as well.
         unsafe {
             if let Some(set) = api.set_max_force {
@@ -410,7 +371,7 @@ pub fn probe() -> Probe {
             note = Some(format!("device {i}: {}", api.last_error()));
             continue;
         }
-        let (info, _) = api.describe(id as c_char);
+        let info = api.describe(id as c_char);
         unsafe { (api.close)(id as c_char) };
         devices.push(ProbedDevice {
             model: info.name,
@@ -438,21 +399,6 @@ mod tests {
         let q = orientation_from_frame(&m);
         let expected = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), a);
         assert!(q.angle_to(&expected) < 1e-12);
-    }
-
-    #[test]
-    fn published_limits() {
-        let sigma = model_limits(104);
-        assert_eq!(sigma.name, "sigma.7");
-        assert!(sigma.max_torque_nm > 0.0);
-        assert_eq!(
-            model_limits(35).max_torque_nm,
-            0.0,
-            "omega.7 has a passive wrist"
-        );
-        assert_eq!(model_limits(60).name, "Novint Falcon");
-        // Unknown models get a conservative default.
-        assert!(model_limits(9999).max_force_n <= 5.0);
     }
 
     #[test]

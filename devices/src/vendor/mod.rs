@@ -25,6 +25,7 @@ pub mod dhd;
 pub mod fakes;
 pub mod handoff;
 pub mod openhaptics;
+pub mod specs;
 
 use std::fmt;
 use std::path::PathBuf;

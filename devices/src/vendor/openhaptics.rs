@@ -29,7 +29,7 @@ use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 
 use super::handoff::SeqSlot;
 use super::{c_string, find_library, symbol, LibrarySource, Probe, ProbedDevice, Vendor};
-use super::{VendorError, VendorFault};
+use super::{specs, VendorError, VendorFault};
 use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
 
 // hdDefines.h: types. HHD, HDenum and HDerror are `unsigned int`; HDSchedulerHandle is
@@ -382,6 +382,19 @@ fn read_info(api: &Api) -> (DeviceInfo, f64) {
     } else {
         Workspace::Sphere { radius_m: 0.08 }
     };
+    // The published figures cap what the library reports (and stand in where it reports
+    // nothing).
+    let spec = specs::openhaptics(&model);
+    let max_force = specs::lower_of(Some(max_force).filter(|f| *f > 0.0), spec.max_force_n);
+    let torque = if output >= 6 {
+        specs::lower_of(Some(torque).filter(|t| *t > 0.0), spec.max_torque_nm)
+    } else {
+        0.0
+    };
+    let stiffness = specs::lower_of(
+        Some(stiffness).filter(|k| *k > 0.0),
+        spec.max_linear_stiffness_n_per_m,
+    );
     let info = DeviceInfo {
         name: if model.is_empty() {
             "OpenHaptics device".into()
@@ -394,6 +407,11 @@ fn read_info(api: &Api) -> (DeviceInfo, f64) {
         max_continuous_force_n: continuous.min(max_force),
         max_torque_nm: torque,
         max_stiffness_n_per_m: stiffness,
+        max_angular_stiffness_nm_per_rad: if output >= 6 {
+            spec.max_angular_stiffness_nm_per_rad
+        } else {
+            0.0
+        },
         workspace,
     };
     (info, continuous)
