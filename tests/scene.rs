@@ -495,6 +495,24 @@ fn shipped_scene_load_times() {
     }
 }
 
+/// A scene whose held part and environment are glTF meshes (the fixture's two boxes, a
+/// `.glb` held above a `.gltf`): they load through their node transforms, the held
+/// part's distance field and the environment's pointshell are built from them.
+#[test]
+fn a_scene_reads_gltf_meshes() {
+    let dir = tempfile::tempdir().unwrap();
+    let gltf = repo().join("assets/models/gltf");
+    let text = format!(
+        "name = \"gltf\"\n[haptic]\nname = \"held\"\nmesh = \"{g}/two-boxes.glb\"\nsdf_resolution = 24\nposition = [0.0, 3.0, 0.0]\n\n[[environment]]\nname = \"base\"\nmesh = \"{g}/two-boxes.gltf\"\npoints = 16\nlevels = 2\n",
+        g = gltf.display()
+    );
+    let path = write_scene(dir.path(), "gltf.toml", &text);
+    let (scene, _) = load(&path, &dir.path().join("cache"));
+    assert_eq!(scene.haptic.surface.triangles.len(), 24);
+    assert_eq!(scene.environment[0].surface.vertices.len(), 16);
+    assert!(!scene.environment[0].shell.is_empty());
+}
+
 /// The complete example of the README's "Scenes" section is a valid scene.
 #[test]
 fn readme_example_parses() {

@@ -82,6 +82,66 @@ fn inspect_reads_collada_and_prints_the_robot_origin() {
     );
 }
 
+/// glTF wherever a surface mesh is read: `inspect` (with the OMPL.app origin), `sdf`,
+/// `pointshell`, and `check` and `plan` on a problem whose robot is the `.glb` and whose
+/// world is the `.gltf` (the fixture's two boxes, 2 units across in y): a straight
+/// motion 10 units above the world is free, one through it collides.
+#[test]
+fn gltf_meshes_are_read_by_inspect_sdf_pointshell_check_and_plan() {
+    let (gltf, glb) = (model("gltf/two-boxes.gltf"), model("gltf/two-boxes.glb"));
+    for f in [&gltf, &glb] {
+        let o = haptics(&["inspect", f]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s = stdout(&o);
+        assert!(s.contains("closed: yes"), "{s}");
+        assert!(s.contains("connected components: 2"), "{s}");
+        assert!(s.contains("robot origin"), "{s}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    let o = haptics(&["sdf", &glb, "-r", "24", "-o", &out("b.dist")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = haptics(&[
+        "pointshell",
+        &gltf,
+        "--points",
+        "16",
+        "--levels",
+        "2",
+        "-o",
+        &out("b.pshell"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cfg = |y0: f64| {
+        let mut s = format!("[problem]\nname=gltf\nrobot={glb}\nworld={gltf}\n");
+        for (k, x) in [("start", -20.0), ("goal", 20.0)] {
+            s += &format!("{k}.x={x}\n{k}.y={y0}\n{k}.z=0\n{k}.axis.x=0\n{k}.axis.y=0\n{k}.axis.z=1\n{k}.theta=0\n");
+        }
+        for (k, v) in [("min", -30), ("max", 30)] {
+            s += &format!("volume.{k}.x={v}\nvolume.{k}.y={v}\nvolume.{k}.z={v}\n");
+        }
+        s
+    };
+    let write = |name: &str, y0: f64| {
+        let p = out(name);
+        std::fs::write(&p, cfg(y0)).unwrap();
+        std::fs::write(
+            format!("{p}.path"),
+            format!("-20 {y0} 0 0 0 0 1\n20 {y0} 0 0 0 0 1\n"),
+        )
+        .unwrap();
+        p
+    };
+    let free = write("free.cfg", 10.0);
+    let o = haptics(&["check", &free, "--path", &format!("{free}.path")]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let through = write("through.cfg", 0.0);
+    let o = haptics(&["check", &through, "--path", &format!("{through}.path")]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let o = haptics(&["plan", &free, "--out", &out("p.path"), "--time-limit", "10"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}
+
 #[test]
 fn inspect_surface_mesh_reports_closedness() {
     let o = haptics(&["inspect", &model("beam3/beam3.obj")]);

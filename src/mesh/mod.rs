@@ -13,6 +13,7 @@ pub mod error;
 pub mod fibres;
 pub mod fusiform;
 pub mod generate;
+pub mod gltf;
 pub mod interp;
 pub mod nurbs;
 pub mod obj;
@@ -25,6 +26,7 @@ pub mod veg;
 pub mod volume;
 pub mod voxelize;
 
+pub use self::gltf::read_gltf;
 pub use bou::{read_bou, write_bou};
 pub use embed::{embed, EmbedError, Embedding};
 pub use error::{Location, MeshError};

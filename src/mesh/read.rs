@@ -1,10 +1,12 @@
 //! Format dispatch: read a surface or volumetric mesh by file extension
-//! (case-insensitive). Surfaces: `.obj` ([`super::obj`]), `.stl` ([`super::stl`]).
+//! (case-insensitive). Surfaces: `.obj` ([`super::obj`]), `.stl` ([`super::stl`]),
+//! `.gltf` / `.glb` ([`super::gltf`]).
 //! Volumes: `.veg` ([`super::veg`]), `.node` / `.ele` ([`super::tetgen`], with the sibling
 //! file of the same stem and the default material of [`default_material`]).
 //!
-//! The readers are hand-written (rather than `tobj` / `stl_io`) because every error must
-//! be a typed [`MeshError`] naming the file and the line or byte offset.
+//! The OBJ and STL readers are hand-written (rather than `tobj` / `stl_io`) because every
+//! error must be a typed [`MeshError`] naming the file and the line or byte offset; glTF,
+//! a JSON document with binary buffers, is read by the `gltf` crate.
 
 use std::path::Path;
 
@@ -15,13 +17,14 @@ use super::volume::{Material, VolumeMesh};
 /// A surface or a volumetric mesh, as read by [`read_any`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnyMesh {
-    /// A triangle surface, from `.obj` or `.stl`.
+    /// A triangle surface, from `.obj`, `.stl`, `.gltf` or `.glb`.
     Surface(SurfaceMesh),
     /// A tet or hex mesh, from `.veg` or a TetGen `.node` / `.ele` pair.
     Volume(VolumeMesh),
 }
 
-const SUPPORTED: &str = "supported: .obj and .stl (surfaces); .veg and TetGen .node/.ele (volumes)";
+const SUPPORTED: &str =
+    "supported: .obj, .stl, .gltf and .glb (surfaces); .veg and TetGen .node/.ele (volumes)";
 
 /// The material given to TetGen meshes, which carry none: rubber-like, 1000 kg/m^3,
 /// E = 1 MPa, nu = 0.45.
@@ -49,11 +52,12 @@ fn unsupported(path: &Path, kind: &str) -> MeshError {
     }
 }
 
-/// Reads a triangle surface mesh (`.obj`, `.stl`).
+/// Reads a triangle surface mesh (`.obj`, `.stl`, `.gltf`, `.glb`).
 pub fn read_surface(path: &Path) -> Result<SurfaceMesh, MeshError> {
     match extension(path).as_str() {
         "obj" => super::obj::read_obj(path),
         "stl" => super::stl::read_stl(path),
+        "gltf" | "glb" => super::gltf::read_gltf(path),
         _ => Err(unsupported(path, "surface mesh")),
     }
 }
@@ -76,7 +80,7 @@ pub fn read_volume(path: &Path) -> Result<VolumeMesh, MeshError> {
 /// Reads any supported mesh, surface or volumetric, by extension.
 pub fn read_any(path: &Path) -> Result<AnyMesh, MeshError> {
     match extension(path).as_str() {
-        "obj" | "stl" => read_surface(path).map(AnyMesh::Surface),
+        "obj" | "stl" | "gltf" | "glb" => read_surface(path).map(AnyMesh::Surface),
         "veg" | "node" | "ele" => read_volume(path).map(AnyMesh::Volume),
         _ => Err(unsupported(path, "mesh")),
     }

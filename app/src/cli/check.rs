@@ -12,7 +12,7 @@ use clap::Args;
 use haptics::check::ompl::{read_path, read_problem, State};
 use haptics::check::{check_path, robot_origin, CheckOptions, PathPos, Report, Robot, World};
 use haptics::mesh::collada::read_collada;
-use haptics::mesh::{read_obj, SurfaceMesh};
+use haptics::mesh::SurfaceMesh;
 use haptics::plot::{shaded_line_plot, Band, Series};
 
 use super::range;
@@ -622,12 +622,8 @@ pub fn read_mesh(path: &Path) -> anyhow::Result<(SurfaceMesh, nalgebra::Point3<f
             let origin = c.vertex_mean();
             Ok((c.mesh, origin))
         }
-        "obj" | "stl" => {
-            let m = if ext == "obj" {
-                read_obj(path)?
-            } else {
-                haptics::mesh::stl::read_stl(path)?
-            };
+        "obj" | "stl" | "gltf" | "glb" => {
+            let m = haptics::mesh::read_surface(path)?;
             // assimp joins identical vertices: the mean of the distinct positions.
             let (sum, count) =
                 haptics::mesh::collada::distinct_vertex_sum(m.vertices.iter().copied());
@@ -635,11 +631,11 @@ pub fn read_mesh(path: &Path) -> anyhow::Result<(SurfaceMesh, nalgebra::Point3<f
             Ok((m, origin))
         }
         "3ds" => anyhow::bail!(
-            "{}: 3D Studio (.3ds) meshes are not supported; convert it to .dae, .obj or .stl (for example with assimp export or Blender)",
+            "{}: 3D Studio (.3ds) meshes are not supported; convert it to .dae, .obj, .stl or .gltf (for example with assimp export or Blender)",
             path.display()
         ),
         _ => anyhow::bail!(
-            "{}: unknown mesh format '.{ext}': expected .dae, .obj or .stl",
+            "{}: unknown mesh format '.{ext}': expected .dae, .obj, .stl, .gltf or .glb",
             path.display()
         ),
     }

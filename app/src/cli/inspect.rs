@@ -10,7 +10,7 @@ use haptics::mesh::{read_any, AnyMesh, SurfaceMesh, VolumeMesh};
 
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {
-    /// Mesh file: .dae, .obj, .stl (surfaces), .veg, .node/.ele (volumes). For a surface
+    /// Mesh file: .dae, .obj, .stl, .gltf, .glb (surfaces), .veg, .node/.ele (volumes). For a surface
     /// it also prints the origin OMPL.app gives the part as a robot (the mean of the
     /// vertices assimp imports) and the part's radius about it.
     pub file: PathBuf,
@@ -25,7 +25,7 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    if matches!(ext.as_str(), "dae" | "obj" | "stl") {
+    if matches!(ext.as_str(), "dae" | "obj" | "stl" | "gltf" | "glb") {
         let (mesh, origin) = super::check::read_mesh(&args.file)?;
         print!("{}", describe_surface(&mesh));
         print!("{}", describe_origin(&mesh, &origin));

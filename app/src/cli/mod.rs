@@ -50,7 +50,7 @@ pub enum Command {
     /// simulator), writing vertex displacements over time to CSV.
     Fullsim(demo::FullsimArgs),
     /// Print counts, bounding box, materials, volume, mass and element quality of a mesh
-    /// file (.obj, .stl, .veg, TetGen .node/.ele).
+    /// file (.obj, .stl, .gltf/.glb, .dae, .veg, TetGen .node/.ele).
     Inspect(inspect::InspectArgs),
     /// Turn a triangle mesh into a hexahedral voxel mesh (.veg), optionally embedding a
     /// render mesh (.interp).
