@@ -639,3 +639,79 @@ fn stability_finds_the_largest_stable_stiffness() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("100 to 10000"), "{}", stderr(&o));
 }
+
+/// `haptics scene new` from two meshes in millimetres and the same two in metres (a
+/// 20 x 100 x 20 part over a 500 x 100 x 500 plate): both scenes load and render, with
+/// the same resolutions and point counts, and workspace scales 1000 apart; a second
+/// write is refused without --force; `--deformable` writes the voxel mesh and its anchor
+/// and loads as a reduced model.
+#[test]
+fn scene_new_writes_a_scene_that_loads_and_renders_at_either_scale() {
+    use haptics::mesh::{box_surface_mesh, write_obj};
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let mut loaded = Vec::new();
+    for (unit, s) in [("mm", 1.0), ("m", 1e-3)] {
+        let d = dir.path().join(unit);
+        std::fs::create_dir_all(d.join("scenes")).unwrap();
+        let held = box_surface_mesh(nalgebra::Vector3::new(20.0, 100.0, 20.0) * s, [1, 1, 1]);
+        let world = box_surface_mesh(nalgebra::Vector3::new(500.0, 100.0, 500.0) * s, [1, 1, 1]);
+        write_obj(&d.join("part.obj"), &held).unwrap();
+        write_obj(&d.join("plate.obj"), &world).unwrap();
+        let out = d.join("scenes/s.toml");
+        let args = |extra: &[&str]| {
+            let mut v = vec![
+                "scene".to_string(),
+                "new".into(),
+                "--held".into(),
+                d.join("part.obj").to_string_lossy().into_owned(),
+                "--world".into(),
+                d.join("plate.obj").to_string_lossy().into_owned(),
+                "--out".into(),
+                out.to_string_lossy().into_owned(),
+            ];
+            v.extend(extra.iter().map(|x| x.to_string()));
+            v
+        };
+        let run = |extra: &[&str]| {
+            let a = args(extra);
+            haptics(&a.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        let o = run(&[]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("mesh = \"../part.obj\""), "{text}");
+        let o = run(&[]);
+        assert!(
+            !o.status.success() && stderr(&o).contains("--force"),
+            "{}",
+            stderr(&o)
+        );
+        let scene = haptics::scene::load_scene(&out, &cache, &haptics::progress::NoProgress)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let png = d.join("s.png");
+        let o = haptics(&[
+            "screenshot",
+            out.to_str().unwrap(),
+            "--out",
+            png.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+        assert!(png.is_file());
+        loaded.push(scene);
+        if unit == "m" {
+            let o = run(&["--deformable", "--force"]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            assert!(d.join("scenes/plate.veg").is_file() && d.join("scenes/plate.bou").is_file());
+            let scene = haptics::scene::load_scene(&out, &cache, &haptics::progress::NoProgress)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(scene.environment[0].dynamics.is_some());
+        }
+    }
+    let (mm, m) = (&loaded[0], &loaded[1]);
+    assert_eq!(mm.environment[0].shell.len(), m.environment[0].shell.len());
+    let ratio = m.workspace_scale / mm.workspace_scale;
+    assert!((ratio - 1e3).abs() < 1e-6, "{ratio}");
+}

@@ -16,6 +16,7 @@ pub mod progress;
 pub mod range;
 pub mod replay;
 pub mod run;
+pub mod scene;
 pub mod screenshot;
 pub mod sdf;
 pub mod simulate;
@@ -83,6 +84,10 @@ pub enum Command {
     /// distances, motions certified continuously) on an OMPL.app problem or a scene;
     /// writes an OMPL .path.
     Plan(plan::PlanArgs),
+    /// Scenes from a user's meshes: `scene new --held PART --world FIXTURE --out S.toml`
+    /// writes one with resolutions, workspace scale and stiffnesses derived from their
+    /// sizes.
+    Scene(scene::SceneArgs),
     /// Active skeletal muscle: isometric tension-length curves, the NURBS fusiform
     /// muscle mesh with its fibres, and its contraction with fixed tendons.
     Muscle(muscle::MuscleArgs),
@@ -135,6 +140,7 @@ pub fn run() -> anyhow::Result<()> {
         },
         Command::Muscle(a) => muscle::run(&a).map_err(|e| check::BadInput(e).into()),
         Command::Stability(a) => stability::run(&a),
+        Command::Scene(a) => scene::run(&a),
         Command::Plan(a) => match plan::run(&a) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Exit(1).into()),
