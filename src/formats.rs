@@ -60,6 +60,8 @@ pub enum Format {
     Manifest,
     /// COLLADA `.dae` meshes (OMPL.app's robots and worlds).
     Collada,
+    /// glTF 2.0 meshes (`.glb`, or `.gltf` with its buffers inside).
+    Gltf,
     /// OMPL.app problem definitions, `.cfg`.
     OmplProblem,
     /// OMPL geometric paths of SE(3) states, `.path`.
@@ -68,7 +70,7 @@ pub enum Format {
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 18] = [
+    pub const ALL: [Format; 19] = [
         Format::Obj,
         Format::Stl,
         Format::Veg,
@@ -85,6 +87,7 @@ impl Format {
         Format::DeviceProfile,
         Format::Manifest,
         Format::Collada,
+        Format::Gltf,
         Format::OmplProblem,
         Format::OmplPath,
     ];
@@ -108,6 +111,7 @@ impl Format {
             Format::DeviceProfile => "device_profile",
             Format::Manifest => "manifest",
             Format::Collada => "collada",
+            Format::Gltf => "gltf",
             Format::OmplProblem => "ompl_problem",
             Format::OmplPath => "ompl_path",
         }
@@ -137,6 +141,7 @@ impl Format {
             Format::DeviceProfile => "input-profile.toml",
             Format::Manifest => "manifest.toml",
             Format::Collada => "input.dae",
+            Format::Gltf => "input.glb",
             Format::OmplProblem => "input.cfg",
             Format::OmplPath => "input.path",
         }
@@ -183,6 +188,7 @@ pub fn parse(format: Format, bytes: &[u8]) -> Result<(), String> {
         Format::DeviceProfile => done(Profile::from_bytes(bytes, path)),
         Format::Manifest => done(parse_manifest(text()?, path)),
         Format::Collada => done(crate::mesh::collada::parse_collada(bytes, path)),
+        Format::Gltf => done(crate::mesh::gltf::parse_gltf(bytes, path, None)),
         Format::OmplProblem => done(crate::check::ompl::parse_problem(bytes, path)),
         Format::OmplPath => done(crate::check::ompl::parse_path(bytes, path)),
     }

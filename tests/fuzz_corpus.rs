@@ -262,6 +262,14 @@ fn seeds() -> Vec<(Format, Vec<Vec<u8>>)> {
             Format::Collada,
             vec![asset("check/slot/robot.dae"), text(SAMPLE_DAE)],
         ),
+        (
+            Format::Gltf,
+            vec![
+                asset("models/gltf/two-boxes.glb"),
+                asset("models/gltf/two-boxes.gltf"),
+                text(SAMPLE_GLTF),
+            ],
+        ),
         (Format::OmplProblem, vec![asset("check/slot/slot.cfg")]),
         (
             Format::OmplPath,
@@ -278,6 +286,10 @@ fn seeds() -> Vec<(Format, Vec<Vec<u8>>)> {
         ),
     ]
 }
+
+/// A glTF file with a node matrix and an unindexed triangle strip.
+const SAMPLE_GLTF: &str = r#"{"asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0]}], "nodes": [{"matrix": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 2, 0, 0, 1], "mesh": 0}], "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "mode": 5}]}], "accessors": [{"bufferView": 0, "componentType": 5126, "count": 4, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]}], "bufferViews": [{"buffer": 0, "byteLength": 48}], "buffers": [{"byteLength": 48, "uri": "data:application/octet-stream;base64,AAAAAAAAAAAAAAAAAACAPwAAAAAAAAAAAAAAAAAAgD8AAAAAAACAPwAAgD8AAAAA"}]}
+"#;
 
 /// A COLLADA file with the other primitive blocks (triangles, polygons, lines), a
 /// matrix and an `<instance_node>`.

@@ -18,11 +18,37 @@ use nalgebra::{Matrix4, Point3};
 use super::error::{Location, MeshError};
 use super::surface::SurfaceMesh;
 
-/// Reads the surface of a `.gltf` or `.glb` file (see the module documentation).
+/// Reads the surface of a `.gltf` or `.glb` file (see the module documentation); external
+/// buffers are read from beside it.
 pub fn read_gltf(path: &Path) -> Result<SurfaceMesh, MeshError> {
-    let gltf = gltf::Gltf::open(path).map_err(|e| error(path, e))?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let buffers = gltf::import_buffers(&gltf.document, Some(base), gltf.blob.clone())
+    let bytes = std::fs::read(path).map_err(|source| MeshError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_gltf(&bytes, path, Some(path.parent().unwrap_or(Path::new("."))))
+}
+
+/// Parses the bytes of a `.gltf` or `.glb` named `path`; external buffers are read from
+/// `base` (with none, a file that refers to one is an error).
+pub fn parse_gltf(
+    bytes: &[u8],
+    path: &Path,
+    base: Option<&Path>,
+) -> Result<SurfaceMesh, MeshError> {
+    let gltf = gltf::Gltf::from_slice(bytes).map_err(|e| error(path, e))?;
+    let external = gltf
+        .document
+        .buffers()
+        .any(|b| matches!(b.source(), gltf::buffer::Source::Uri(u) if !u.starts_with("data:")));
+    if external && base.is_none() {
+        return Err(MeshError::Syntax {
+            path: path.to_path_buf(),
+            location: Location::File,
+            expected: "buffers inside the file (data URIs or a .glb chunk)".into(),
+            found: "a buffer in an external file".into(),
+        });
+    }
+    let buffers = gltf::import_buffers(&gltf.document, base, gltf.blob.clone())
         .map_err(|e| error(path, e))?;
     let mut mesh = SurfaceMesh::default();
     let document = &gltf.document;
@@ -112,9 +138,16 @@ fn append_mesh(
             }
             out.vertices.push(q);
         }
-        let indices: Vec<u32> = match reader.read_indices() {
-            Some(i) => i.into_u32().collect(),
-            None => (0..positions.len() as u32).collect(),
+        let indices: Vec<u32> = match (primitive.indices(), reader.read_indices()) {
+            (_, Some(i)) => i.into_u32().collect(),
+            (None, None) => (0..positions.len() as u32).collect(),
+            (Some(_), None) => {
+                return Err(MeshError::Truncated {
+                    path: path.to_path_buf(),
+                    location: Location::File,
+                    expected: format!("the index data of {} within its buffer", where_()),
+                })
+            }
         };
         if let Some(&bad) = indices.iter().find(|&&i| i as usize >= positions.len()) {
             return Err(MeshError::IndexOutOfRange {
