@@ -249,6 +249,10 @@ pub struct CheckOptions {
     /// Largest number of distance evaluations before giving up (a budget, not a
     /// resolution: the check reports it ran out).
     pub max_evaluations: usize,
+    /// Stop at the first collision: the verdict and where the first contact starts, with
+    /// neither the path beyond it (its other intervals, its minimum) nor any penetration
+    /// depth. For the question "can this part pass?".
+    pub first_contact_only: bool,
 }
 
 impl Default for CheckOptions {
@@ -256,6 +260,7 @@ impl Default for CheckOptions {
         CheckOptions {
             tolerance: None,
             max_evaluations: 20_000_000,
+            first_contact_only: false,
         }
     }
 }
@@ -460,7 +465,9 @@ fn certify_slack(tol: f64) -> Slack {
 /// within the tolerance without the meshes meeting, each by a check of its own at a finer
 /// tolerance (`resolve_near`); certify the minimum clearance when the path is free
 /// (`certify_minimum`); collect the intervals where the meshes meet, their ends
-/// bisected; measure the deepest state of each (`deepest_in`).
+/// bisected; measure the deepest state of each (`deepest_in`). With
+/// [`CheckOptions::first_contact_only`] the first two steps stop at the first contact
+/// and no depth is measured.
 pub fn check_path(
     robot: &Robot,
     world: &World,
@@ -476,7 +483,14 @@ pub fn check_path(
     let mut count = Counts::default();
     let (mut samples, incomplete) =
         resolved_samples(robot, world, path, tol, options, &mut count, progress);
-    let (contacts, deepest) = meeting_intervals(robot, world, path, &mut samples, tol);
+    let (contacts, deepest) = meeting_intervals(
+        robot,
+        world,
+        path,
+        &mut samples,
+        tol,
+        options.first_contact_only,
+    );
     let min_s = samples
         .iter()
         .copied()
@@ -613,6 +627,9 @@ fn advance(
             // ones cost it more than they save here.
             let s = eval(PathPos { segment: i, t }, advance_slack(tol), count);
             samples.push(s);
+            if options.first_contact_only && s.clearance <= 0.0 {
+                return (samples, false);
+            }
             if t >= 1.0 || b == 0.0 {
                 break;
             }
@@ -647,6 +664,9 @@ fn advance(
                     }
                 };
                 samples.push(sample);
+                if options.first_contact_only && sample.clearance <= 0.0 {
+                    return (samples, false);
+                }
                 if t >= 1.0 {
                     break 'segment;
                 }
@@ -687,6 +707,10 @@ fn resolve_near(
     let mut out: Vec<Sample> = Vec::with_capacity(samples.len());
     let mut k = 0;
     while k < samples.len() {
+        if options.first_contact_only && out.iter().any(|s| s.clearance <= 0.0) {
+            // The first contact is found: nothing after it is needed.
+            break;
+        }
         if !near(&samples[k]) {
             out.push(samples[k]);
             k += 1;
@@ -789,6 +813,7 @@ fn meeting_intervals(
     path: &[State],
     samples: &mut Vec<Sample>,
     tol: f64,
+    first_only: bool,
 ) -> (Vec<Contact>, Option<Deepest>) {
     let mut scratch = bvh::PairScratch::default();
     let floor = FINEST_TOLERANCE * robot.diagonal;
@@ -830,6 +855,17 @@ fn meeting_intervals(
             samples[e].at
         };
         let state = state_at(path, begin);
+        if first_only {
+            // Where the first contact starts; the last state known to collide ends it.
+            contacts.push(Contact {
+                from: begin,
+                to: samples[e].at,
+                objects: world.objects_near(robot, &state.isometry(), tol),
+                depth: 0.0,
+                deepest_at: begin,
+            });
+            return (contacts, None);
+        }
         let (depth, deepest_at, direction) = deepest_in(
             robot,
             world,
@@ -1212,6 +1248,32 @@ mod tests {
             r.contacts[0]
         );
         assert_eq!(r.contacts[0].objects, ["world"]);
+        // Stopping at the first contact: the same start, one contact, no depth, and the
+        // path beyond it unchecked (fewer evaluations).
+        let first_only = CheckOptions {
+            first_contact_only: true,
+            ..CheckOptions::default()
+        };
+        let f = check_path(&robot, &world, &path, &first_only, &mut |_| {});
+        assert!(!f.collision_free);
+        assert_eq!(f.first_collision, r.first_collision);
+        assert_eq!(f.contacts.len(), 1);
+        assert!(f.deepest.is_none() && f.max_penetration == 0.0);
+        assert!(f.contacts[0].to.t < 0.575 && f.contacts[0].to.t >= first.t);
+        assert!(
+            f.evaluations < r.evaluations,
+            "{} of {}",
+            f.evaluations,
+            r.evaluations
+        );
+        // On a free path it is the whole check.
+        let free = [st(-1.0, 0.0, 0.0), st(1.0, 0.0, 0.0)];
+        let a = check_path(&robot, &world, &free, &options, &mut |_| {});
+        let b = check_path(&robot, &world, &free, &first_only, &mut |_| {});
+        assert_eq!(
+            (a.collision_free, a.min_clearance),
+            (b.collision_free, b.min_clearance)
+        );
     }
 
     /// The certified minimum against a dense exact sampling: a box turning while it

@@ -64,6 +64,11 @@ pub struct CheckArgs {
     /// Show a progress bar over the path's segments.
     #[arg(long)]
     pub progress: bool,
+    /// Stop at the first collision: the verdict and where the first contact starts,
+    /// without the contact intervals after it, the minimum beyond it or any penetration
+    /// depth (the question "can this part pass?", answered fastest).
+    #[arg(long)]
+    pub first_contact: bool,
     /// For a scene with deformable environment objects (hoses, cables): let them give
     /// way. Each is solved for its quasi-static reduced equilibrium under the part's
     /// contact along the path; the report adds the largest contact force and
@@ -113,6 +118,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
     });
     let options = CheckOptions {
         tolerance: a.tolerance,
+        first_contact_only: a.first_contact,
         ..CheckOptions::default()
     };
     let report = check_path(robot, world, path, &options, &mut |i| {
