@@ -162,8 +162,18 @@ fn self_test_reports_rate_range_and_force() {
     let (rows, trailer) = fake_log(&log);
     assert!(trailer.contains(&"violations 0".to_string()));
     let peak = rows.iter().map(|r| norm(&r[1..4])).fold(0.0, f64::max);
-    // 100 N/m over at most sqrt(20^2 + 34^2 + 5^2) = 40 mm.
-    assert!(peak > 0.5 && peak <= 4.05, "peak {peak} N");
+    // At most 100 N/m over at most sqrt(20^2 + 34^2 + 5^2) = 40 mm. The spring reaches
+    // half a newton when the start ramp completed; on a loaded machine stalls or velocity
+    // cuts may re-arm it all along, which the report then says.
+    assert!(peak <= 4.05, "peak {peak} N");
+    if out.contains("start ramp       completed") {
+        assert!(peak > 0.5, "peak {peak} N\n{out}");
+    } else {
+        assert!(
+            out.contains("re-armed it") && peak > 0.0,
+            "peak {peak} N\n{out}"
+        );
+    }
     assert_eq!(norm(&rows.last().unwrap()[1..7]), 0.0, "zero at the end");
 
     let o = haptics_env(

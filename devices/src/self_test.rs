@@ -63,6 +63,13 @@ pub struct SelfTestReport {
     pub errors: u64,
     /// The fatal error that ended the test early, if any.
     pub fault: Option<DeviceError>,
+    /// Whether the safety layer's start ramp reached full scale.
+    pub ramp_completed: bool,
+    /// Stalls (no write within the layer's timeout) and velocity cuts during the test:
+    /// each sent zero and re-armed the ramp, so the spring may not have reached full
+    /// scale on a loaded machine.
+    pub stalls: u64,
+    pub velocity_cuts: u64,
 }
 
 /// Runs the self-test on `device` (see the module docs); zero is written at the end.
@@ -138,6 +145,12 @@ pub fn run<D: Device>(device: &mut SafeDevice<D>, config: &SelfTestConfig) -> Se
         pmin = Vector3::zeros();
         pmax = Vector3::zeros();
     }
+    let events = device.events();
+    let (ramp_completed, stalls, velocity_cuts) = (
+        events.count(crate::safety::SafetyEvent::RampComplete) > 0,
+        events.count(crate::safety::SafetyEvent::Stall),
+        events.count(crate::safety::SafetyEvent::VelocityLimit),
+    );
     SelfTestReport {
         cycles: stamps.len() as u64,
         elapsed_s: elapsed,
@@ -151,6 +164,9 @@ pub fn run<D: Device>(device: &mut SafeDevice<D>, config: &SelfTestConfig) -> Se
         stiffness_n_per_m: k,
         errors,
         fault,
+        ramp_completed,
+        stalls,
+        velocity_cuts,
     }
 }
 

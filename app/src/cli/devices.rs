@@ -192,6 +192,7 @@ pub fn describe_report(label: &str, r: &SelfTestReport) -> String {
          period           mean {:.1} µs, jitter sd {:.1} µs, p99 |error| {:.1} µs\n\
          position range   x {:.1}..{:.1} mm, y {:.1}..{:.1} mm, z {:.1}..{:.1} mm (extent {:.1} x {:.1} x {:.1} mm)\n\
          max force sent   {:.3} N (spring {:.0} N/m)\n\
+         start ramp       {}\n\
          errors           {}\n",
         r.rate_hz,
         r.elapsed_s,
@@ -210,6 +211,14 @@ pub fn describe_report(label: &str, r: &SelfTestReport) -> String {
         ext.z * 1e3,
         r.max_force_n,
         r.stiffness_n_per_m,
+        if r.ramp_completed {
+            "completed".to_string()
+        } else {
+            format!(
+                "not completed ({} stalls, {} velocity cuts re-armed it)",
+                r.stalls, r.velocity_cuts
+            )
+        },
         r.errors
     )
 }
