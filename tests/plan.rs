@@ -26,8 +26,17 @@ fn root() -> &'static Path {
 /// and world, its start, goal and box.
 fn alpha() -> (Robot, World, State, State, Space) {
     let (robot, world, p) = alpha_meshes();
-    let robot = Robot::new(&robot);
-    let world = World::new(&world);
+    alpha_from(&robot, &world, &p)
+}
+
+/// [`alpha`] from meshes already read.
+fn alpha_from(
+    robot: &SurfaceMesh,
+    world: &SurfaceMesh,
+    p: &haptics::check::ompl::Problem,
+) -> (Robot, World, State, State, Space) {
+    let robot = Robot::new(robot);
+    let world = World::new(world);
     let (min, max) = p.volume.unwrap();
     let space = Space {
         min,
@@ -84,8 +93,8 @@ fn run(problem: &Problem, seed: u64, time_limit: f64) -> Plan {
 /// by more than the check's tolerance.
 #[test]
 fn the_alpha_puzzle_is_solved_for_ten_seeds_and_every_path_is_free() {
-    let (robot, world, start, goal, space) = alpha();
-    let (robot_mesh, world_mesh, _) = alpha_meshes();
+    let (robot_mesh, world_mesh, p) = alpha_meshes();
+    let (robot, world, start, goal, space) = alpha_from(&robot_mesh, &world_mesh, &p);
     let problem = Problem {
         robot: &robot,
         world: &world,
@@ -211,21 +220,8 @@ fn the_peg_is_planned_into_the_shipped_shaft() {
         &mut |_| {},
     );
     assert!(c.collision_free, "{:?}", c.first_collision);
-    let world_mesh = SurfaceMesh {
-        vertices: objects
-            .iter()
-            .flat_map(|(_, m)| m.vertices.clone())
-            .collect(),
-        triangles: {
-            let mut base = 0;
-            let mut all = Vec::new();
-            for (_, m) in &objects {
-                all.extend(m.triangles.iter().map(|t| t.map(|i| i + base)));
-                base += m.vertices.len();
-            }
-            all
-        },
-    };
+    let meshes: Vec<SurfaceMesh> = objects.iter().map(|(_, m)| m.clone()).collect();
+    let world_mesh = haptics::check::shapes::union(&meshes);
     let independent = independently_free(&scene.haptic.surface, &world_mesh, &plan.path);
     assert!(independent <= 0.02 + 1e-9, "{independent}");
     // In the shaft the play is 2 cm per side: the path's clearance is at most that.

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use haptics_devices::vendor::{self, fakes, Probe, Vendor, VendorError};
 use haptics_devices::{
-    Device, DeviceError, ForceDimensionDevice, OpenHapticsDevice, SafeDevice, SafetyEvent,
-    SafetySettings, Wrench,
+    Device, DeviceError, DeviceSample, ForceDimensionDevice, OpenHapticsDevice, SafeDevice,
+    SafetyEvent, SafetySettings, Wrench,
 };
 use nalgebra::Vector3;
 
@@ -88,6 +88,16 @@ fn drive(
     seconds: f64,
     mut command: impl FnMut(f64, Vector3<f64>) -> Wrench,
 ) -> (u64, Option<(DeviceError, f64)>) {
+    drive_until(device, seconds, |t, s| Some(command(t, s.pose.position)))
+}
+
+/// [`drive`] with the whole sample given to `command`, which ends the run early by
+/// returning `None`.
+fn drive_until(
+    device: &mut dyn Device,
+    seconds: f64,
+    mut command: impl FnMut(f64, &DeviceSample) -> Option<Wrench>,
+) -> (u64, Option<(DeviceError, f64)>) {
     let start = Instant::now();
     let mut next = start;
     let mut cycles = 0;
@@ -102,7 +112,10 @@ fn drive(
         let w = match device.read() {
             Ok(s) => {
                 let t0 = *first_sample.get_or_insert_with(Instant::now);
-                command(t0.elapsed().as_secs_f64(), s.pose.position)
+                match command(t0.elapsed().as_secs_f64(), &s) {
+                    Some(w) => w,
+                    None => break,
+                }
             }
             Err(e) if e.fatal().is_some() => return (cycles, Some((e, t))),
             Err(_) => Wrench::zero(),
@@ -320,35 +333,16 @@ fn openhaptics_deadman_cuts_the_force_when_released() {
         ..SafetySettings::default()
     };
     let mut dev = SafeDevice::new(OpenHapticsDevice::open().unwrap(), settings).unwrap();
-    // Drive at 1 kHz until the haptic side has seen the release for 400 cycles (the
-    // deadline only ends a run that never sees it).
-    let start = Instant::now();
-    let mut next = start;
+    // Drive until the haptic side has seen the release for 400 cycles (the 60 s only end
+    // a run that never sees it).
     let mut released_cycles = 0;
-    let mut first_sample: Option<Instant> = None;
-    while released_cycles < 400 && start.elapsed() < Duration::from_secs(60) {
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
+    let (_, fault) = drive_until(&mut dev, 60.0, |t, s| {
+        if s.buttons & 1 == 0 {
+            released_cycles += 1;
         }
-        next += Duration::from_millis(1);
-        let w = match dev.read() {
-            Ok(s) => {
-                if s.buttons & 1 == 0 {
-                    released_cycles += 1;
-                }
-                let t0 = *first_sample.get_or_insert_with(Instant::now);
-                overload(t0.elapsed().as_secs_f64(), s.pose.position)
-            }
-            Err(e) => {
-                assert!(e.fatal().is_none(), "no fault is scripted: {e}");
-                Wrench::zero()
-            }
-        };
-        if let Err(e) = dev.write(&w) {
-            assert!(e.fatal().is_none(), "no fault is scripted: {e}");
-        }
-    }
+        (released_cycles < 400).then(|| overload(t, s.pose.position))
+    });
+    assert!(fault.is_none(), "no fault is scripted: {fault:?}");
     assert_eq!(released_cycles, 400, "the release was never seen");
     let ramp = ramp_outcome(&mut dev);
     drop(dev);

@@ -84,23 +84,15 @@ pub struct Derived {
     pub grasp: [f64; 3],
 }
 
-/// A mesh's bounding box corners.
-fn bounds(m: &SurfaceMesh) -> ([f64; 3], [f64; 3]) {
-    let b = m.bounding_box();
-    (b.min.coords.into(), b.max.coords.into())
-}
-
 impl Derived {
     /// The settings for `held` against `world` and the device `device`.
     pub fn from_sizes(held: &SurfaceMesh, world: &SurfaceMesh, device: &DeviceInfo) -> Derived {
         const LEVELS: usize = 4;
-        let (hlo, hhi) = bounds(held);
-        let (wlo, whi) = bounds(world);
-        let he: Vec<f64> = (0..3).map(|i| (hhi[i] - hlo[i]).max(0.0)).collect();
-        let we: Vec<f64> = (0..3).map(|i| (whi[i] - wlo[i]).max(0.0)).collect();
-        let held_diag = he.iter().map(|e| e * e).sum::<f64>().sqrt();
-        let world_diag = we.iter().map(|e| e * e).sum::<f64>().sqrt();
-        let longest = he.iter().copied().fold(0.0, f64::max);
+        let (hb, wb) = (held.bounding_box(), world.bounding_box());
+        let he = hb.extent();
+        let held_diag = he.norm();
+        let world_diag = wb.extent().norm();
+        let longest = he.max();
         let thinnest = he
             .iter()
             .copied()
@@ -112,14 +104,10 @@ impl Derived {
         let points = ((finest / 4f64.powi(LEVELS as i32 - 1)).ceil() as usize).max(8);
         let workspace_scale = REFERENCE_WORKSPACE_RADIUS_M / (0.5 * world_diag);
         let coupling_stiffness = 0.5 * device.max_stiffness_n_per_m * workspace_scale;
-        let centre = |lo: &[f64; 3], hi: &[f64; 3], i: usize| 0.5 * (lo[i] + hi[i]);
-        let grasp = [0, 1, 2].map(|i| centre(&hlo, &hhi, i));
+        let grasp = hb.center();
         // The part's centre over the fixture's, its lowest point a tenth of its size above.
-        let target = [
-            centre(&wlo, &whi, 0),
-            whi[1] + 0.5 * he[1] + 0.1 * held_diag,
-            centre(&wlo, &whi, 2),
-        ];
+        let mut target = wb.center();
+        target.y = wb.max.y + 0.5 * he.y + 0.1 * held_diag;
         Derived {
             workspace_scale,
             sdf_resolution,
@@ -130,8 +118,8 @@ impl Derived {
             // The scene format's largest speed is 1000 units/s (1 m/s in a millimetre scene).
             max_velocity: (0.6 / workspace_scale).min(1000.0),
             max_penetration: 0.01 * held_diag,
-            position: [0, 1, 2].map(|i| target[i] - grasp[i]),
-            grasp,
+            position: (target - grasp).into(),
+            grasp: grasp.coords.into(),
         }
     }
 }
@@ -231,11 +219,11 @@ fn scene_text(
 }
 
 /// Voxelizes `world` (32 voxels along its longest side) and writes the voxel mesh and its
-/// lowest layer of vertices beside `out`; returns their paths.
+/// lowest layer of vertices into `dir`; returns their paths.
 fn write_deformable(
     world: &SurfaceMesh,
     world_path: &Path,
-    out: &Path,
+    dir: &Path,
 ) -> anyhow::Result<(PathBuf, PathBuf)> {
     let opts = VoxelizeOptions {
         resolution: 32,
@@ -253,10 +241,9 @@ fn write_deformable(
         .map(|v| v.y)
         .fold(f64::INFINITY, f64::min);
     let fixed: Vec<usize> = (0..vox.mesh.vertices.len())
-        .filter(|&i| vox.mesh.vertices[i].y <= lowest + 1e-9 * vox.voxel_size.max(1e-300))
+        .filter(|&i| vox.mesh.vertices[i].y <= lowest + 1e-9 * vox.voxel_size)
         .collect();
     let stem = world_path.file_stem().unwrap_or_default().to_string_lossy();
-    let dir = out.parent().unwrap_or(Path::new("."));
     let (veg, bou) = (
         dir.join(format!("{stem}.veg")),
         dir.join(format!("{stem}.bou")),
@@ -288,7 +275,7 @@ fn new(a: &NewArgs) -> anyhow::Result<()> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let deformable = if a.deformable {
-        Some(write_deformable(&world, &a.world, &a.out)?)
+        Some(write_deformable(&world, &a.world, dir)?)
     } else {
         None
     };

@@ -129,10 +129,8 @@ impl Api {
             .map(|f| unsafe { c_string(f(id)) })
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| model.name.to_string());
-        let reported = |f: Option<unsafe extern "C" fn(c_char) -> f64>| {
-            f.map(|f| unsafe { f(id) })
-                .filter(|v| v.is_finite() && *v >= 0.0)
-        };
+        // A negative or non-finite figure is "no limit reported" (`lower_of` ignores it).
+        let reported = |f: Option<unsafe extern "C" fn(c_char) -> f64>| f.map(|f| unsafe { f(id) });
         let max_force = specs::lower_of(reported(self.get_max_force), model.max_force_n);
         let active_wrist = self
             .has_active_wrist

@@ -366,12 +366,6 @@ fn read_info(api: &Api) -> (DeviceInfo, f64) {
     let continuous = finite_or(double(HD_NOMINAL_MAX_CONTINUOUS_FORCE)[0], max_force);
     // N/mm in HDAPI.
     let stiffness = finite_or(double(HD_NOMINAL_MAX_STIFFNESS)[0], 0.0) * 1e3;
-    // mN·m in HDAPI.
-    let torque = if output >= 6 {
-        finite_or(double(HD_NOMINAL_MAX_TORQUE_FORCE)[0], 0.0) * 1e-3
-    } else {
-        0.0
-    };
     // minx, miny, minz, maxx, maxy, maxz in mm.
     let ws = double(HD_USABLE_WORKSPACE_DIMENSIONS);
     let half = Vector3::new(ws[3] - ws[0], ws[4] - ws[1], ws[5] - ws[2]) * 0.5e-3;
@@ -384,17 +378,18 @@ fn read_info(api: &Api) -> (DeviceInfo, f64) {
     };
     // The published figures cap what the library reports (and stand in where it reports
     // nothing).
+    // HDAPI leaves a figure it does not report at 0.
+    let reported = |v: f64| Some(v).filter(|v| *v > 0.0);
     let spec = specs::openhaptics(&model);
-    let max_force = specs::lower_of(Some(max_force).filter(|f| *f > 0.0), spec.max_force_n);
+    let max_force = specs::lower_of(reported(max_force), spec.max_force_n);
     let torque = if output >= 6 {
-        specs::lower_of(Some(torque).filter(|t| *t > 0.0), spec.max_torque_nm)
+        // mN·m in HDAPI.
+        let t = finite_or(double(HD_NOMINAL_MAX_TORQUE_FORCE)[0], 0.0) * 1e-3;
+        specs::lower_of(reported(t), spec.max_torque_nm)
     } else {
         0.0
     };
-    let stiffness = specs::lower_of(
-        Some(stiffness).filter(|k| *k > 0.0),
-        spec.max_linear_stiffness_n_per_m,
-    );
+    let stiffness = specs::lower_of(reported(stiffness), spec.max_linear_stiffness_n_per_m);
     let info = DeviceInfo {
         name: if model.is_empty() {
             "OpenHaptics device".into()
