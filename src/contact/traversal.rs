@@ -76,8 +76,7 @@ impl ContactParams {
     /// temporal coherence (the blend has no Lipschitz bound). The full node budget: with
     /// the proxy-free culling bound a culled node costs about one rigid lookup, and the
     /// two-deformable benchmark's whole cycle at the full budget is within 500 us p99.9
-    /// on the 2-vCPU machine (docs/contact.md; until 2026-11-28 this kept a quarter of
-    /// the budget, when a culled node cost two to four rigid lookups).
+    /// on the 2-vCPU machine (docs/contact.md).
     pub fn deformed_field() -> Self {
         ContactParams {
             temporal_coherence: false,

@@ -2,7 +2,7 @@
 //! with activation, its first Piola-Kirchhoff stress and tangent, and the inversion-robust
 //! evaluation of Irving, Teran and Fedkiw.
 //!
-//! # The material (the contract, SI units)
+//! # The material (SI units)
 //! With J = det F, C = F^T F, I1 = tr C, the rest fibre direction a (unit), the deviatoric
 //! invariant I~1 = J^(-2/3) I1 and the deviatoric fibre stretch l = J^(-1/3) |F a|:
 //!

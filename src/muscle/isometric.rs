@@ -1,4 +1,4 @@
-//! The isometric tension-length experiment (Chen 1991; the contract): a block
+//! The isometric tension-length experiment (after Chen 1991): a block
 //! 0.040 m along the fibres (x) with a 0.010 x 0.010 m cross-section, linear tets; the
 //! x = 0 face held in x only (plus the fewest constraints that remove rigid motion: the
 //! corner at the origin in y and z, the corner at (0, W, 0) in z), the x = L face moved

@@ -1,6 +1,6 @@
 //! The muscle material file: TOML with the top-level keys `sigma_max`, `lambda_opt`,
-//! `mu`, `kappa`, `p1`, `p2`, `lambda_star` (any subset; the rest take the issue's
-//! defaults, [`FibreParams::default`]), and an optional `[tendon]` table with the same
+//! `mu`, `kappa`, `p1`, `p2`, `lambda_star` (any subset; the rest take the
+//! defaults of [`FibreParams::default`]), and an optional `[tendon]` table with the same
 //! keys for the tendon group (defaults [`FibreParams::tendon`]). Errors name the file and
 //! the line of the offending key.
 

@@ -367,7 +367,7 @@ const CORRIDOR_QUERIES: usize = 1 << 15;
 /// The default rotation weight of the trees' metric: a quarter of the robot's radius.
 ///
 /// The true motion bound weighs a turn by the robot's radius `R`, the farthest any
-/// point moves; measured on OMPL.app's problems (seeds 1-10, 2026-11-29), a tree that
+/// point moves; measured on OMPL.app's problems (seeds 1-10, docs/plan.md), a tree that
 /// weighs turns at `R / 4` explores faster: it picks neighbours by position and turns
 /// more per step. Medians, weight 1 against 1/4: cubicles 0.85 s against 0.58 s,
 /// Twistycool 2.07 s against 1.02 s, alpha-1.5 3.99 s against 1.29 s (0.15, 0.2 and
