@@ -1,7 +1,8 @@
 //! Real force-feedback hardware, end to end through the CLI, against the fake vendor
-//! libraries (`devices/fakes/*.rs`, built by rustc): `haptics devices` lists and
-//! self-tests them, `haptics record --device openhaptics|forcedimension` runs the haptic
-//! loop on them in real time, a recording replays exactly, and a communication fault mid
+//! libraries (`devices/fakes/*.rs`, built by rustc) and a fake Haply Inverse Service (run
+//! in the test process, `haptics_devices::vendor::fake_inverse`): `haptics devices` lists
+//! and self-tests them, `haptics record --device openhaptics|forcedimension|haply` runs the
+//! haptic loop on them in real time, a recording replays exactly, and a communication fault mid
 //! run ends the process quickly with the device and the error named, zero force from the
 //! fault on and the trajectory so far saved. The fakes log every force they receive: the
 //! assertions are about what the hand would feel.
@@ -16,6 +17,7 @@ use std::time::Instant;
 use cli::{stderr, stdout};
 use haptics::haptic::log::{column, read_log};
 use haptics_devices::trajectory::read_trajectory;
+use haptics_devices::vendor::fake_inverse::{circle_from_centre, FakeInverseService, Script};
 use haptics_devices::vendor::fakes;
 use haptics_devices::Vendor;
 
@@ -29,7 +31,8 @@ fn haptics_env(args: &[&str], env: &[(&str, String)]) -> Output {
     c.args(args)
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .env_remove("HAPTICS_OPENHAPTICS_LIB")
-        .env_remove("HAPTICS_DHD_LIB");
+        .env_remove("HAPTICS_DHD_LIB")
+        .env_remove("HAPTICS_HAPLY_SERVICE");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -449,5 +452,228 @@ fn a_missing_library_fails_fast_naming_it() {
         stderr(&o).contains("--device openhaptics needs the window"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// `haptics ARGS` against the fake Inverse Service `fake`.
+fn haptics_haply(args: &[&str], fake: &FakeInverseService) -> Output {
+    haptics_env(
+        args,
+        &[("HAPTICS_HAPLY_SERVICE", fake.address().to_string())],
+    )
+}
+
+/// The forces the fake service received, N.
+fn haply_forces(fake: &FakeInverseService) -> Vec<[f64; 3]> {
+    fake.settle(std::time::Duration::from_secs(2));
+    fake.frames().iter().filter_map(|f| f.force).collect()
+}
+
+#[test]
+fn haply_is_listed_self_tested_and_recorded() {
+    let fake = FakeInverseService::start(Script {
+        position: circle_from_centre,
+        ..Script::default()
+    })
+    .unwrap();
+    let o = haptics_haply(&["devices"], &fake);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.contains(&format!(
+            "Haply Inverse Service: service {} (from HAPTICS_HAPLY_SERVICE)",
+            fake.address()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Haply Inverse3 049D: 6-DOF in, 3-DOF force feedback, max 2 N  (--device haply)"
+        ),
+        "{out}"
+    );
+
+    // The self-test: a soft spring to the workspace centre, through the safety layer,
+    // with the grip's button a as the enable button (the fake holds it).
+    let o = haptics_haply(&["devices", "--test", "haply", "--duration", "1"], &fake);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("self-test of Haply Inverse3 (Haply Inverse Service)"),
+        "{out}"
+    );
+    let f = haply_forces(&fake);
+    // A spring of 80 N/m (a tenth of 800) along the circle, within the 2 N limit.
+    let peak = f.iter().map(|v| norm(v)).fold(0.0, f64::max);
+    assert!(peak > 0.0 && peak <= 2.0 + 1e-6, "peak {peak} N\n{out}");
+    assert_eq!(*f.last().unwrap(), [0.0; 3]);
+
+    // A recording: the scene fitted to the Inverse3, every command within its 2 N, the
+    // start ramp, zero at the end, and the trajectory with the device in its header.
+    let dir = tempfile::tempdir().unwrap();
+    let traj = dir.path().join("traj.csv");
+    let before = fake.frames().len();
+    let o = haptics_haply(
+        &[
+            "record",
+            "assets/scenes/peg-shaft.toml",
+            "--device",
+            "haply",
+            "--duration",
+            "2",
+            "--out",
+            traj.to_str().unwrap(),
+            "--cache",
+            cache().to_str().unwrap(),
+        ],
+        &fake,
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("device Haply Inverse3: 6-DOF in, 3-DOF out, max 2 N"),
+        "{out}"
+    );
+    let frames = fake.frames();
+    let run = &frames[before..];
+    let f: Vec<[f64; 3]> = run.iter().filter_map(|f| f.force).collect();
+    assert!(f.len() > 1500, "{} commands", f.len());
+    assert!(f
+        .iter()
+        .all(|v| v.iter().all(|x| x.is_finite()) && norm(v) <= 2.0 + 1e-6));
+    let t0 = run[0].t_s;
+    let early: Vec<f64> = run
+        .iter()
+        .filter(|r| r.t_s - t0 <= 0.05)
+        .filter_map(|r| r.force.map(|v| norm(&v)))
+        .collect();
+    assert!(early.iter().sum::<f64>() / early.len() as f64 <= 0.5);
+    assert_eq!(*f.last().unwrap(), [0.0; 3]);
+    let text = std::fs::read_to_string(&traj).unwrap();
+    assert!(
+        text.starts_with("# device: Haply Inverse3 (Haply Inverse Service)\n"),
+        "{text:.200}"
+    );
+    // The recording covers the run: 2 s of the haptic loop's cycles (at most 2000; a
+    // machine loaded by other builds misses some, which the loop skips rather than
+    // bunches).
+    let t = read_trajectory(&traj).unwrap();
+    let span = t.samples.last().unwrap().time_s - t.samples[0].time_s;
+    assert!(span > 1.9 && span < 2.1, "the recording spans {span} s");
+    assert!(
+        t.samples.len() > 1000 && t.samples.len() <= 2001,
+        "{} samples in {span} s",
+        t.samples.len()
+    );
+}
+
+/// The service drops the connection mid-run: the process ends quickly with the device
+/// and the cause named, keeps the trajectory so far, and the last command was within the
+/// limit (no command can follow a dropped connection).
+#[test]
+fn haply_dropped_connection_ends_the_recording_and_keeps_it() {
+    let fake = FakeInverseService::start(Script {
+        drop_after_frames: Some(1500),
+        ..Script::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let traj = dir.path().join("traj.csv");
+    let start = Instant::now();
+    let o = haptics_haply(
+        &[
+            "record",
+            "assets/scenes/peg-shaft.toml",
+            "--device",
+            "haply",
+            "--duration",
+            "30",
+            "--out",
+            traj.to_str().unwrap(),
+            "--cache",
+            cache().to_str().unwrap(),
+        ],
+        &fake,
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("Haply Inverse3 (Haply Inverse Service) failed after"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the service closed the connection") || err.contains("the connection failed"),
+        "{err}"
+    );
+    assert!(start.elapsed().as_secs_f64() < 25.0);
+    let t = read_trajectory(&traj).unwrap();
+    assert!(t.samples.len() > 1000, "{} samples kept", t.samples.len());
+    assert!(haply_forces(&fake).iter().all(|v| norm(v) <= 2.0 + 1e-6));
+}
+
+#[test]
+fn haply_without_a_service_or_a_grip_fails_fast_and_says_why() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let start = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let o = haptics_env(
+        &[
+            "record",
+            "assets/scenes/peg-shaft.toml",
+            "--device",
+            "haply",
+            "--out",
+            dir.path().join("t.csv").to_str().unwrap(),
+        ],
+        &[("HAPTICS_HAPLY_SERVICE", format!("127.0.0.1:{port}"))],
+    );
+    assert!(start.elapsed().as_secs_f64() < 5.0);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "Haply Inverse Service not reachable at ws://127.0.0.1:{port}"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("set HAPTICS_HAPLY_SERVICE"), "{err}");
+
+    // An Inverse3 without a Verse Grip has no enable button: the default --deadman 0 is
+    // refused with the way out; --deadman off runs.
+    let fake = FakeInverseService::start(Script {
+        grip: false,
+        ..Script::default()
+    })
+    .unwrap();
+    let o = haptics_haply(&["devices", "--test", "haply", "--duration", "0.3"], &fake);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no Verse Grip is paired"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--deadman off"), "{}", stderr(&o));
+    let o = haptics_haply(
+        &[
+            "devices",
+            "--test",
+            "haply",
+            "--duration",
+            "0.3",
+            "--deadman",
+            "off",
+        ],
+        &fake,
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("self-test of Haply Inverse3"),
+        "{}",
+        stdout(&o)
     );
 }

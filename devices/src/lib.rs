@@ -19,8 +19,9 @@
 //! - [`trajectory`]: the CSV trajectory format (writer, reader with typed errors) and
 //!   [`ReplayDevice`], which plays a recording back sample by sample;
 //! - [`vendor`]: OpenHaptics and Force Dimension devices through their SDKs, loaded at
-//!   run time ([`OpenHapticsDevice`], [`ForceDimensionDevice`]), and the fake SDK
-//!   libraries the tests drive them with;
+//!   run time ([`OpenHapticsDevice`], [`ForceDimensionDevice`]), the Haply Inverse3
+//!   through Haply's Inverse Service ([`HaplyDevice`]), and the fake SDK libraries and
+//!   fake service the tests drive them with;
 //! - [`self_test`]: the low-stiffness self-test of `haptics devices --test`.
 //!
 //! Why a separate crate: the device layer must be usable (and testable) without the
@@ -47,5 +48,6 @@ pub use simulated::{HandParams, HandTarget, SimConfig, SimulatedDevice, TargetSo
 pub use tap::{TapControl, TapDevice};
 pub use trajectory::{ReplayDevice, TrajectoryError, TrajectorySample};
 pub use vendor::dhd::ForceDimensionDevice;
+pub use vendor::haply::HaplyDevice;
 pub use vendor::openhaptics::OpenHapticsDevice;
 pub use vendor::{Vendor, VendorError, VendorFault};

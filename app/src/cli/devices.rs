@@ -24,7 +24,7 @@ pub struct DevicesArgs {
     /// Self-test a device: a soft spring to the centre of its workspace (at most a tenth
     /// of its stable stiffness, through the safety layer), then a report of the achieved
     /// rate, jitter, position range and largest force. DEVICE: openhaptics,
-    /// forcedimension, hid:PROFILE or simulated.
+    /// forcedimension, haply, hid:PROFILE or simulated.
     #[arg(long, value_name = "DEVICE")]
     pub test: Option<String>,
     /// Length of the self-test, s (0.1 to 600).
@@ -43,12 +43,15 @@ pub struct DevicesArgs {
 /// The long help of `haptics devices`.
 pub const LONG_ABOUT: &str = "\
 List force-feedback devices: those of the vendor SDKs found at run time (3D Systems
-OpenHaptics: Touch, Touch X, PHANTOM Premium; Force Dimension: omega, sigma, delta), the
-connected HID devices with the profile that matches each, and the known device profiles.
+OpenHaptics: Touch, Touch X, PHANTOM Premium; Force Dimension: omega, sigma, delta), a
+Haply Inverse3 through Haply's Inverse Service, the connected HID devices with the profile
+that matches each, and the known device profiles.
 
 Vendor libraries are looked up in HAPTICS_OPENHAPTICS_LIB / HAPTICS_DHD_LIB (the library
 file), else as libHD.so / libdhd.so through the dynamic loader (LD_LIBRARY_PATH); a
-library that is not found is reported with where it was looked for.
+library that is not found is reported with where it was looked for. The Inverse Service
+is reached at ws://localhost:10001, or at HAPTICS_HAPLY_SERVICE (host:port or a ws:// URL);
+it must be running (the Haply Hub starts it).
 
 A HID device is usable when a profile matches it (vendor and product id, and HID usage
 for devices with several interfaces). Profiles are TOML files in the devices crate
@@ -61,6 +64,7 @@ udev rule for its /dev/hidraw* or USB node (devices/udev/, see devices/README.md
 Examples:
   haptics devices
   haptics devices --test openhaptics
+  haptics devices --test haply
   HAPTICS_DHD_LIB=/opt/sdk-3.17/lib/release/lin-x86_64-gcc/libdhd.so haptics devices --test forcedimension";
 
 pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
@@ -114,7 +118,8 @@ pub fn describe_probe(v: Vendor, p: &Probe) -> Vec<String> {
             note,
         } => {
             let mut lines = vec![format!(
-                "{v}: library {}{}",
+                "{v}: {} {}{}",
+                if v.is_service() { "service" } else { "library" },
                 source.file.display(),
                 if source.from_env {
                     format!(" (from {})", v.env_var())
@@ -174,7 +179,7 @@ fn run_self_test(name: &str, args: &DevicesArgs) -> anyhow::Result<()> {
         let label = format!("{} (simulated)", dev.info().name);
         (self_test::run(&mut dev, &config), label)
     } else {
-        bail!("unknown device '{name}': expected openhaptics, forcedimension, hid:PROFILE or simulated");
+        bail!("unknown device '{name}': expected openhaptics, forcedimension, haply, hid:PROFILE or simulated");
     };
     print!("{}", describe_report(&label, &report));
     if let Some(e) = &report.fault {

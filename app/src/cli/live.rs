@@ -1,10 +1,11 @@
 //! Opening a live force-feedback device for `run`, `record` and `devices --test`: the
 //! `--device` names, the safety settings, and fitting the scene to the device.
 //!
-//! Vendor devices (`openhaptics`, `forcedimension`) are wrapped in the safety layer with
+//! Vendor devices (`openhaptics`, `forcedimension`, `haply`) are wrapped in the safety layer with
 //! the defaults of [`haptics_devices::SafetySettings`] (0.5 s ramp, 5 ms stall watchdog,
 //! velocity brake) and an enable (deadman) button, stylus button 0 unless `--deadman`
-//! says otherwise. The scene is then fitted to the device's capabilities
+//! says otherwise (a Haply Inverse3's buttons are its Verse Grip's: without a grip there is
+//! none, and `--deadman off` must say so). The scene is then fitted to the device's capabilities
 //! ([`haptics::haptic::device_fit`]): workspace scale, coupling stiffness, saturation and
 //! force limits; the changes are printed, and written into recordings so that a replay
 //! uses the same values.
@@ -13,7 +14,8 @@ use anyhow::{bail, Context};
 use haptics::haptic::DeviceFit;
 use haptics::scene::Scene;
 use haptics_devices::{
-    Device, DeviceInfo, ForceDimensionDevice, OpenHapticsDevice, SafeDevice, SafetySettings, Vendor,
+    Device, DeviceInfo, ForceDimensionDevice, HaplyDevice, OpenHapticsDevice, SafeDevice,
+    SafetySettings, Vendor,
 };
 
 /// A vendor device behind the safety layer.
@@ -65,6 +67,16 @@ pub fn open_vendor(vendor: Vendor, deadman: Option<u32>) -> anyhow::Result<(Vend
     let device: Box<dyn Device + Send> = match vendor {
         Vendor::OpenHaptics => Box::new(OpenHapticsDevice::open()?),
         Vendor::ForceDimension => Box::new(ForceDimensionDevice::open()?),
+        Vendor::Haply => {
+            let d = HaplyDevice::open()?;
+            if let (None, Some(b)) = (d.grip(), deadman) {
+                bail!(
+                    "{}: no Verse Grip is paired, so there is no button {b} to hold as the enable button; pair one, or pass --deadman off to run without an enable button",
+                    d.info().name
+                );
+            }
+            Box::new(d)
+        }
     };
     let name = format!("{} ({vendor})", device.info().name);
     let safe = SafeDevice::new(device, vendor_safety(deadman))

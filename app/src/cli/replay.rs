@@ -70,12 +70,13 @@ pub struct RecordArgs {
     /// `simulated` (the closed-loop simulated hand, headless and deterministic; its
     /// target follows --targets), `openhaptics` (a 3D Systems Touch / Touch X / PHANTOM
     /// through libHD.so), `forcedimension` (an omega / sigma / delta through libdhd.so),
-    /// or `hid:PROFILE` (a connected HID device, for example hid:generic-ffb). Real
+    /// `haply` (an Inverse3 through Haply's Inverse Service), or `hid:PROFILE` (a
+    /// connected HID device, for example hid:generic-ffb). Real
     /// devices run in real time; `haptics devices` lists what is connected.
     #[arg(long, default_value = "simulated")]
     pub device: String,
-    /// The enable (deadman) button of an openhaptics or forcedimension device: force is
-    /// sent only while it is held (a button index 0..=31, or `off`).
+    /// The enable (deadman) button of a vendor device (a Haply's are its Verse Grip's):
+    /// force is sent only while it is held (a button index 0..=31, or `off`).
     #[arg(long, default_value = "0", value_parser = super::live::parse_deadman)]
     pub deadman: super::live::Deadman,
     /// Keyframes of the simulated hand's target pose (trajectory CSV, device metres).
@@ -312,7 +313,7 @@ pub fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
         record_loop(sim, device, duration, Some(rate), &a.out, &label, &header)
     } else {
         bail!(
-            "unknown --device '{}': expected simulated, openhaptics, forcedimension or hid:PROFILE",
+            "unknown --device '{}': expected simulated, openhaptics, forcedimension, haply or hid:PROFILE",
             a.device
         )
     }

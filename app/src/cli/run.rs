@@ -22,12 +22,14 @@ pub struct RunArgs {
     /// The device: `auto` (a connected SpaceMouse, else the simulated hand driven by
     /// the mouse), `simulated`, `openhaptics` (a 3D Systems Touch / Touch X / PHANTOM
     /// through libHD.so), `forcedimension` (an omega / sigma / delta through libdhd.so),
-    /// or `hid:PROFILE` (see `haptics devices`). Vendor libraries are found through
-    /// HAPTICS_OPENHAPTICS_LIB / HAPTICS_DHD_LIB or the dynamic loader.
+    /// `haply` (an Inverse3 through Haply's Inverse Service), or `hid:PROFILE` (see
+    /// `haptics devices`). Vendor libraries are found through HAPTICS_OPENHAPTICS_LIB /
+    /// HAPTICS_DHD_LIB or the dynamic loader; the Inverse Service at
+    /// HAPTICS_HAPLY_SERVICE or ws://localhost:10001.
     #[arg(long, default_value = "auto")]
     pub device: String,
-    /// The enable (deadman) button of an openhaptics or forcedimension device: force is
-    /// sent only while it is held (a button index 0..=31, or `off`).
+    /// The enable (deadman) button of a vendor device (a Haply's are its Verse Grip's):
+    /// force is sent only while it is held (a button index 0..=31, or `off`).
     #[arg(long, default_value = "0", value_parser = super::live::parse_deadman)]
     pub deadman: super::live::Deadman,
     /// Run the headless demo even if a window could open.
@@ -120,7 +122,7 @@ fn device_choice(s: &str, deadman: Option<u32>) -> anyhow::Result<DeviceChoice> 
         _ => match s.strip_prefix("hid:") {
             Some(p) if !p.is_empty() => DeviceChoice::Hid(p.to_string()),
             _ => bail!(
-                "unknown --device '{s}': expected auto, simulated, openhaptics, forcedimension or hid:PROFILE"
+                "unknown --device '{s}': expected auto, simulated, openhaptics, forcedimension, haply or hid:PROFILE"
             ),
         },
     })

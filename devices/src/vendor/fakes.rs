@@ -20,11 +20,13 @@ pub const OPENHAPTICS_SOURCE: &str = include_str!("../../fakes/openhaptics.rs");
 /// The fake `libdhd.so` source.
 pub const DHD_SOURCE: &str = include_str!("../../fakes/dhd.rs");
 
-/// The source and file name of `vendor`'s fake.
-fn source(vendor: Vendor) -> (&'static str, &'static str, &'static str) {
+/// The source and file name of `vendor`'s fake (none for Haply, a service: see
+/// [`super::fake_inverse`]).
+fn source(vendor: Vendor) -> Option<(&'static str, &'static str, &'static str)> {
     match vendor {
-        Vendor::OpenHaptics => (OPENHAPTICS_SOURCE, "HD", "libHD.so"),
-        Vendor::ForceDimension => (DHD_SOURCE, "dhd", "libdhd.so"),
+        Vendor::OpenHaptics => Some((OPENHAPTICS_SOURCE, "HD", "libHD.so")),
+        Vendor::ForceDimension => Some((DHD_SOURCE, "dhd", "libdhd.so")),
+        Vendor::Haply => None,
     }
 }
 
@@ -41,7 +43,9 @@ pub fn build(vendor: Vendor) -> Result<PathBuf, String> {
 /// beside `-o`, named by the crate, so two builds of one fake in one directory overwrite
 /// each other's objects and the link fails), then renames the library into the cache.
 pub fn build_in(vendor: Vendor, root: &Path) -> Result<PathBuf, String> {
-    let (src, crate_name, file) = source(vendor);
+    let (src, crate_name, file) = source(vendor).ok_or_else(|| {
+        format!("{vendor} is a service, not a library: its stand-in is vendor::fake_inverse")
+    })?;
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let version = Command::new(&rustc)
         .arg("--version")

@@ -1,5 +1,6 @@
-//! Vendor SDK devices loaded at run time: 3D Systems OpenHaptics (HDAPI, `libHD.so`) and
-//! Force Dimension (DHD, `libdhd.so`).
+//! Vendor devices: 3D Systems OpenHaptics (HDAPI, `libHD.so`) and Force Dimension (DHD,
+//! `libdhd.so`), loaded at run time, and Haply's Inverse3 through Haply's local Inverse
+//! Service ([`haply`]: a WebSocket connection, no library).
 //!
 //! Why at run time: the SDKs are proprietary, installed by the user, and absent from CI
 //! and most build machines. The renderer is built without them and finds them when asked
@@ -18,12 +19,16 @@
 //! [`crate::SafeDevice`] layer zeroes the output and stops trying, and the application ends
 //! the session with the fault's message, naming the device and the error.
 //!
-//! Modules: [`openhaptics`], [`dhd`], [`handoff`] (the lock-free exchange with the vendor's
-//! servo thread), [`fakes`] (builds the stand-in libraries used by the tests).
+//! Modules: [`openhaptics`], [`dhd`], [`haply`], [`handoff`] (the lock-free exchange with
+//! the vendor's servo or I/O thread), [`specs`] (published limits per model), [`fakes`]
+//! (builds the stand-in libraries used by the tests) and [`fake_inverse`] (a stand-in
+//! Inverse Service).
 
 pub mod dhd;
+pub mod fake_inverse;
 pub mod fakes;
 pub mod handoff;
+pub mod haply;
 pub mod openhaptics;
 pub mod specs;
 
@@ -38,17 +43,20 @@ pub enum Vendor {
     /// Force Dimension DHD: omega, sigma, delta, lambda (and the Novint Falcon it
     /// supports).
     ForceDimension,
+    /// Haply's Inverse Service: Inverse3, Inverse3x, Minverse, with a Verse Grip.
+    Haply,
 }
 
 impl Vendor {
-    /// Both vendors, in the order `haptics devices` lists them.
-    pub const ALL: [Vendor; 2] = [Vendor::OpenHaptics, Vendor::ForceDimension];
+    /// Every vendor, in the order `haptics devices` lists them.
+    pub const ALL: [Vendor; 3] = [Vendor::OpenHaptics, Vendor::ForceDimension, Vendor::Haply];
 
-    /// The `--device` name (`openhaptics`, `forcedimension`).
+    /// The `--device` name (`openhaptics`, `forcedimension`, `haply`).
     pub fn device_name(self) -> &'static str {
         match self {
             Vendor::OpenHaptics => "openhaptics",
             Vendor::ForceDimension => "forcedimension",
+            Vendor::Haply => "haply",
         }
     }
 
@@ -57,23 +65,33 @@ impl Vendor {
         match self {
             Vendor::OpenHaptics => "OpenHaptics (HDAPI)",
             Vendor::ForceDimension => "Force Dimension (DHD)",
+            Vendor::Haply => "Haply Inverse Service",
         }
     }
 
-    /// The environment variable that names the library file.
+    /// The environment variable that names the library file (the service's address for
+    /// Haply).
     pub fn env_var(self) -> &'static str {
         match self {
             Vendor::OpenHaptics => "HAPTICS_OPENHAPTICS_LIB",
             Vendor::ForceDimension => "HAPTICS_DHD_LIB",
+            Vendor::Haply => "HAPTICS_HAPLY_SERVICE",
         }
     }
 
-    /// The soname looked up through the dynamic loader when the variable is unset.
-    pub fn soname(self) -> &'static str {
+    /// Where to look when the variable is unset: the soname, through the dynamic loader,
+    /// or the service's default address.
+    pub fn default_location(self) -> &'static str {
         match self {
             Vendor::OpenHaptics => "libHD.so",
             Vendor::ForceDimension => "libdhd.so",
+            Vendor::Haply => haply::DEFAULT_ADDRESS,
         }
+    }
+
+    /// True for a vendor reached through a local service rather than a library.
+    pub fn is_service(self) -> bool {
+        self == Vendor::Haply
     }
 
     /// The vendor for a `--device` name.
@@ -113,6 +131,7 @@ impl VendorFault {
         match self.vendor {
             Vendor::OpenHaptics => openhaptics::error_name(self.code as u32),
             Vendor::ForceDimension => dhd::error_name(self.code),
+            Vendor::Haply => haply::fault_name(self.code),
         }
     }
 }
@@ -120,6 +139,12 @@ impl VendorFault {
 impl fmt::Display for VendorFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.vendor, self.code) {
+            (Vendor::Haply, Self::SERVO_STOPPED) => write!(
+                f,
+                "{}: the service stopped sending state (none for {} ms)",
+                self.vendor,
+                haply::SERVO_SILENCE.as_millis()
+            ),
             (_, Self::SERVO_STOPPED) => write!(
                 f,
                 "{}: the servo loop stopped (no frame for {} ms)",
@@ -137,6 +162,7 @@ impl fmt::Display for VendorFault {
             (Vendor::ForceDimension, c) => {
                 write!(f, "{}: error {} {}", self.vendor, c, self.name())
             }
+            (Vendor::Haply, _) => write!(f, "{}: {}", self.vendor, self.name()),
         }
     }
 }
@@ -163,10 +189,19 @@ pub enum VendorError {
     /// The library loaded but found no device, or the device refused to start.
     #[error("{vendor}: {detail}")]
     Device { vendor: Vendor, detail: String },
+    /// The vendor's local service did not accept a connection.
+    #[error("{vendor} not reachable at {address} ({detail}). Start the Haply Hub or the Inverse Service, or set {var} to its address", var = vendor.env_var())]
+    ServiceUnreachable {
+        vendor: Vendor,
+        /// The address tried.
+        address: String,
+        /// The connection's error.
+        detail: String,
+    },
 }
 
-/// Where a library was found: the path or soname given to the loader, and how it was
-/// chosen.
+/// Where a library was found (the path or soname given to the loader) or a service is
+/// reached (its address), and how it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LibrarySource {
     /// Passed to `dlopen`.
@@ -175,8 +210,8 @@ pub struct LibrarySource {
     pub from_env: bool,
 }
 
-/// Where to look for `vendor`'s library: the environment variable's file if set (and
-/// not empty), else the soname.
+/// Where to look for `vendor`'s library (or service): the environment variable's value if
+/// set (and not empty), else [`Vendor::default_location`].
 pub fn library_source(vendor: Vendor) -> LibrarySource {
     match std::env::var_os(vendor.env_var()) {
         Some(p) if !p.is_empty() => LibrarySource {
@@ -184,7 +219,7 @@ pub fn library_source(vendor: Vendor) -> LibrarySource {
             from_env: true,
         },
         _ => LibrarySource {
-            file: PathBuf::from(vendor.soname()),
+            file: PathBuf::from(vendor.default_location()),
             from_env: false,
         },
     }
@@ -204,7 +239,7 @@ pub fn find_library(vendor: Vendor) -> Result<(libloading::Library, LibrarySourc
                 format!(
                     "{} is unset and the dynamic loader found no {} (LD_LIBRARY_PATH={}, the loader cache, /lib, /usr/lib)",
                     vendor.env_var(),
-                    vendor.soname(),
+                    vendor.default_location(),
                     std::env::var("LD_LIBRARY_PATH").unwrap_or_else(|_| "unset".into())
                 )
             };
@@ -272,6 +307,21 @@ pub fn probe(vendor: Vendor) -> Probe {
     match vendor {
         Vendor::OpenHaptics => openhaptics::probe(),
         Vendor::ForceDimension => dhd::probe(),
+        Vendor::Haply => haply::probe(),
+    }
+}
+
+/// `v` scaled down to magnitude `max` if longer (direction kept); zero for a `max` that is
+/// not a positive number. The last clamp before a vendor's output.
+pub(crate) fn clamp3(v: [f64; 3], max: f64) -> [f64; 3] {
+    let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    if max.is_nan() || max <= 0.0 {
+        [0.0; 3]
+    } else if n > max {
+        let s = max / n;
+        [v[0] * s, v[1] * s, v[2] * s]
+    } else {
+        v
     }
 }
 

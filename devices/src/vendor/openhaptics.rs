@@ -29,7 +29,7 @@ use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 
 use super::handoff::SeqSlot;
 use super::{c_string, find_library, symbol, LibrarySource, Probe, ProbedDevice, Vendor};
-use super::{specs, VendorError, VendorFault};
+use super::{clamp3, specs, VendorError, VendorFault};
 use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
 
 // hdDefines.h: types. HHD, HDenum and HDerror are `unsigned int`; HDSchedulerHandle is
@@ -305,20 +305,6 @@ extern "C" fn servo_callback(user_data: *mut c_void) -> c_uint {
     let servo = unsafe { &*(user_data as *const Servo) };
     servo.frame()
 }
-
-/// Scales `v` down to magnitude `max` (direction kept; zero when `max` is not positive).
-fn clamp3(v: [f64; 3], max: f64) -> [f64; 3] {
-    let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-    if max.is_nan() || max <= 0.0 {
-        [0.0; 3]
-    } else if n > max {
-        let s = max / n;
-        [v[0] * s, v[1] * s, v[2] * s]
-    } else {
-        v
-    }
-}
-
 /// The stylus position (m) and orientation of an HDAPI transform: a column-major 4x4
 /// matrix (OpenGL order) with the translation in millimetres in elements 12..15.
 pub fn pose_from_transform(m: &[f64; 16]) -> (Vector3<f64>, UnitQuaternion<f64>) {

@@ -14,6 +14,11 @@
 //! Force Dimension models are looked up by `dhdGetSystemType` (the `DHD_DEVICE_*` values of
 //! the SDK's `dhdc.h`); OpenHaptics models by the `HD_DEVICE_MODEL_TYPE` string, as CHAI3D
 //! does.
+//!
+//! Haply's Inverse Service reports no force, stiffness or workspace limit (its device
+//! configuration has none, nor its HTTP API), CHAI3D has no Haply model, and Haply's
+//! documentation publishes no rated figures; [`haply`] therefore holds conservative
+//! figures from what Haply and its integrators document (cited at the table).
 
 /// One model's published figures (SI units; 0 where the model has no such axis).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,6 +96,29 @@ const PREMIUM_30_6DOF: ModelSpec = spec(
 );
 /// CHAI3D's figures for a PHANTOM it does not name.
 const OTHER_PHANTOM: ModelSpec = spec("PHANTOM", [6.0, 0.0, 0.0, 1000.0, 0.0, 8.0, 0.0, 0.10]);
+
+/// Haply models, by the service's device type. Force: 2.0 N, the default force limit of
+/// Isaac Lab's Haply device (`isaaclab/devices/haply/se3_haply.py`, `limit_force`, "safety
+/// limit"), the only published figure of a driver for these devices. Stiffness: 800 N/m,
+/// the top of the stiffness range of Haply's basic force-feedback tutorial (defaults 300
+/// and 600 N/m); damping 3 N·s/m, the top of its damping range. Workspace radius: the sphere Haply's position-control tutorials keep the
+/// cursor in around the centred origin of the `arm_front_centered` preset, 0.10 m on the
+/// Inverse3 and Inverse3x, 0.04 m on the Minverse. No torque: the Inverse3 renders
+/// Cartesian force only (its angular commands are joint torques).
+//                                          F    T    Fg  K lin  K ang B lin B ang  R
+const INVERSE3: ModelSpec = spec("Inverse3", [2.0, 0.0, 0.0, 800.0, 0.0, 3.0, 0.0, 0.10]);
+const INVERSE3X: ModelSpec = spec("Inverse3x", [2.0, 0.0, 0.0, 800.0, 0.0, 3.0, 0.0, 0.10]);
+const MINVERSE: ModelSpec = spec("Minverse", [2.0, 0.0, 0.0, 800.0, 0.0, 3.0, 0.0, 0.04]);
+
+/// The figures of the Haply model whose service device type is `device_type`
+/// (`inverse3`, `inverse3x`, `minverse`); the Inverse3's for any other.
+pub fn haply(device_type: &str) -> &'static ModelSpec {
+    match device_type {
+        "inverse3x" => &INVERSE3X,
+        "minverse" => &MINVERSE,
+        _ => &INVERSE3,
+    }
+}
 
 /// The figures of the Force Dimension model `system_type` (`dhdGetSystemType`).
 pub fn force_dimension(system_type: i32) -> &'static ModelSpec {
@@ -176,6 +204,16 @@ mod tests {
         assert_eq!(p.max_angular_stiffness_nm_per_rad, 0.3);
         assert_eq!(openhaptics("Touch").max_linear_stiffness_n_per_m, 400.0);
         assert_eq!(openhaptics("Phantom of the Opera").name, "PHANTOM");
+    }
+
+    #[test]
+    fn haply_models_by_device_type() {
+        assert_eq!(haply("minverse").workspace_radius_m, 0.04);
+        assert_eq!(haply("inverse3x").name, "Inverse3x");
+        assert_eq!(haply("something new").name, "Inverse3");
+        for t in ["inverse3", "inverse3x", "minverse"] {
+            assert_eq!((haply(t).max_force_n, haply(t).max_torque_nm), (2.0, 0.0));
+        }
     }
 
     #[test]
