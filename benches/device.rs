@@ -9,6 +9,10 @@
 //! - `forcedimension`: two DHD calls (`dhdGetPositionAndOrientationFrame`,
 //!   `dhdGetButtonMask`) and `dhdSetForceAndTorque`, each into the fake's mutex and
 //!   trigonometry (the real SDK's cost is its USB transfer instead);
+//! - `haply`: the hand-off with the Haply device's I/O thread (as `openhaptics`), which
+//!   answers a fake Inverse Service's 1 kHz state updates on loopback meanwhile; after the
+//!   group, the median turnaround from a state update to its force command (what the
+//!   service waits for), read from the fake's log;
 //! - `simulated`: the simulated hand's integration, for comparison.
 //!
 //! The target: at most 20 µs median added latency.
@@ -16,10 +20,11 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use haptics_devices::vendor::fake_inverse::{FakeInverseService, Script};
 use haptics_devices::vendor::fakes;
 use haptics_devices::{
-    Device, ForceDimensionDevice, HandTarget, OpenHapticsDevice, Pose, SafeDevice, SafetySettings,
-    SimConfig, SimulatedDevice, TargetSource, Vendor, Wrench,
+    Device, ForceDimensionDevice, HandTarget, HaplyDevice, OpenHapticsDevice, Pose, SafeDevice,
+    SafetySettings, SimConfig, SimulatedDevice, TargetSource, Vendor, Wrench,
 };
 
 fn round_trip(d: &mut dyn Device) -> Wrench {
@@ -56,6 +61,23 @@ fn bench(c: &mut Criterion) {
         g.bench_function("forcedimension", |b| {
             b.iter(|| black_box(round_trip(&mut d)))
         });
+    }
+
+    let service = FakeInverseService::start(Script::default()).unwrap();
+    std::env::set_var("HAPTICS_HAPLY_SERVICE", service.address());
+    {
+        let mut d = SafeDevice::new(HaplyDevice::open().unwrap(), settings.clone()).unwrap();
+        g.bench_function("haply", |b| b.iter(|| black_box(round_trip(&mut d))));
+    }
+    let mut turnaround: Vec<f64> = service.frames().iter().map(|f| f.turnaround_s).collect();
+    turnaround.sort_by(f64::total_cmp);
+    if !turnaround.is_empty() {
+        println!(
+            "haply: state update to force command, median {:.1} us, p99 {:.1} us over {} updates",
+            turnaround[turnaround.len() / 2] * 1e6,
+            turnaround[turnaround.len() * 99 / 100] * 1e6,
+            turnaround.len()
+        );
     }
 
     let target = TargetSource::Fixed(HandTarget::new(Pose::identity()));

@@ -95,6 +95,9 @@ pub struct Frame {
     pub profile: Option<String>,
     /// The Inverse3's `configure.preset.preset`, when the message carried it.
     pub preset: Option<String>,
+    /// Seconds from the state update this message answers (sent by the fake) to its
+    /// arrival: the client's turnaround plus the loopback.
+    pub turnaround_s: f64,
 }
 
 #[derive(Debug, Default)]
@@ -324,6 +327,7 @@ fn serve(stream: TcpStream, script: &Script, log: &Mutex<Log>, stop: &AtomicBool
     }
     let mut frame = 0u64;
     let mut due = Instant::now();
+    let mut sent_at = Instant::now();
     let mut force = [0.0; 3];
     while !stop.load(Ordering::Acquire) {
         let text = match ws.read() {
@@ -341,6 +345,7 @@ fn serve(stream: TcpStream, script: &Script, log: &Mutex<Log>, stop: &AtomicBool
             Err(_) => return,
         };
         frame += 1;
+        let turnaround_s = sent_at.elapsed().as_secs_f64();
         let parsed = parse_command(&text);
         if let Ok(mut l) = log.lock() {
             match parsed {
@@ -354,6 +359,7 @@ fn serve(stream: TcpStream, script: &Script, log: &Mutex<Log>, stop: &AtomicBool
                         force: f,
                         profile,
                         preset,
+                        turnaround_s,
                     });
                 }
                 None => l.malformed += 1,
@@ -376,6 +382,7 @@ fn serve(stream: TcpStream, script: &Script, log: &Mutex<Log>, stop: &AtomicBool
         } else if now - due > period * 10 {
             due = now;
         }
+        sent_at = Instant::now();
         if !send(&mut ws, &state_message(script, frame, force)) {
             return;
         }
