@@ -114,7 +114,9 @@ pub struct Scratch {
     pub budget: usize,
 }
 
-/// The default budget of one check's depth searches: a few tenths of a second.
+/// The default budget of one check's depth searches. A deep, long crossing can spend it
+/// all, which takes seconds (each pair is a separating-axis test per direction tried;
+/// docs/check.md gives the times).
 pub const DEFAULT_BUDGET: usize = 4_000_000;
 
 impl Default for Scratch {

@@ -25,11 +25,17 @@ pub type VendorDevice = SafeDevice<Box<dyn Device + Send>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadman(pub Option<u32>);
 
-/// Parses `--deadman`: a button index 0..=31, or `off`.
+/// Parses `--deadman`: a button index 0..=31, or `off`. The clutch's button
+/// ([`haptics::haptic::thread::CLUTCH_BUTTON`]) is refused: holding the enable button
+/// would then also hold the clutch, and the held object would stop following the hand.
 pub fn parse_deadman(s: &str) -> Result<Deadman, String> {
+    let clutch = haptics::haptic::thread::CLUTCH_BUTTON.trailing_zeros();
     match s.trim() {
         "off" | "none" => Ok(Deadman(None)),
         t => match t.parse::<u32>() {
+            Ok(b) if b == clutch => Err(format!(
+                "button {b} is the clutch (workspace indexing): holding it as the enable button would also hold the clutch; choose another button, or 'off'"
+            )),
             Ok(b) if b < 32 => Ok(Deadman(Some(b))),
             _ => Err(format!("'{s}' is not a button index 0..=31 or 'off'")),
         },
@@ -186,5 +192,9 @@ mod tests {
         for bad in ["32", "-1", "x", ""] {
             assert!(parse_deadman(bad).is_err(), "{bad}");
         }
+        // The clutch's button (bit 1) cannot also be the enable button.
+        assert_eq!(haptics::haptic::thread::CLUTCH_BUTTON, 1 << 1);
+        let e = parse_deadman("1").unwrap_err();
+        assert!(e.contains("is the clutch"), "{e}");
     }
 }
