@@ -463,6 +463,28 @@ fn haptics_haply(args: &[&str], fake: &FakeInverseService) -> Output {
     )
 }
 
+/// `haptics record` of the peg-in-shaft scene for `seconds` on the Inverse3 of `fake`,
+/// into `dir`; returns the output and the trajectory's path.
+fn record_haply(fake: &FakeInverseService, seconds: &str, dir: &Path) -> (Output, PathBuf) {
+    let traj = dir.join("traj.csv");
+    let o = haptics_haply(
+        &[
+            "record",
+            "assets/scenes/peg-shaft.toml",
+            "--device",
+            "haply",
+            "--duration",
+            seconds,
+            "--out",
+            traj.to_str().unwrap(),
+            "--cache",
+            cache().to_str().unwrap(),
+        ],
+        fake,
+    );
+    (o, traj)
+}
+
 /// The forces the fake service received, N.
 fn haply_forces(fake: &FakeInverseService) -> Vec<[f64; 3]> {
     fake.settle(std::time::Duration::from_secs(2));
@@ -511,23 +533,8 @@ fn haply_is_listed_self_tested_and_recorded() {
     // A recording: the scene fitted to the Inverse3, every command within its 2 N, the
     // start ramp, zero at the end, and the trajectory with the device in its header.
     let dir = tempfile::tempdir().unwrap();
-    let traj = dir.path().join("traj.csv");
     let before = fake.frames().len();
-    let o = haptics_haply(
-        &[
-            "record",
-            "assets/scenes/peg-shaft.toml",
-            "--device",
-            "haply",
-            "--duration",
-            "2",
-            "--out",
-            traj.to_str().unwrap(),
-            "--cache",
-            cache().to_str().unwrap(),
-        ],
-        &fake,
-    );
+    let (o, traj) = record_haply(&fake, "2", dir.path());
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(
@@ -578,23 +585,8 @@ fn haply_dropped_connection_ends_the_recording_and_keeps_it() {
     })
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let traj = dir.path().join("traj.csv");
     let start = Instant::now();
-    let o = haptics_haply(
-        &[
-            "record",
-            "assets/scenes/peg-shaft.toml",
-            "--device",
-            "haply",
-            "--duration",
-            "30",
-            "--out",
-            traj.to_str().unwrap(),
-            "--cache",
-            cache().to_str().unwrap(),
-        ],
-        &fake,
-    );
+    let (o, traj) = record_haply(&fake, "30", dir.path());
     let err = stderr(&o);
     assert!(!o.status.success(), "{}", stdout(&o));
     assert!(!err.contains("panicked"), "{err}");

@@ -10,15 +10,17 @@
 //! The service's address is an environment variable, so the tests run one at a time
 //! under `SERIAL`.
 
+mod common;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use common::{drive_until, overload};
 use haptics_devices::vendor::fake_inverse::{FakeInverseService, Frame, Script, GRIP_ANGLE_RAD};
 use haptics_devices::vendor::haply::{self, FAULT_CLOSED, FAULT_DEVICE_LOST, FAULT_TRANSPORT};
 use haptics_devices::vendor::{self, Probe, Vendor, VendorError, VendorFault};
 use haptics_devices::{
-    Device, DeviceError, DeviceSample, HaplyDevice, SafeDevice, SafetyEvent, SafetySettings,
-    Workspace, Wrench,
+    Device, DeviceError, HaplyDevice, SafeDevice, SafetyEvent, SafetySettings, Workspace, Wrench,
 };
 use nalgebra::{UnitQuaternion, Vector3};
 
@@ -45,56 +47,6 @@ impl Drop for Service {
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Drives `device` at 1 kHz on absolute deadlines until `command` returns `None` or
-/// `seconds` pass; `t` counts from the first sample. Returns the cycles and the first
-/// fatal error with its time.
-fn drive_until(
-    device: &mut dyn Device,
-    seconds: f64,
-    mut command: impl FnMut(f64, &DeviceSample) -> Option<Wrench>,
-) -> (u64, Option<(DeviceError, f64)>) {
-    let start = Instant::now();
-    let mut next = start;
-    let mut cycles = 0;
-    let mut first_sample: Option<Instant> = None;
-    while start.elapsed().as_secs_f64() < seconds {
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        }
-        next += Duration::from_millis(1);
-        let t = start.elapsed().as_secs_f64();
-        let w = match device.read() {
-            Ok(s) => {
-                let t0 = *first_sample.get_or_insert_with(Instant::now);
-                match command(t0.elapsed().as_secs_f64(), &s) {
-                    Some(w) => w,
-                    None => break,
-                }
-            }
-            Err(e) if e.fatal().is_some() => return (cycles, Some((e, t))),
-            Err(_) => Wrench::zero(),
-        };
-        if let Err(e) = device.write(&w) {
-            if e.fatal().is_some() {
-                return (cycles, Some((e, t)));
-            }
-        }
-        cycles += 1;
-    }
-    (cycles, None)
-}
-
-/// Zero for 20 ms (the safety layer's small-force gate opens), then within 10 ms a
-/// request far above the Inverse3's 2 N: the layer must ramp it in and both clamps hold.
-fn overload(t: f64) -> Wrench {
-    let s = ((t - 0.02) / 0.01).clamp(0.0, 1.0);
-    Wrench::new(
-        Vector3::new(30.0, -40.0, 0.0) * s,
-        Vector3::new(0.0, 0.0, 2.0) * s,
-    )
 }
 
 /// [`overload`] again every 250 ms: after a stall (a loaded machine missing the 5 ms

@@ -10,13 +10,16 @@
 //! HDAPI's single scheduler), so they run one at a time under `SERIAL`.
 
 use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use common::{drive_until, overload};
 use haptics_devices::vendor::{self, fakes, Probe, Vendor, VendorError};
 use haptics_devices::{
-    Device, DeviceError, DeviceSample, ForceDimensionDevice, OpenHapticsDevice, SafeDevice,
-    SafetyEvent, SafetySettings, Wrench,
+    Device, DeviceError, ForceDimensionDevice, OpenHapticsDevice, SafeDevice, SafetyEvent,
+    SafetySettings, Wrench,
 };
 use nalgebra::Vector3;
 
@@ -78,67 +81,13 @@ fn read_log(path: &Path) -> (Vec<Logged>, Vec<String>) {
     (rows, trailer)
 }
 
-/// Drives `device` for `seconds` at 1 kHz on absolute deadlines: each cycle reads and
-/// writes `command(t, position)`, `t` counted from the first sample read (on a loaded
-/// machine the first may come late, and a command that starts at zero must still do so
-/// when the safety layer sees it). Stops at the first fatal error and returns it, with
-/// the number of cycles and the time of the error (from the start).
+/// [`drive_until`] with the stylus position given to `command`, for the whole run.
 fn drive(
     device: &mut dyn Device,
     seconds: f64,
     mut command: impl FnMut(f64, Vector3<f64>) -> Wrench,
 ) -> (u64, Option<(DeviceError, f64)>) {
     drive_until(device, seconds, |t, s| Some(command(t, s.pose.position)))
-}
-
-/// [`drive`] with the whole sample given to `command`, which ends the run early by
-/// returning `None`.
-fn drive_until(
-    device: &mut dyn Device,
-    seconds: f64,
-    mut command: impl FnMut(f64, &DeviceSample) -> Option<Wrench>,
-) -> (u64, Option<(DeviceError, f64)>) {
-    let start = Instant::now();
-    let mut next = start;
-    let mut cycles = 0;
-    let mut first_sample: Option<Instant> = None;
-    while start.elapsed().as_secs_f64() < seconds {
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        }
-        next += Duration::from_millis(1);
-        let t = start.elapsed().as_secs_f64();
-        let w = match device.read() {
-            Ok(s) => {
-                let t0 = *first_sample.get_or_insert_with(Instant::now);
-                match command(t0.elapsed().as_secs_f64(), &s) {
-                    Some(w) => w,
-                    None => break,
-                }
-            }
-            Err(e) if e.fatal().is_some() => return (cycles, Some((e, t))),
-            Err(_) => Wrench::zero(),
-        };
-        if let Err(e) = device.write(&w) {
-            if e.fatal().is_some() {
-                return (cycles, Some((e, t)));
-            }
-        }
-        cycles += 1;
-    }
-    (cycles, None)
-}
-
-/// The test command: zero for the first 20 ms (so the safety layer's small-force gate
-/// opens), then within 10 ms a request far above any device maximum, with a large
-/// torque: the layer must ramp it in and clamp it.
-fn overload(t: f64, _p: Vector3<f64>) -> Wrench {
-    let s = ((t - 0.02) / 0.01).clamp(0.0, 1.0);
-    Wrench::new(
-        Vector3::new(30.0, -40.0, 0.0) * s,
-        Vector3::new(0.0, 0.0, 2.0) * s,
-    )
 }
 
 /// How the safety layer's ramp went over a run: whether it reached full scale, and how
@@ -254,7 +203,7 @@ fn openhaptics_runs_the_servo_loop_within_the_limits() {
     let mut span = (Vector3::repeat(f64::MAX), Vector3::repeat(f64::MIN));
     let (cycles, fault) = drive(&mut dev, 1.5, |t, p| {
         span = (span.0.inf(&p), span.1.sup(&p));
-        overload(t, p)
+        overload(t)
     });
     assert!(fault.is_none(), "{fault:?}");
     assert!(cycles as f64 >= 900.0 * start.elapsed().as_secs_f64() * 0.95);
@@ -295,7 +244,7 @@ fn openhaptics_three_dof_output_gets_force_only() {
     assert_eq!(dev.info().dof_actuated, 3);
     assert_eq!(dev.info().max_torque_nm, 0.0);
     let mut dev = safe(dev);
-    let (_, fault) = drive(&mut dev, 0.7, overload);
+    let (_, fault) = drive(&mut dev, 0.7, |t, _| overload(t));
     assert!(fault.is_none());
     drop(dev);
     let (rows, _) = read_log(&log);
@@ -340,7 +289,7 @@ fn openhaptics_deadman_cuts_the_force_when_released() {
         if s.buttons & 1 == 0 {
             released_cycles += 1;
         }
-        (released_cycles < 400).then(|| overload(t, s.pose.position))
+        (released_cycles < 400).then(|| overload(t))
     });
     assert!(fault.is_none(), "no fault is scripted: {fault:?}");
     assert_eq!(released_cycles, 400, "the release was never seen");
@@ -517,7 +466,7 @@ fn forcedimension_polls_within_the_published_limits() {
         (4000.0, 1.0)
     );
     let mut dev = safe(dev);
-    let (_, fault) = drive(&mut dev, 1.5, overload);
+    let (_, fault) = drive(&mut dev, 1.5, |t, _| overload(t));
     assert!(fault.is_none(), "{fault:?}");
     let ramp = ramp_outcome(&mut dev);
     drop(dev);
@@ -552,7 +501,7 @@ fn forcedimension_fault_no_device_and_missing_library() {
             "the library's limit wins when lower"
         );
         let mut dev = safe(dev);
-        let (_, fault) = drive(&mut dev, 3.0, overload);
+        let (_, fault) = drive(&mut dev, 3.0, |t, _| overload(t));
         let (err, at) = fault.expect("the fault was reported");
         assert!(at < 0.5, "{at}");
         assert_eq!(err.fatal().unwrap().code, 2);

@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use haply::device_model::{
-    Command, Inverse3Configure, Inverse3Device, PresetConfig, ProfileConfig, ServiceData,
-    ServiceMsg, SessionConfigure, SessionMsg, TimestampedServiceData, Vec3D,
+    Buttons, Command, Inverse3Configure, Inverse3Device, PresetConfig, ProfileConfig, ServiceData,
+    ServiceMsg, SessionConfigure, SessionMsg, TimestampedServiceData, Vec3D, Vec4D,
     VerseGripDuplicateMode,
 };
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
@@ -110,28 +110,39 @@ struct Inventory {
     grip: Option<String>,
 }
 
+/// Every Verse Grip in `data`, wireless, custom, then wired: its id, orientation and
+/// buttons (a, b, c as bits 0, 1, 2; a wired grip's one button as bit 0).
+fn grips(data: &ServiceData) -> impl Iterator<Item = (&str, Option<Vec4D>, u32)> {
+    let bits =
+        |b: Option<Buttons>| b.map_or(0, |b| b.a as u32 | (b.b as u32) << 1 | (b.c as u32) << 2);
+    let wireless = data.wireless_verse_grip.iter().map(move |g| {
+        (
+            g.device_id.as_str(),
+            g.state.orientation,
+            bits(g.state.buttons),
+        )
+    });
+    let custom = data.custom_verse_grip.iter().map(move |g| {
+        (
+            g.device_id.as_str(),
+            g.state.orientation,
+            bits(g.state.buttons),
+        )
+    });
+    let wired = data.verse_grip.iter().map(|g| {
+        let button = g.state.button.unwrap_or(false) as u32;
+        (g.device_id.as_str(), g.state.orientation, button)
+    });
+    wireless.chain(custom).chain(wired)
+}
+
 /// The first Inverse3 in `data` and the first Verse Grip (wireless, custom, then wired)
 /// that reports an orientation.
 fn inventory(data: &ServiceData) -> Option<Inventory> {
     let inv = data.inverse3.first()?;
-    let grip = data
-        .wireless_verse_grip
-        .iter()
-        .filter(|g| g.state.orientation.is_some())
-        .map(|g| g.device_id.clone())
-        .chain(
-            data.custom_verse_grip
-                .iter()
-                .filter(|g| g.state.orientation.is_some())
-                .map(|g| g.device_id.clone()),
-        )
-        .chain(
-            data.verse_grip
-                .iter()
-                .filter(|g| g.state.orientation.is_some())
-                .map(|g| g.device_id.clone()),
-        )
-        .next();
+    let grip = grips(data)
+        .find(|(_, o, _)| o.is_some())
+        .map(|(id, _, _)| id.to_string());
     Some(Inventory {
         device_id: inv.device_id.clone(),
         device_type: device_type(inv),
@@ -172,42 +183,21 @@ type SampleSlot = SeqSlot<9>;
 const IDLE_SAMPLE: [f64; 9] = [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
 
 /// The frame's sample from the merged state: the Inverse3's cursor position, the grip's
-/// orientation and buttons (a, b, c as bits 0, 1, 2; a wired grip's one button as bit 0).
-/// `None` when the Inverse3 is no longer listed.
+/// orientation and buttons ([`grips`]). `None` when the Inverse3 is no longer listed.
 fn sample_of(data: &ServiceData, inv: &Inventory, frame: u64) -> Option<[f64; 9]> {
     let d = data
         .inverse3
         .iter()
         .find(|d| d.device_id == inv.device_id)?;
     let p = d.state.cursor_position.unwrap_or_default();
-    let mut q = [1.0, 0.0, 0.0, 0.0];
-    let mut buttons = 0u32;
-    if let Some(id) = &inv.grip {
-        let wireless = data
-            .wireless_verse_grip
-            .iter()
-            .map(|g| (&g.device_id, g.state.orientation, g.state.buttons))
-            .chain(
-                data.custom_verse_grip
-                    .iter()
-                    .map(|g| (&g.device_id, g.state.orientation, g.state.buttons)),
-            )
-            .find(|(gid, _, _)| *gid == id);
-        let (o, b) = match wireless {
-            Some((_, o, b)) => (
-                o,
-                b.map_or(0, |b| b.a as u32 | (b.b as u32) << 1 | (b.c as u32) << 2),
-            ),
-            None => match data.verse_grip.iter().find(|g| &g.device_id == id) {
-                Some(g) => (g.state.orientation, g.state.button.unwrap_or(false) as u32),
-                None => (None, 0),
-            },
-        };
-        if let Some(o) = o {
-            q = [o.w as f64, o.x as f64, o.y as f64, o.z as f64];
-        }
-        buttons = b;
-    }
+    let (orientation, buttons) = inv
+        .grip
+        .as_deref()
+        .and_then(|id| grips(data).find(|(gid, _, _)| *gid == id))
+        .map_or((None, 0), |(_, o, b)| (o, b));
+    let q = orientation.map_or([1.0, 0.0, 0.0, 0.0], |o| {
+        [o.w as f64, o.x as f64, o.y as f64, o.z as f64]
+    });
     Some([
         frame as f64,
         p.x as f64,
@@ -239,6 +229,20 @@ struct Io {
 }
 
 impl Io {
+    /// Nothing published yet, no force limit (zero is sent until the inventory sets it).
+    fn new() -> Io {
+        Io {
+            epoch: Instant::now(),
+            max_force_n: AtomicU64::new(0.0f64.to_bits()),
+            sample: SeqSlot::new(IDLE_SAMPLE),
+            wrench: SeqSlot::new([0.0, 0.0, 0.0, -1.0]),
+            frames: AtomicU64::new(0),
+            fault: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            commands: AtomicU64::new(0),
+        }
+    }
+
     fn set_fault(&self, code: i32) {
         let _ = self.fault.compare_exchange(
             0,
@@ -335,6 +339,37 @@ type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 type State = Arc<tokio::sync::Mutex<TimestampedServiceData>>;
 
+/// An empty device list, for the crate's merge to fill.
+fn empty_state() -> State {
+    Arc::new(tokio::sync::Mutex::new(TimestampedServiceData {
+        data: ServiceData::default(),
+        timestamp: Instant::now(),
+    }))
+}
+
+/// Merges one message of the service into `state` (the `haply` crate's merge: a message
+/// with configuration replaces the devices, one without updates their state and status).
+async fn merge(state: &State, text: String, first: &mut bool) {
+    haply::state::update_state_on_message(
+        state.clone(),
+        text,
+        first,
+        VerseGripDuplicateMode::default(),
+    )
+    .await;
+}
+
+/// The single-threaded tokio runtime the connection runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, VendorError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| VendorError::Device {
+            vendor: Vendor::Haply,
+            detail: format!("starting the I/O runtime: {e}"),
+        })
+}
+
 /// Connects and reads the inventory (merged into `state`).
 async fn connect(url: &str, state: &State) -> Result<(Socket, Inventory), VendorError> {
     let unreachable = |detail: String| VendorError::ServiceUnreachable {
@@ -375,14 +410,7 @@ async fn connect(url: &str, state: &State) -> Result<(Socket, Inventory), Vendor
             }
         }
     };
-    let mut first = true;
-    haply::state::update_state_on_message(
-        state.clone(),
-        text,
-        &mut first,
-        VerseGripDuplicateMode::default(),
-    )
-    .await;
+    merge(state, text, &mut true).await;
     let inv = inventory(&state.lock().await.data).ok_or_else(|| {
         device_error("the service lists no Inverse3 (is it plugged in and powered?)".into())
     })?;
@@ -428,13 +456,7 @@ async fn serve(io: &Io, mut ws: Socket, inv: &Inventory, state: &State) {
             }
         };
         last_update = Instant::now();
-        haply::state::update_state_on_message(
-            state.clone(),
-            text,
-            &mut first,
-            VerseGripDuplicateMode::default(),
-        )
-        .await;
+        merge(state, text, &mut first).await;
         let frame = io.frames.load(Ordering::Relaxed) + 1;
         let sample = sample_of(&state.lock().await.data, inv, frame);
         let Some(sample) = sample else {
@@ -454,24 +476,15 @@ async fn serve(io: &Io, mut ws: Socket, inv: &Inventory, state: &State) {
 
 /// The I/O thread: connect, report the inventory to the opener, send the handshake, serve.
 fn io_thread(io: Arc<Io>, url: String, opened: mpsc::Sender<Result<Inventory, VendorError>>) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
         Err(e) => {
-            let _ = opened.send(Err(VendorError::Device {
-                vendor: Vendor::Haply,
-                detail: format!("starting the I/O runtime: {e}"),
-            }));
+            let _ = opened.send(Err(e));
             return;
         }
     };
     runtime.block_on(async {
-        let state: State = Arc::new(tokio::sync::Mutex::new(TimestampedServiceData {
-            data: ServiceData::default(),
-            timestamp: Instant::now(),
-        }));
+        let state = empty_state();
         match connect(&url, &state).await {
             Ok((mut ws, inv)) => {
                 io.max_force_n
@@ -499,16 +512,7 @@ impl HaplyDevice {
     pub fn open() -> Result<HaplyDevice, VendorError> {
         let source = service_source();
         let url = source.file.to_string_lossy().into_owned();
-        let io = Arc::new(Io {
-            epoch: Instant::now(),
-            max_force_n: AtomicU64::new(0.0f64.to_bits()),
-            sample: SeqSlot::new(IDLE_SAMPLE),
-            wrench: SeqSlot::new([0.0, 0.0, 0.0, -1.0]),
-            frames: AtomicU64::new(0),
-            fault: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
-            commands: AtomicU64::new(0),
-        });
+        let io = Arc::new(Io::new());
         let (tx, rx) = mpsc::channel();
         let thread = {
             let io = io.clone();
@@ -670,23 +674,12 @@ impl Device for HaplyDevice {
 pub fn probe() -> Probe {
     let source = service_source();
     let url = source.file.to_string_lossy().into_owned();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
-        Err(e) => {
-            return Probe::Unavailable(VendorError::Device {
-                vendor: Vendor::Haply,
-                detail: format!("starting the I/O runtime: {e}"),
-            })
-        }
+        Err(e) => return Probe::Unavailable(e),
     };
     runtime.block_on(async {
-        let state: State = Arc::new(tokio::sync::Mutex::new(TimestampedServiceData {
-            data: ServiceData::default(),
-            timestamp: Instant::now(),
-        }));
+        let state = empty_state();
         match connect(&url, &state).await {
             Ok((mut ws, _)) => {
                 let _ = ws.close(None).await;
@@ -775,23 +768,11 @@ mod tests {
     }
 
     fn merged(messages: &[Value]) -> ServiceData {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let state: State = Arc::new(tokio::sync::Mutex::new(TimestampedServiceData {
-                data: ServiceData::default(),
-                timestamp: Instant::now(),
-            }));
+        runtime().unwrap().block_on(async {
+            let state = empty_state();
             let mut first = true;
             for m in messages {
-                haply::state::update_state_on_message(
-                    state.clone(),
-                    m.to_string(),
-                    &mut first,
-                    VerseGripDuplicateMode::default(),
-                )
-                .await;
+                merge(&state, m.to_string(), &mut first).await;
             }
             let data = state.lock().await.data.clone();
             data
@@ -859,16 +840,8 @@ mod tests {
 
     #[test]
     fn the_io_side_sends_zero_for_stale_torn_or_bad_wrenches() {
-        let io = Io {
-            epoch: Instant::now(),
-            max_force_n: AtomicU64::new(2.0f64.to_bits()),
-            sample: SeqSlot::new(IDLE_SAMPLE),
-            wrench: SeqSlot::new([0.0, 0.0, 0.0, -1.0]),
-            frames: AtomicU64::new(0),
-            fault: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
-            commands: AtomicU64::new(0),
-        };
+        let io = Io::new();
+        io.max_force_n.store(2.0f64.to_bits(), Ordering::Release);
         assert_eq!(io.force_for(1), [0.0; 3], "nothing written yet");
         io.wrench.store(&[3.0, 4.0, 0.0, 5.0]);
         let f = io.force_for(6);
