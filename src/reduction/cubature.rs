@@ -678,10 +678,9 @@ pub enum CubaturePrecision {
 
 impl CubaturePrecision {
     /// f32 at every r. With its columns padded to whole 8-lane registers it is the
-    /// faster at every size measured (2026-11-28, fastest of 3,000 calls, force and
-    /// stiffness): the StVK bridge at r = 20, 83 points, 58 us against 66 us in f64; the
-    /// muscle at r = 20, 432 points, 385 us against 450 us. The argument is kept for
-    /// callers that choose by size.
+    /// faster at every size measured, force and stiffness (the StVK bridge and the muscle
+    /// at r = 20, the bridge at r = 60 and 100; docs/performance.md, "Optimized cubature
+    /// and the reduced muscle"). The argument is kept for callers that choose by size.
     pub fn default_for(_r: usize) -> Self {
         CubaturePrecision::F32
     }
@@ -1442,11 +1441,10 @@ pub enum CubatureKernels {
 
 impl CubatureKernels {
     /// The default at r modes: AVX-512 where the stiffness product dominates (r above
-    /// 32), else at most AVX2. Measured 2026-11-28 (Intel Xeon 2.5 GHz, fastest calls):
-    /// the product alone at r = 60 (200 points) 138 us in AVX-512 against 198 us in
-    /// AVX2, at r = 100 (300 points) 442 us against 686 us; but the whole muscle
-    /// evaluation at r = 20, where the per-point material law dominates, 407 us against
-    /// 351 us (wide instructions lower the core's clock for the scalar work too).
+    /// 32), else at most AVX2: AVX-512 speeds the product up at r = 60 and 100, but slows
+    /// the whole muscle evaluation at r = 20, where the scalar per-point material law
+    /// dominates (wide instructions lower the core's clock for it too; the figures are in
+    /// docs/performance.md, "Optimized cubature and the reduced muscle").
     pub fn default_for(r: usize) -> Self {
         let best = Self::detect();
         if r > 32 {
