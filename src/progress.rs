@@ -145,3 +145,57 @@ mod tests {
         assert!(rec.take().is_empty());
     }
 }
+
+/// A request to stop long work early (an interrupt from the user), shared between the
+/// thread that asks and the threads that work. The work polls
+/// [`Cancel::is_cancelled`] between its steps and ends with what it has, marked
+/// incomplete; clones share one flag.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Cancel {
+    /// A token not yet cancelled.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Asks the work to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`Cancel::cancel`] was called on this token or a clone.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Two tokens are equal when they share one flag.
+impl PartialEq for Cancel {
+    fn eq(&self, other: &Cancel) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Whether `cancel` holds a token that was cancelled.
+pub fn cancelled(cancel: &Option<Cancel>) -> bool {
+    cancel.as_ref().is_some_and(Cancel::is_cancelled)
+}
+
+#[cfg(test)]
+mod cancel_tests {
+    use super::*;
+
+    #[test]
+    fn clones_share_the_flag_and_fresh_tokens_do_not() {
+        let a = Cancel::new();
+        let b = a.clone();
+        let c = Cancel::new();
+        assert!(!cancelled(&Some(b.clone())));
+        a.cancel();
+        assert!(b.is_cancelled() && cancelled(&Some(b.clone())));
+        assert!(!c.is_cancelled() && !cancelled(&None));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+}

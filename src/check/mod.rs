@@ -53,13 +53,16 @@ pub mod compliant;
 pub mod exact;
 pub mod ompl;
 pub mod penetration;
+pub mod problem;
 pub mod puzzles;
+pub mod report;
 pub mod shapes;
 
 use std::time::Instant;
 
 use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 
+use crate::progress::{cancelled, Cancel};
 use crate::mesh::SurfaceMesh;
 use bvh::Bvh;
 use ompl::State;
@@ -242,7 +245,7 @@ pub struct Sample {
 }
 
 /// Check settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CheckOptions {
     /// The tolerance, m (see the module docs); `None`: 0.1% of the robot's diagonal.
     pub tolerance: Option<f64>,
@@ -253,6 +256,9 @@ pub struct CheckOptions {
     /// neither the path beyond it (its other intervals, its minimum) nor any penetration
     /// depth. For the question "can this part pass?".
     pub first_contact_only: bool,
+    /// Stop early when this is cancelled (a user's interrupt): the report then covers
+    /// the path up to there and is marked [`Report::incomplete`].
+    pub cancel: Option<Cancel>,
 }
 
 impl Default for CheckOptions {
@@ -261,6 +267,7 @@ impl Default for CheckOptions {
             tolerance: None,
             max_evaluations: 20_000_000,
             first_contact_only: false,
+            cancel: None,
         }
     }
 }
@@ -301,7 +308,8 @@ pub struct Report {
     pub evaluations: usize,
     /// Interval sweeps of the certification ([`bvh::Bvh::clear_over`]).
     pub sweeps: usize,
-    /// The evaluation budget ran out before the end of the path.
+    /// The evaluation budget ran out, or the check was cancelled, before the end of the
+    /// path.
     pub incomplete: bool,
     /// Wall time of the check (s).
     pub seconds: f64,
@@ -490,7 +498,9 @@ pub fn check_path(
         &mut samples,
         tol,
         options.first_contact_only,
+        &options.cancel,
     );
+    let incomplete = incomplete || cancelled(&options.cancel);
     let min_s = samples
         .iter()
         .copied()
@@ -633,7 +643,7 @@ fn advance(
             if t >= 1.0 || b == 0.0 {
                 break;
             }
-            if count.evaluations >= options.max_evaluations {
+            if count.evaluations >= options.max_evaluations || cancelled(&options.cancel) {
                 incomplete = true;
                 break;
             }
@@ -670,14 +680,14 @@ fn advance(
                 if t >= 1.0 {
                     break 'segment;
                 }
-                if count.evaluations >= options.max_evaluations {
+                if count.evaluations >= options.max_evaluations || cancelled(&options.cancel) {
                     incomplete = true;
                     break 'segment;
                 }
             }
         }
         progress(i);
-        if incomplete {
+        if incomplete || cancelled(&options.cancel) {
             break;
         }
     }
@@ -745,7 +755,7 @@ fn resolve_near(
         // The counts are shared, so the budget is the whole check's.
         let sub_options = CheckOptions {
             tolerance: Some(finer),
-            ..*options
+            ..options.clone()
         };
         let (sub_samples, _) = resolved_samples(
             robot,
@@ -814,6 +824,7 @@ fn meeting_intervals(
     samples: &mut Vec<Sample>,
     tol: f64,
     first_only: bool,
+    cancel: &Option<Cancel>,
 ) -> (Vec<Contact>, Option<Deepest>) {
     let mut scratch = bvh::PairScratch::default();
     let floor = FINEST_TOLERANCE * robot.diagonal;
@@ -834,7 +845,7 @@ fn meeting_intervals(
     // Each interval's separating direction; the last one found is the next one's hint.
     let mut directions: Vec<Vector3<f64>> = Vec::new();
     let mut k = 0;
-    while k < samples.len() {
+    while k < samples.len() && !cancelled(cancel) {
         if !meeting(&samples[k]) {
             k += 1;
             continue;
@@ -891,7 +902,7 @@ fn meeting_intervals(
     while let Some(i) =
         (0..contacts.len()).max_by(|&a, &b| contacts[a].depth.total_cmp(&contacts[b].depth))
     {
-        if contacts[i].depth <= 0.0 || fine[i] {
+        if contacts[i].depth <= 0.0 || fine[i] || cancelled(cancel) {
             break;
         }
         let d = penetration::penetration_depth(

@@ -4,6 +4,7 @@
 
 pub mod device_fit;
 pub mod log;
+pub mod replay;
 pub mod scheduler;
 pub mod simulation;
 pub mod stability;

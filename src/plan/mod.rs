@@ -66,6 +66,7 @@
 //! seeded with `seed + k`) and returns the first solution found.
 
 pub mod corridor;
+pub mod report;
 pub mod simplify;
 pub mod space;
 pub mod validity;
@@ -78,6 +79,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::check::ompl::State;
+use crate::progress::{cancelled, Cancel};
 use crate::check::{turn_of, Robot, World};
 use space::Space;
 use validity::{Checker, Clearance, Work};
@@ -133,6 +135,9 @@ pub struct PlanOptions {
     /// the widest passages for the robot's centre, on a grid of the world's distance;
     /// when it is a detour, it guides the samples as a rough path would.
     pub corridor: bool,
+    /// Stop early when this is cancelled (a user's interrupt): the plan ends unsolved,
+    /// as when the time limit passes.
+    pub cancel: Option<Cancel>,
 }
 
 /// The samples the trees grow towards.
@@ -165,6 +170,7 @@ impl Default for PlanOptions {
             shortcuts: 100,
             sampler: Sampler::Uniform,
             corridor: true,
+            cancel: None,
         }
     }
 }
@@ -652,6 +658,7 @@ struct Search<'a> {
     trees: [Tree; 2],
     guide: Vec<State>,
     time_limit: f64,
+    cancel: Option<Cancel>,
     samples: usize,
     thread: usize,
     solution: Vec<(State, f64)>,
@@ -711,6 +718,7 @@ impl<'a> Search<'a> {
             trees,
             guide: guide_states,
             time_limit: options.time_limit,
+            cancel: options.cancel.clone(),
             samples: 0,
             thread,
             solution: Vec::new(),
@@ -732,7 +740,7 @@ impl<'a> Search<'a> {
         let mut last_report = 0.0;
         let mut from = 0usize;
         loop {
-            if shared.stop.load(Ordering::Relaxed) {
+            if shared.stop.load(Ordering::Relaxed) || cancelled(&self.cancel) {
                 return;
             }
             let now = shared.start.elapsed().as_secs_f64();

@@ -21,6 +21,7 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::check::ompl::State;
+use crate::check::{Robot, World};
 
 /// SE(3) with positions in a box.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,6 +35,24 @@ pub struct Space {
 }
 
 impl Space {
+    /// The default box of a problem without one: the world's bounding box with the
+    /// start and goal positions, grown by the robot's radius.
+    pub fn around(world: &World, robot: &Robot, start: &State, goal: &State) -> Space {
+        let b = world.bvh.aabb();
+        let mut min = b.min.coords;
+        let mut max = b.max.coords;
+        for s in [start, goal] {
+            min = min.inf(&s.position);
+            max = max.sup(&s.position);
+        }
+        let r = Vector3::repeat(robot.radius);
+        Space {
+            min: min - r,
+            max: max + r,
+            radius: robot.radius,
+        }
+    }
+
     /// The distance of the metric (see the module docs).
     pub fn distance(&self, a: &State, b: &State) -> f64 {
         (b.position - a.position).norm() + self.radius * a.orientation.angle_to(&b.orientation)

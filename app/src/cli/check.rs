@@ -9,9 +9,11 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use haptics::check::ompl::{read_path, read_problem, State};
-use haptics::check::{check_path, robot_origin, CheckOptions, PathPos, Report, Robot, World};
-use haptics::mesh::collada::read_collada;
+use haptics::check::ompl::{read_path, State};
+pub use haptics::check::problem::read_mesh;
+use haptics::check::problem::{load_problem, LoadedProblem};
+use haptics::check::report::{num, pos, report_json, ReportContext};
+use haptics::check::{check_path, CheckOptions, PathPos, Report, Robot, World};
 use haptics::mesh::SurfaceMesh;
 use haptics::plot::{shaded_line_plot, Band, Series};
 
@@ -188,12 +190,14 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
         print!("{}", compliant_summary(c, *seconds, a, segments));
     }
     if let Some(p) = &a.report {
-        let mut json = report_json(name, &report, load_s, a.min_clearance, passed);
-        if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&json) {
-            v["open_edges"] =
-                serde_json::json!({"robot": robot.open_edges, "world": world.open_edges});
-            json = serde_json::to_string_pretty(&v).unwrap_or(json) + "\n";
-        }
+        let context = ReportContext {
+            name,
+            load_s,
+            min_clearance: a.min_clearance,
+            passed,
+            open_edges: (robot.open_edges, world.open_edges),
+        };
+        let mut json = report_json(&report, &context);
         if let Some((c, seconds)) = &compliant {
             json = add_compliant_json(&json, c, *seconds, a);
         }
@@ -514,7 +518,12 @@ fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
             a.problem.display()
         );
     }
-    let (problem, robot_mesh, world_mesh) = load_problem(&a.problem)?;
+    let LoadedProblem {
+        problem,
+        robot_mesh,
+        world_mesh,
+        ..
+    } = load_problem(&a.problem)?;
     let robot = Robot::new(&robot_mesh);
     let world = World::new(&world_mesh);
     let path = match &a.path {
@@ -530,20 +539,6 @@ fn load(a: &CheckArgs) -> anyhow::Result<Loaded> {
         world_meshes: vec![("world".into(), world_mesh)],
         scene: None,
     })
-}
-
-/// An OMPL.app problem with its robot (in its own frame, about OMPL.app's origin) and
-/// world meshes.
-pub fn load_problem(
-    cfg: &Path,
-) -> anyhow::Result<(haptics::check::ompl::Problem, SurfaceMesh, SurfaceMesh)> {
-    let problem = read_problem(cfg)?;
-    let (robot_mesh, origin) =
-        read_mesh(&problem.robot).with_context(|| format!("the robot of {}", cfg.display()))?;
-    let (world_mesh, _) =
-        read_mesh(&problem.world).with_context(|| format!("the world of {}", cfg.display()))?;
-    let robot_mesh = robot_origin(&robot_mesh, &origin);
-    Ok((problem, robot_mesh, world_mesh))
 }
 
 /// A scene's environment objects placed at their poses (world coordinates), the
@@ -614,105 +609,6 @@ pub fn trajectory_states(scene: &haptics::scene::Scene, t: &Path) -> anyhow::Res
         anyhow::bail!("{}: the trajectory has no samples", t.display());
     }
     Ok(states)
-}
-
-/// A mesh and its OMPL.app origin (the mean of its imported vertices).
-pub fn read_mesh(path: &Path) -> anyhow::Result<(SurfaceMesh, nalgebra::Point3<f64>)> {
-    let ext = path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    match ext.as_str() {
-        "dae" => {
-            let c = read_collada(path)?;
-            let origin = c.vertex_mean();
-            Ok((c.mesh, origin))
-        }
-        "obj" | "stl" | "gltf" | "glb" => {
-            let m = haptics::mesh::read_surface(path)?;
-            // assimp joins identical vertices: the mean of the distinct positions.
-            let (sum, count) =
-                haptics::mesh::collada::distinct_vertex_sum(m.vertices.iter().copied());
-            let origin = nalgebra::Point3::from(sum / count.max(1) as f64);
-            Ok((m, origin))
-        }
-        "3ds" => anyhow::bail!(
-            "{}: 3D Studio (.3ds) meshes are not supported; convert it to .dae, .obj, .stl or .gltf (for example with assimp export or Blender)",
-            path.display()
-        ),
-        _ => anyhow::bail!(
-            "{}: unknown mesh format '.{ext}': expected .dae, .obj, .stl, .gltf or .glb",
-            path.display()
-        ),
-    }
-}
-
-fn pos(p: &PathPos) -> serde_json::Value {
-    serde_json::json!({"segment": p.segment, "t": num(p.t)})
-}
-
-/// A number, or null when not finite (JSON has no infinity).
-fn num(v: f64) -> serde_json::Value {
-    if v.is_finite() {
-        serde_json::json!(v)
-    } else {
-        serde_json::Value::Null
-    }
-}
-
-/// The JSON report.
-pub fn report_json(
-    name: &str,
-    r: &Report,
-    load_s: f64,
-    min_clearance: Option<f64>,
-    passed: bool,
-) -> String {
-    let contacts: Vec<serde_json::Value> = r
-        .contacts
-        .iter()
-        .map(|c| {
-            serde_json::json!({
-                "from": pos(&c.from),
-                "to": pos(&c.to),
-                "objects": c.objects,
-                "depth": num(c.depth),
-                "deepest_at": pos(&c.deepest_at),
-            })
-        })
-        .collect();
-    let deepest = r.deepest.as_ref().map(|d| {
-        serde_json::json!({
-            "at": pos(&d.at),
-            "depth": num(d.depth),
-            "direction": [num(d.direction.x), num(d.direction.y), num(d.direction.z)],
-            "budget_spent": d.cut_short,
-            "kind": "translational penetration depth, an upper bound: the least separating translation over the directions searched",
-        })
-    });
-    let v = serde_json::json!({
-        "problem": name,
-        "verdict": if r.collision_free { "collision-free" } else { "collides" },
-        "passed": passed,
-        "min_clearance": num(if r.max_penetration > 0.0 { -r.max_penetration } else { r.min_clearance }),
-        "min_clearance_at": pos(&r.min_clearance_at),
-        "max_penetration": num(r.max_penetration),
-        "deepest": deepest,
-        "first_collision": r.first_collision.as_ref().map(pos),
-        "contacts": contacts,
-        "required_min_clearance": min_clearance.map(num),
-        "tolerance": num(r.tolerance),
-        "units": "the problem's length unit (metres after a COLLADA <unit>)",
-        "robot": {"radius": num(r.robot_radius), "bounding_box_diagonal": num(r.robot_diagonal)},
-        "states": r.states,
-        "evaluations": r.evaluations,
-        "sweeps": r.sweeps,
-        "incomplete": r.incomplete,
-        "timings": {"load_s": num(load_s), "check_s": num(r.seconds)},
-    });
-    let mut text = serde_json::to_string_pretty(&v).unwrap_or_default();
-    text.push('\n');
-    text
 }
 
 /// The one-screen summary.

@@ -16,7 +16,9 @@ use haptics::plan::space::Space;
 use haptics::plan::{plan, Plan, PlanError, PlanOptions, Problem, Sampler};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
-use super::check::{load_problem, scene_objects};
+use super::check::scene_objects;
+use haptics::check::problem::{load_problem, LoadedProblem};
+use haptics::plan::report::{plan_json, PlanContext};
 use super::range;
 
 /// Arguments of `haptics plan`.
@@ -186,7 +188,10 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         Some(b) => parse_bounds(b).context("--bounds")?,
         None => loaded
             .volume
-            .unwrap_or_else(|| default_bounds(&loaded.world, &loaded.robot, &start, &goal)),
+            .unwrap_or_else(|| {
+                let s = Space::around(&loaded.world, &loaded.robot, &start, &goal);
+                (s.min, s.max)
+            }),
     };
     let problem = Problem {
         robot: &loaded.robot,
@@ -217,6 +222,7 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
             SamplerArg::Mixed => Sampler::Mixed,
         },
         corridor: !a.no_corridor,
+        cancel: None,
     };
     let bar = (!a.quiet).then(|| {
         let b = indicatif::ProgressBar::new_spinner();
@@ -282,7 +288,15 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         println!("path -> {}", a.out.display());
     }
     if let Some(p) = &a.report {
-        let json = report_json(&loaded.name, &result, check.as_ref(), time_limit, total, a);
+        let context = PlanContext {
+            name: &loaded.name,
+            time_limit,
+            total_s: total,
+            seed: a.seed,
+            threads: a.threads as usize,
+            guided: a.guide.is_some(),
+        };
+        let json = plan_json(&result, check.as_ref(), &context);
         haptics::io::write_bytes_atomic(p, json.as_bytes())
             .with_context(|| format!("writing {}", p.display()))?;
         println!("report -> {}", p.display());
@@ -318,23 +332,13 @@ fn load(a: &PlanArgs) -> anyhow::Result<Loaded> {
             scene: Some(scene),
         });
     }
-    let (problem, robot_mesh, world_mesh) = load_problem(&a.problem)?;
-    let time_limit = ["solver.time_limit", "benchmark.time_limit"]
-        .iter()
-        .find_map(|k| problem.extra.get(*k))
-        .map(|v| {
-            v.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|t| *t > 0.0 && t.is_finite())
-                .with_context(|| {
-                    format!(
-                        "{}: time_limit: expected a positive number of seconds, found '{v}'",
-                        a.problem.display()
-                    )
-                })
-        })
-        .transpose()?;
+    let LoadedProblem {
+        problem,
+        robot_mesh,
+        world_mesh,
+        time_limit,
+        ..
+    } = load_problem(&a.problem)?;
     Ok(Loaded {
         name: problem.name.clone(),
         robot: Robot::new(&robot_mesh),
@@ -395,25 +399,6 @@ fn numbers(s: &str) -> anyhow::Result<Vec<f64>> {
                 .with_context(|| format!("'{s}': '{}' is not a finite number", x.trim()))
         })
         .collect()
-}
-
-/// The world's bounding box with the start and goal positions, grown by the robot's
-/// radius.
-fn default_bounds(
-    world: &World,
-    robot: &Robot,
-    start: &State,
-    goal: &State,
-) -> (Vector3<f64>, Vector3<f64>) {
-    let b = world.bvh.aabb();
-    let mut min = b.min.coords;
-    let mut max = b.max.coords;
-    for s in [start, goal] {
-        min = min.inf(&s.position);
-        max = max.sup(&s.position);
-    }
-    let r = Vector3::repeat(robot.radius);
-    (min - r, max + r)
 }
 
 fn summary(
@@ -485,54 +470,6 @@ fn summary(
         ));
     }
     s
-}
-
-fn report_json(
-    name: &str,
-    r: &Plan,
-    check: Option<&haptics::check::Report>,
-    time_limit: f64,
-    total: f64,
-    a: &PlanArgs,
-) -> String {
-    let v = serde_json::json!({
-        "problem": name,
-        "solved": r.solved,
-        "seconds": r.solve_seconds,
-        "simplify_seconds": r.simplify_seconds,
-        "total_seconds": total,
-        "time_limit": time_limit,
-        "seed": a.seed,
-        "threads": a.threads,
-        "winning_thread": r.thread,
-        "states": r.states,
-        "samples": r.samples,
-        "distance_queries": r.work.queries,
-        "motions_checked": r.work.motions,
-        "sweeps": r.work.sweeps,
-        "clearance": r.clearance,
-        "range": r.range,
-        "max_range": r.max_range,
-        "rotation_weight": r.rotation_weight,
-        "path_states": r.path.len(),
-        "path_length": r.solved.then_some(r.length),
-        "raw_path_states": r.raw_states,
-        "raw_path_length": r.solved.then_some(r.raw_length),
-        "min_clearance": check.map(|c| c.min_clearance),
-        "collision_free": check.map(|c| c.collision_free),
-        "guided": a.guide.is_some(),
-        "corridor": r.corridor.map(|c| serde_json::json!({
-            "found": c.found,
-            "guided": c.guided,
-            "length": c.found.then_some(c.length),
-            "width": c.found.then_some(c.width),
-            "cell_side": c.side,
-            "expanded": c.expanded,
-            "point_queries": c.queries,
-            "seconds": c.seconds,
-        })),
-    });
-    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
 
 /// Renders the world and the robot at four states along `path` (equally spaced in

@@ -9,15 +9,16 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::Args;
 use haptics_devices::hid::{builtin_profile, HidDevice};
-use haptics_devices::trajectory::{read_trajectory, Trajectory, TrajectoryWriter};
+use haptics_devices::trajectory::{read_trajectory, TrajectoryWriter};
 use haptics_devices::{
     Device, SafeDevice, SimConfig, SimulatedDevice, TargetSource, TrajectorySample, Vendor, Wrench,
 };
 use indicatif::ProgressBar;
 
 use haptics::haptic::log::{
-    column, compare_logs, diff_summary, force_magnitude, read_log, row, Log, Row,
+    column, compare_logs, diff_summary, force_magnitude, read_log, Log, Row,
 };
+use haptics::haptic::replay::{replay_log, ReplayStats};
 use haptics::haptic::{CycleReport, HapticSimulation, PeriodicScheduler};
 use haptics::plot::{line_plot, Series};
 use haptics::progress::Progress as _;
@@ -114,50 +115,6 @@ fn wrench(r: &CycleReport) -> Wrench {
         force: r.force,
         torque: r.torque,
     }
-}
-
-/// What a replay did beyond its log's columns.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReplayStats {
-    /// The deepest contact of the run (m).
-    pub deepest: f64,
-    /// Cycles whose motion the continuous contact cut short.
-    pub cut: usize,
-    /// Cycles that began by pushing the held object out of a surface that deformed
-    /// into it beyond the penetration limit.
-    pub pushed: usize,
-    /// Cycles in which a deformable object's Newmark step diverged (or lost
-    /// definiteness) and was reset to rest.
-    pub resets: usize,
-}
-
-/// Replays `trajectory` on a fresh simulation of `scene`; returns the log.
-pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> (Log, ReplayStats) {
-    let mut sim = HapticSimulation::new(scene);
-    let mut log = Log {
-        rows: Vec::with_capacity(trajectory.samples.len()),
-    };
-    let mut stats = ReplayStats::default();
-    let mut activation = f64::NAN;
-    for (i, s) in trajectory.samples.iter().enumerate() {
-        // A recorded control input: the muscle's activation at this sample.
-        if let Some(&a) = trajectory.activation.get(i) {
-            if a != activation {
-                sim.set(haptics::scene::Param::Activation, a);
-                activation = a;
-            }
-        }
-        let t0 = Instant::now();
-        let r = sim.device_cycle(&s.pose, s.buttons);
-        let us = t0.elapsed().as_secs_f64() * 1e6;
-        log.rows
-            .push(row(s.time_s, &s.pose.isometry(), s.buttons, &r, us));
-        stats.deepest = stats.deepest.max(r.depth);
-        stats.cut += usize::from(r.swept < 1.0);
-        stats.pushed += usize::from(r.pushed_out > 0.0);
-        stats.resets += usize::from(r.reset);
-    }
-    (log, stats)
 }
 
 pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
