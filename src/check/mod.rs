@@ -62,8 +62,8 @@ use std::time::Instant;
 
 use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 
-use crate::progress::{cancelled, Cancel};
 use crate::mesh::SurfaceMesh;
+use crate::progress::{cancelled, Cancel};
 use bvh::Bvh;
 use ompl::State;
 

@@ -55,4 +55,3 @@ pub fn replay_log(scene: Scene, trajectory: &Trajectory) -> (Log, ReplayStats) {
     }
     (log, stats)
 }
-

@@ -65,6 +65,7 @@
 //! unless the time limit ends it. `threads > 1` runs independent restarts (thread `k`
 //! seeded with `seed + k`) and returns the first solution found.
 
+pub mod benchmark;
 pub mod corridor;
 pub mod report;
 pub mod simplify;
@@ -79,8 +80,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::check::ompl::State;
-use crate::progress::{cancelled, Cancel};
 use crate::check::{turn_of, Robot, World};
+use crate::progress::{cancelled, Cancel};
 use space::Space;
 use validity::{Checker, Clearance, Work};
 
@@ -212,8 +213,8 @@ pub enum PlanError {
     Options(String),
 }
 
-/// The outcome of a search.
-#[derive(Debug, Clone, PartialEq)]
+/// The outcome of a search (the default: unsolved, nothing done).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Plan {
     /// A path from the start to the goal was found.
     pub solved: bool,

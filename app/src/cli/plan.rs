@@ -17,9 +17,9 @@ use haptics::plan::{plan, Plan, PlanError, PlanOptions, Problem, Sampler};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
 use super::check::scene_objects;
+use super::range;
 use haptics::check::problem::{load_problem, LoadedProblem};
 use haptics::plan::report::{plan_json, PlanContext};
-use super::range;
 
 /// Arguments of `haptics plan`.
 #[derive(Debug, Args)]
@@ -39,8 +39,12 @@ pub struct PlanArgs {
     /// --goal, the environment objects, at rest, are the world).
     pub problem: PathBuf,
     /// Where to write the path (OMPL `.path`).
-    #[arg(long)]
-    pub out: PathBuf,
+    #[arg(
+        long,
+        required_unless_present = "benchmark",
+        conflicts_with = "benchmark"
+    )]
+    pub out: Option<PathBuf>,
     /// Search time limit in seconds (default: the `.cfg`'s `[solver] time_limit`, else
     /// its `[benchmark] time_limit`, else 10).
     #[arg(long, value_parser = range::positive(1e6))]
@@ -120,6 +124,14 @@ pub struct PlanArgs {
     /// No progress display.
     #[arg(long)]
     pub quiet: bool,
+    /// Run N plans, seeds --seed to --seed + N - 1, each certified by the path check,
+    /// and write them as OMPL's benchmark log to --out-log (the input of
+    /// ompl_benchmark_statistics.py and Planner Arena).
+    #[arg(long, value_name = "N", requires = "out_log", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub benchmark: Option<u64>,
+    /// With --benchmark: the benchmark log to write.
+    #[arg(long, value_name = "RUNS.log", requires = "benchmark")]
+    pub out_log: Option<PathBuf>,
 }
 
 /// `--sampler`.
@@ -186,12 +198,10 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
     };
     let (min, max) = match &a.bounds {
         Some(b) => parse_bounds(b).context("--bounds")?,
-        None => loaded
-            .volume
-            .unwrap_or_else(|| {
-                let s = Space::around(&loaded.world, &loaded.robot, &start, &goal);
-                (s.min, s.max)
-            }),
+        None => loaded.volume.unwrap_or_else(|| {
+            let s = Space::around(&loaded.world, &loaded.robot, &start, &goal);
+            (s.min, s.max)
+        }),
     };
     let problem = Problem {
         robot: &loaded.robot,
@@ -224,6 +234,9 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         corridor: !a.no_corridor,
         cancel: None,
     };
+    if let (Some(n), Some(log)) = (a.benchmark, &a.out_log) {
+        return run_benchmark(a, &loaded.name, &problem, options, n, log);
+    }
     let bar = (!a.quiet).then(|| {
         let b = indicatif::ProgressBar::new_spinner();
         b.set_style(
@@ -282,10 +295,10 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         "{}",
         summary(&loaded.name, &result, check.as_ref(), time_limit, a)
     );
-    if result.solved {
-        haptics::io::write_bytes_atomic(&a.out, format_path(&result.path).as_bytes())
-            .with_context(|| format!("writing {}", a.out.display()))?;
-        println!("path -> {}", a.out.display());
+    if let (true, Some(out)) = (result.solved, &a.out) {
+        haptics::io::write_bytes_atomic(out, format_path(&result.path).as_bytes())
+            .with_context(|| format!("writing {}", out.display()))?;
+        println!("path -> {}", out.display());
     }
     if let Some(p) = &a.report {
         let context = PlanContext {
@@ -312,6 +325,67 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         }
     }
     Ok(result.solved)
+}
+
+/// `--benchmark N`: N seeded plans, each checked, written as OMPL's benchmark log.
+/// `Ok(true)` when every run solved.
+fn run_benchmark(
+    a: &PlanArgs,
+    name: &str,
+    problem: &Problem,
+    options: PlanOptions,
+    runs: u64,
+    log: &Path,
+) -> anyhow::Result<bool> {
+    let bar = (!a.quiet).then(|| {
+        let b = indicatif::ProgressBar::new(runs);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "benchmark {bar:40} {pos}/{len} runs {msg} {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let started = std::time::SystemTime::now();
+    let t0 = Instant::now();
+    let mut measured = Vec::with_capacity(runs as usize);
+    for k in 0..runs {
+        let seed = a.seed + k;
+        let run = haptics::plan::benchmark::measure(
+            problem,
+            &PlanOptions {
+                seed,
+                ..options.clone()
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.problem.display()))?;
+        measured.push(run);
+        if let Some(b) = &bar {
+            let solved = measured.iter().filter(|r| r.solved).count();
+            b.set_message(format!("{solved} solved"));
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let experiment = haptics::plan::benchmark::Experiment::new(
+        name,
+        started,
+        &options,
+        t0.elapsed().as_secs_f64(),
+        &format!("haptics plan {}", a.problem.display()),
+    );
+    let text = haptics::plan::benchmark::benchmark_log(&experiment, &measured);
+    haptics::io::write_bytes_atomic(log, text.as_bytes())
+        .with_context(|| format!("writing {}", log.display()))?;
+    print!(
+        "{}",
+        haptics::plan::benchmark::summary(name, &measured, options.time_limit)
+    );
+    println!("benchmark log -> {}", log.display());
+    Ok(measured.iter().all(|r| r.solved))
 }
 
 fn load(a: &PlanArgs) -> anyhow::Result<Loaded> {
