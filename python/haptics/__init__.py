@@ -214,6 +214,8 @@ class Problem:
         """The distance from the robot at ``state`` to the world; minus the translational
         penetration depth where they intersect."""
         s = _state_list(state, "state")
+        if s is None:
+            raise InputError("state: expected x, y, z or x, y, z, qx, qy, qz, qw, found None")
         return float(self._native.clearance(s))
 
     def __repr__(self) -> str:
@@ -326,6 +328,40 @@ class PlanResult:
         return d
 
 
+def _plan_args(
+    start: Any,
+    goal: Any,
+    time_limit: Optional[float],
+    seed: int,
+    threads: int,
+    clearance: Optional[float],
+    range: Optional[float],
+    max_range: Optional[float],
+    rotation_weight: Optional[float],
+    shortcuts: int,
+    sampler: str,
+    corridor: bool,
+    guide: Any,
+) -> Dict[str, Any]:
+    """The planner's keywords as the extension takes them (one dict for plan and
+    benchmark)."""
+    return {
+        "start": _state_list(start, "start"),
+        "goal": _state_list(goal, "goal"),
+        "time_limit": time_limit,
+        "seed": int(seed),
+        "threads": int(threads),
+        "clearance": clearance,
+        "range": range,
+        "max_range": max_range,
+        "rotation_weight": rotation_weight,
+        "shortcuts": int(shortcuts),
+        "sampler": str(sampler),
+        "corridor": bool(corridor),
+        "guide": None if guide is None else _states_bytes(guide, "guide"),
+    }
+
+
 def plan(
     problem: Problem,
     start: Any = None,
@@ -352,23 +388,9 @@ def plan(
     ``"bridge"`` or ``"mixed"``. ``guide``: a rough path (N x 7) to sample around.
     A start or goal in collision or outside the bounds raises :class:`InputError`.
     """
-    g = None if guide is None else _states_bytes(guide, "guide")
-    solved, path, text = _haptics.plan_path(
-        problem._native,
-        _state_list(start, "start"),
-        _state_list(goal, "goal"),
-        time_limit,
-        int(seed),
-        int(threads),
-        clearance,
-        range,
-        max_range,
-        rotation_weight,
-        int(shortcuts),
-        str(sampler),
-        bool(corridor),
-        g,
-    )
+    args = _plan_args(start, goal, time_limit, seed, threads, clearance, range, max_range,
+                      rotation_weight, shortcuts, sampler, corridor, guide)
+    solved, path, text = _haptics.plan_path(problem._native, args)
     return PlanResult(solved=bool(solved), path=_array(path, 7), report=json.loads(text))
 
 
@@ -404,24 +426,9 @@ def benchmark(
     path check, as ``haptics plan --benchmark`` does, and writes OMPL's benchmark log to
     ``out_log`` (atomically) when given. ``ompl_benchmark_statistics.py RUNS.log`` turns
     it into the database Planner Arena shows."""
-    g = None if guide is None else _states_bytes(guide, "guide")
-    log, summary = _haptics.benchmark(
-        problem._native,
-        int(runs),
-        _state_list(start, "start"),
-        _state_list(goal, "goal"),
-        time_limit,
-        int(seed),
-        int(threads),
-        clearance,
-        range,
-        max_range,
-        rotation_weight,
-        int(shortcuts),
-        str(sampler),
-        bool(corridor),
-        g,
-    )
+    args = _plan_args(start, goal, time_limit, seed, threads, clearance, range, max_range,
+                      rotation_weight, shortcuts, sampler, corridor, guide)
+    log, summary = _haptics.benchmark(problem._native, int(runs), args)
     if out_log is not None:
         target = os.fspath(out_log)
         tmp = f"{target}.tmp-{os.getpid()}"

@@ -1,8 +1,9 @@
 # Type stubs of the extension module (the Rust half of the package; see src/lib.rs).
-# Arrays cross as bytes of little-endian float64 (int64 for triangles); the public API
-# in haptics/__init__.py converts them to and from NumPy.
+# Arrays cross as bytes of little-endian float64 (int64 for triangles), the planner's
+# keywords as one dict (haptics._plan_args); the public API in haptics/__init__.py
+# converts them to and from NumPy.
 
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 __version__: str
 
@@ -59,39 +60,8 @@ def check(
     min_clearance: Optional[float] = ...,
     max_evaluations: Optional[int] = ...,
 ) -> Tuple[str, bytes]: ...
-def plan_path(
-    problem: Problem,
-    start: Optional[List[float]],
-    goal: Optional[List[float]],
-    time_limit: Optional[float],
-    seed: int,
-    threads: int,
-    clearance: Optional[float],
-    range: Optional[float],
-    max_range: Optional[float],
-    rotation_weight: Optional[float],
-    shortcuts: int,
-    sampler: str,
-    corridor: bool,
-    guide: Optional[bytes],
-) -> Tuple[bool, bytes, str]: ...
-def benchmark(
-    problem: Problem,
-    runs: int,
-    start: Optional[List[float]],
-    goal: Optional[List[float]],
-    time_limit: Optional[float],
-    seed: int,
-    threads: int,
-    clearance: Optional[float],
-    range: Optional[float],
-    max_range: Optional[float],
-    rotation_weight: Optional[float],
-    shortcuts: int,
-    sampler: str,
-    corridor: bool,
-    guide: Optional[bytes],
-) -> Tuple[str, str]: ...
+def plan_path(problem: Problem, args: Dict[str, Any]) -> Tuple[bool, bytes, str]: ...
+def benchmark(problem: Problem, runs: int, args: Dict[str, Any]) -> Tuple[str, str]: ...
 def sdf(
     path: Optional[str],
     arrays: Optional[_Arrays],

@@ -130,7 +130,7 @@ def _run(task: Any, jobs: Sequence[Any], options: Dict[str, Any], cluster: Any,
     as_completed: Any = distributed.as_completed
     client, owned = _client(cluster)
     try:
-        futures = [client.submit(task, i, job, options, pure=False, key=f"haptics-{task.__name__}-{i}-{os.getpid()}-{time.monotonic_ns()}")
+        futures = [client.submit(task, i, job, options, pure=False)
                    for i, job in enumerate(jobs)]
         results: List[Optional[TaskResult]] = [None] * len(jobs)
         failed = 0

@@ -74,6 +74,11 @@ impl Failure {
         self
     }
 
+    fn on_line(mut self, line: usize) -> Failure {
+        self.line = Some(line);
+        self
+    }
+
     fn located(mut self, location: &Location) -> Failure {
         match location {
             Location::Line(l) => self.line = Some(*l),
@@ -159,18 +164,14 @@ impl From<&OmplError> for Failure {
                 line,
                 expected,
                 ..
-            } => Failure {
-                line: Some(*line),
-                ..Failure::new(Kind::Format, message)
-                    .at(path)
-                    .expecting(expected)
-            },
-            OmplError::Missing { path, line, key } => Failure {
-                line: Some(*line),
-                ..Failure::new(Kind::Format, message)
-                    .at(path)
-                    .expecting(&format!("the key '{key}'"))
-            },
+            } => Failure::new(Kind::Format, message)
+                .at(path)
+                .on_line(*line)
+                .expecting(expected),
+            OmplError::Missing { path, line, key } => Failure::new(Kind::Format, message)
+                .at(path)
+                .on_line(*line)
+                .expecting(&format!("the key '{key}'")),
         }
     }
 }
@@ -197,10 +198,9 @@ impl From<SceneError> for Failure {
         let message = e.to_string();
         match &e {
             SceneError::Read { path, source } => Failure::io(message, path, source),
-            SceneError::Syntax { path, line, .. } => Failure {
-                line: Some(*line),
-                ..Failure::new(Kind::Format, message).at(path)
-            },
+            SceneError::Syntax { path, line, .. } => {
+                Failure::new(Kind::Format, message).at(path).on_line(*line)
+            }
             SceneError::Invalid { path, .. } => Failure::new(Kind::Format, message).at(path),
             SceneError::MissingFile { resolved, .. } => {
                 Failure::new(Kind::MissingFile, message).at(resolved)
@@ -224,30 +224,27 @@ impl From<TrajectoryError> for Failure {
     fn from(e: TrajectoryError) -> Failure {
         use TrajectoryError as T;
         let message = e.to_string();
-        let format = |path: &Path, line: Option<usize>| Failure {
-            line,
-            ..Failure::new(Kind::Format, message.clone()).at(path)
-        };
+        let format = |path: &Path| Failure::new(Kind::Format, message.clone()).at(path);
         match &e {
             T::Io { path, source } => Failure::io(message, path, source),
-            T::MissingHeader { path } => format(path, None),
+            T::MissingHeader { path } => format(path),
             T::Header {
                 path,
                 line,
                 expected,
                 ..
-            } => format(path, Some(*line)).expecting(expected),
+            } => format(path).on_line(*line).expecting(expected),
             T::Value {
                 path,
                 line,
                 expected,
                 ..
-            } => format(path, Some(*line)).expecting(expected),
+            } => format(path).on_line(*line).expecting(expected),
             T::Encoding { path, line, .. }
             | T::ColumnCount { path, line, .. }
             | T::NonFinite { path, line, .. }
             | T::NonMonotonicTime { path, line, .. }
-            | T::NonUnitQuaternion { path, line, .. } => format(path, Some(*line)),
+            | T::NonUnitQuaternion { path, line, .. } => format(path).on_line(*line),
             #[allow(unreachable_patterns)]
             _ => Failure::new(Kind::Format, message),
         }

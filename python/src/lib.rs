@@ -18,9 +18,9 @@ use haptics::check::{check_path, open_edges, CheckOptions, Robot, World};
 use haptics::mesh::SurfaceMesh;
 use haptics::plan::report::{plan_json, PlanContext};
 use haptics::plan::space::Space;
-use haptics::plan::{plan, PlanError, PlanOptions, Sampler};
+use haptics::plan::{plan_checked, CheckedPlan, PlanError, PlanOptions, Sampler};
 use haptics::progress::{Cancel, NoProgress};
-use nalgebra::{Point3, Quaternion, UnitQuaternion, Vector3};
+use nalgebra::{Point3, Vector3};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -41,42 +41,31 @@ struct Problem {
     load_s: f64,
 }
 
-/// A state as OMPL writes it: `x y z qx qy qz qw`.
-fn ompl_state(s: &State) -> [f64; 7] {
-    let q = s.orientation.coords;
-    [s.position.x, s.position.y, s.position.z, q.x, q.y, q.z, q.w]
-}
-
-/// A state from `x y z qx qy qz qw`, checked as a `.path` file's line is.
+/// A state from `x y z qx qy qz qw`, checked as a `.path` file's line is
+/// ([`State::from_ompl`]).
 fn state_from(v: &[f64], what: &str) -> Result<State, Failure> {
-    if v.len() != 7 {
-        return Err(Failure::input(format!(
+    let v: &[f64; 7] = v.try_into().map_err(|_| {
+        Failure::input(format!(
             "{what}: expected 7 numbers x, y, z, qx, qy, qz, qw, found {}",
             v.len()
-        )));
-    }
+        ))
+    })?;
     if let Some(k) = v.iter().position(|x| !x.is_finite()) {
         return Err(Failure::input(format!(
             "{what}: expected finite numbers, found {} at index {k}",
             v[k]
         )));
     }
-    let q = Quaternion::new(v[6], v[3], v[4], v[5]);
-    let n = q.norm();
-    if (n - 1.0).abs() > QUATERNION_NORM_TOLERANCE {
-        return Err(Failure::input(format!(
+    State::from_ompl(v).map_err(|n| {
+        Failure::input(format!(
             "{what}: expected a unit quaternion (norm within {QUATERNION_NORM_TOLERANCE} of 1), found norm {n}"
-        )));
-    }
-    Ok(State::new(
-        Vector3::new(v[0], v[1], v[2]),
-        UnitQuaternion::new_normalize(q),
-    ))
+        ))
+    })
 }
 
 /// Little-endian float64s from bytes.
 fn floats(bytes: &[u8], what: &str) -> Result<Vec<f64>, Failure> {
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         return Err(Failure::input(format!(
             "{what}: {} bytes is not a whole number of float64 values",
             bytes.len()
@@ -123,7 +112,7 @@ fn surface_from(vertices: &[u8], triangles: &[u8], what: &str) -> Result<Surface
             "{what} vertices: expected finite coordinates"
         )));
     }
-    if triangles.len() % 24 != 0 || triangles.is_empty() {
+    if !triangles.len().is_multiple_of(24) || triangles.is_empty() {
         return Err(Failure::input(format!(
             "{what} triangles: expected an M x 3 array of int64 indices, M >= 1, found {} bytes",
             triangles.len()
@@ -221,7 +210,7 @@ impl Problem {
             let bounds = match bounds {
                 Some((lo, hi)) => {
                     let (lo, hi) = (Vector3::from(lo), Vector3::from(hi));
-                    if (0..3).any(|k| !(lo[k] < hi[k])) {
+                    if (0..3).any(|k| lo[k].partial_cmp(&hi[k]) != Some(std::cmp::Ordering::Less)) {
                         return Err(Failure::input(format!(
                             "bounds: expected min < max on every axis, found {lo:?} .. {hi:?}"
                         )));
@@ -253,11 +242,11 @@ impl Problem {
     }
     #[getter]
     fn start(&self) -> Option<[f64; 7]> {
-        self.start.as_ref().map(ompl_state)
+        self.start.as_ref().map(State::to_ompl)
     }
     #[getter]
     fn goal(&self) -> Option<[f64; 7]> {
-        self.goal.as_ref().map(ompl_state)
+        self.goal.as_ref().map(State::to_ompl)
     }
     #[getter]
     fn bounds(&self) -> Option<([f64; 3], [f64; 3])> {
@@ -346,20 +335,11 @@ fn check<'py>(
     Ok((report_json(&report, &context), samples))
 }
 
-/// A plan's inputs, checked and completed with the command line's defaults.
-struct PlanSetup {
-    space: Space,
-    start: State,
-    goal: State,
-    options: PlanOptions,
-}
-
-/// Checks the plan arguments and fills in the defaults as `haptics plan` does: the
-/// problem's start and goal, its bounds (else the world's box with the start and goal,
-/// grown by the robot's radius), its time limit (else 10 s).
-#[allow(clippy::too_many_arguments)]
-fn plan_setup(
-    problem: &Problem,
+/// The planner's arguments, one dict from Python (`haptics._plan_args`), named as
+/// `haptics.plan`'s keywords.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct PlanArgs {
     start: Option<Vec<f64>>,
     goal: Option<Vec<f64>>,
     time_limit: Option<f64>,
@@ -370,27 +350,42 @@ fn plan_setup(
     max_range: Option<f64>,
     rotation_weight: Option<f64>,
     shortcuts: usize,
-    sampler: &str,
+    sampler: String,
     corridor: bool,
     guide: Option<Vec<u8>>,
-) -> Result<PlanSetup, Failure> {
-    let start = match start {
+}
+
+/// A plan's inputs, checked and completed with the command line's defaults.
+struct PlanSetup {
+    space: Space,
+    start: State,
+    goal: State,
+    options: PlanOptions,
+}
+
+/// Checks the plan arguments and fills in the defaults as `haptics plan` does: the
+/// problem's start and goal, its bounds (else the world's box with the start and goal,
+/// grown by the robot's radius), its time limit (else 10 s). The options carry a fresh
+/// cancel token.
+fn plan_setup(problem: &Problem, a: PlanArgs) -> Result<PlanSetup, Failure> {
+    let start = match a.start {
         Some(s) => state_from(&s, "start")?,
         None => problem
             .start
             .ok_or_else(|| Failure::input("the problem has no start: give start="))?,
     };
-    let goal = match goal {
+    let goal = match a.goal {
         Some(s) => state_from(&s, "goal")?,
         None => problem
             .goal
             .ok_or_else(|| Failure::input("the problem has no goal: give goal="))?,
     };
-    let guide = guide
+    let guide = a
+        .guide
         .map(|g| states_from(&g, "guide"))
         .transpose()?
         .unwrap_or_default();
-    let sampler = match sampler {
+    let sampler = match a.sampler.as_str() {
         "uniform" => Sampler::Uniform,
         "obstacle" => Sampler::Obstacle,
         "bridge" => Sampler::Bridge,
@@ -401,12 +396,12 @@ fn plan_setup(
             )))
         }
     };
-    if let Some(t) = time_limit.filter(|t| !(t.is_finite() && *t > 0.0)) {
+    if let Some(t) = a.time_limit.filter(|t| !(t.is_finite() && *t > 0.0)) {
         return Err(Failure::input(format!(
             "time_limit: expected a positive number of seconds, found {t}"
         )));
     }
-    if threads == 0 {
+    if a.threads == 0 {
         return Err(Failure::input("threads: expected at least 1"));
     }
     let (min, max) = problem.bounds.unwrap_or_else(|| {
@@ -414,18 +409,20 @@ fn plan_setup(
         (s.min, s.max)
     });
     let options = PlanOptions {
-        time_limit: time_limit.or(problem.time_limit).unwrap_or(10.0),
-        seed,
-        threads,
-        clearance,
-        range,
-        max_range,
-        rotation_weight: rotation_weight.unwrap_or(haptics::plan::DEFAULT_ROTATION_WEIGHT),
+        time_limit: a.time_limit.or(problem.time_limit).unwrap_or(10.0),
+        seed: a.seed,
+        threads: a.threads,
+        clearance: a.clearance,
+        range: a.range,
+        max_range: a.max_range,
+        rotation_weight: a
+            .rotation_weight
+            .unwrap_or(haptics::plan::DEFAULT_ROTATION_WEIGHT),
         guide,
-        shortcuts,
+        shortcuts: a.shortcuts,
         sampler,
-        corridor,
-        cancel: None,
+        corridor: a.corridor,
+        cancel: Some(Cancel::new()),
     };
     let space = Space {
         min,
@@ -454,160 +451,70 @@ impl Problem {
 
 /// Plans a path; returns (solved, path bytes N x 7, report JSON), as `haptics plan` does.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (problem, start, goal, time_limit, seed, threads, clearance, range, max_range, rotation_weight, shortcuts, sampler, corridor, guide))]
 fn plan_path<'py>(
     py: Python<'py>,
     problem: &Problem,
-    start: Option<Vec<f64>>,
-    goal: Option<Vec<f64>>,
-    time_limit: Option<f64>,
-    seed: u64,
-    threads: usize,
-    clearance: Option<f64>,
-    range: Option<f64>,
-    max_range: Option<f64>,
-    rotation_weight: Option<f64>,
-    shortcuts: usize,
-    sampler: &str,
-    corridor: bool,
-    guide: Option<Vec<u8>>,
+    args: PlanArgs,
 ) -> PyResult<(bool, Bound<'py, PyBytes>, String)> {
-    let mut setup = plan_setup(
-        problem,
-        start,
-        goal,
-        time_limit,
-        seed,
-        threads,
-        clearance,
-        range,
-        max_range,
-        rotation_weight,
-        shortcuts,
-        sampler,
-        corridor,
-        guide,
-    )?;
-    let cancel = Cancel::new();
-    setup.options.cancel = Some(cancel.clone());
+    let setup = plan_setup(problem, args)?;
+    let cancel = setup.options.cancel.clone().unwrap_or_default();
     let (solved, path, json) = interruptible(py, &cancel, || {
         let t0 = Instant::now();
-        let (robot, world) = (&*problem.robot, &*problem.world);
-        let result =
-            plan(&problem.plan_problem(&setup), &setup.options, &|_| {}).map_err(plan_failure)?;
-        let check = result.solved.then(|| {
-            check_path(
-                robot,
-                world,
-                &result.path,
-                &CheckOptions::default(),
-                &mut |_| {},
-            )
-        });
-        if let Some(c) = check.as_ref().filter(|c| !c.collision_free) {
-            return Err(Failure::new(
-                Kind::Internal,
-                format!(
-                    "internal error: the planned path fails the path check (first contact at segment {}); please report it",
-                    c.first_collision.map_or(0, |p| p.segment)
-                ),
-            ));
-        }
+        let CheckedPlan { plan, check } =
+            plan_checked(&problem.plan_problem(&setup), &setup.options, &|_| {})
+                .map_err(plan_failure)?;
         let context = PlanContext {
             name: &problem.name,
             time_limit: setup.options.time_limit,
             total_s: t0.elapsed().as_secs_f64(),
-            seed,
-            threads,
+            seed: setup.options.seed,
+            threads: setup.options.threads,
             guided: !setup.options.guide.is_empty(),
         };
-        let json = plan_json(&result, check.as_ref(), &context);
-        Ok((result.solved, result.path, json))
+        let json = plan_json(&plan, check.as_ref(), &context);
+        Ok((plan.solved, plan.path, json))
     })?;
     Ok((
         solved,
-        float_bytes(py, path.iter().flat_map(ompl_state)),
+        float_bytes(py, path.iter().flat_map(|s| s.to_ompl())),
         json,
     ))
 }
 
-/// Runs `runs` seeded plans (seeds `seed` on) as `haptics plan --benchmark` does;
-/// returns OMPL's benchmark log and a summary.
+/// Runs `runs` seeded plans (seeds `args["seed"]` on) as `haptics plan --benchmark`
+/// does; returns OMPL's benchmark log and a summary.
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (problem, runs, start, goal, time_limit, seed, threads, clearance, range, max_range, rotation_weight, shortcuts, sampler, corridor, guide))]
 fn benchmark(
     py: Python<'_>,
     problem: &Problem,
     runs: u64,
-    start: Option<Vec<f64>>,
-    goal: Option<Vec<f64>>,
-    time_limit: Option<f64>,
-    seed: u64,
-    threads: usize,
-    clearance: Option<f64>,
-    range: Option<f64>,
-    max_range: Option<f64>,
-    rotation_weight: Option<f64>,
-    shortcuts: usize,
-    sampler: &str,
-    corridor: bool,
-    guide: Option<Vec<u8>>,
+    args: PlanArgs,
 ) -> PyResult<(String, String)> {
-    use haptics::plan::benchmark::{benchmark_log, measure, summary, Experiment};
     if runs == 0 {
         return Err(Failure::input("runs: expected at least 1").into());
     }
-    let mut setup = plan_setup(
-        problem,
-        start,
-        goal,
-        time_limit,
-        seed,
-        threads,
-        clearance,
-        range,
-        max_range,
-        rotation_weight,
-        shortcuts,
-        sampler,
-        corridor,
-        guide,
-    )?;
-    let cancel = Cancel::new();
-    setup.options.cancel = Some(cancel.clone());
+    let setup = plan_setup(problem, args)?;
+    let cancel = setup.options.cancel.clone().unwrap_or_default();
     interruptible(py, &cancel, || {
-        let started = std::time::SystemTime::now();
-        let t0 = Instant::now();
-        let plan_problem = problem.plan_problem(&setup);
-        let mut measured = Vec::new();
-        for k in 0..runs {
-            let options = PlanOptions {
-                seed: seed + k,
-                ..setup.options.clone()
-            };
-            measured.push(measure(&plan_problem, &options).map_err(plan_failure)?);
-            if cancel.is_cancelled() {
-                break;
-            }
-        }
-        let experiment = Experiment::new(
+        let b = haptics::plan::benchmark::run_benchmark(
             &problem.name,
-            started,
-            &setup.options,
-            t0.elapsed().as_secs_f64(),
             &format!("haptics.benchmark {}", problem.name),
-        );
-        Ok((
-            benchmark_log(&experiment, &measured),
-            summary(&problem.name, &measured, setup.options.time_limit),
-        ))
+            &problem.plan_problem(&setup),
+            &setup.options,
+            runs,
+            &mut |_| {},
+        )
+        .map_err(plan_failure)?;
+        Ok((b.log(), b.summary()))
     })
 }
 
+/// A planner's refusal: bad input, except a planned path the check rejects (a bug).
 fn plan_failure(e: PlanError) -> Failure {
-    Failure::input(e.to_string())
+    match e {
+        PlanError::FailsCheck { .. } => Failure::new(Kind::Internal, e.to_string()),
+        _ => Failure::input(e.to_string()),
+    }
 }
 
 /// A loaded scene (see `haptics.Scene`).
@@ -669,6 +576,9 @@ impl Scene {
     }
 }
 
+/// A distance field for Python: its float32 values' bytes, cells, origin and spacing.
+type FieldParts<'py> = (Bound<'py, PyBytes>, [usize; 3], [f64; 3], f64);
+
 /// The signed distance field of a closed mesh: (values bytes as float32, cells, origin,
 /// spacing).
 #[pyfunction]
@@ -681,7 +591,7 @@ fn sdf<'py>(
     exact: bool,
     band: f64,
     box_enlarge: f64,
-) -> PyResult<(Bound<'py, PyBytes>, [usize; 3], [f64; 3], f64)> {
+) -> PyResult<FieldParts<'py>> {
     use haptics::geometry::sdf::{
         MeshDistance, SdfMethod, SdfOptions, SignedDistanceField, MAX_SDF_BYTES,
     };
@@ -741,7 +651,7 @@ fn sdf<'py>(
 #[pyfunction]
 fn read_path<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyBytes>> {
     let states = haptics::check::ompl::read_path(&path).map_err(|e| Failure::from(&e))?;
-    Ok(float_bytes(py, states.iter().flat_map(ompl_state)))
+    Ok(float_bytes(py, states.iter().flat_map(|s| s.to_ompl())))
 }
 
 /// Writes states (bytes, N x 7) as an OMPL `.path` file, atomically.

@@ -315,6 +315,16 @@ pub struct Report {
     pub seconds: f64,
 }
 
+impl Report {
+    /// Whether the path passes: collision-free, at least `min_clearance` from the world
+    /// when one is required, and checked to its end.
+    pub fn passes(&self, min_clearance: Option<f64>) -> bool {
+        let clearance_ok =
+            min_clearance.is_none_or(|m| self.collision_free && self.min_clearance >= m);
+        self.collision_free && clearance_ok && !self.incomplete
+    }
+}
+
 /// The clearance at a state: exact distance when free, minus the translational
 /// penetration depth when intersecting ([`penetration::penetration_depth`], an upper
 /// bound of the depth).

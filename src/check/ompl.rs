@@ -58,6 +58,27 @@ impl State {
         State::new(position, orientation)
     }
 
+    /// A state from OMPL's `x y z qx qy qz qw`, the quaternion normalized; `Err(norm)`
+    /// when its norm is farther than [`QUATERNION_NORM_TOLERANCE`] from 1 (the numbers
+    /// must be finite).
+    pub fn from_ompl(v: &[f64; 7]) -> Result<State, f64> {
+        let q = Quaternion::new(v[6], v[3], v[4], v[5]);
+        let n = q.norm();
+        if (n - 1.0).abs() > QUATERNION_NORM_TOLERANCE {
+            return Err(n);
+        }
+        Ok(State::new(
+            Vector3::new(v[0], v[1], v[2]),
+            UnitQuaternion::new_normalize(q),
+        ))
+    }
+
+    /// The state as OMPL writes it: `x y z qx qy qz qw`.
+    pub fn to_ompl(&self) -> [f64; 7] {
+        let (p, q) = (self.position, self.orientation.coords);
+        [p.x, p.y, p.z, q.x, q.y, q.z, q.w]
+    }
+
     /// The state as a rigid transform.
     pub fn isometry(&self) -> nalgebra::Isometry3<f64> {
         nalgebra::Isometry3::from_parts(self.position.into(), self.orientation)
@@ -373,22 +394,17 @@ pub fn parse_path(bytes: &[u8], path: &Path) -> Result<Vec<State>, OmplError> {
             let name = ["x", "y", "z", "qx", "qy", "qz", "qw"][k];
             v[k] = number(f, line, path, name)?;
         }
-        let q = Quaternion::new(v[6], v[3], v[4], v[5]);
-        let n = q.norm();
-        if (n - 1.0).abs() > QUATERNION_NORM_TOLERANCE {
-            return Err(OmplError::syntax(
+        let state = State::from_ompl(&v).map_err(|n| {
+            OmplError::syntax(
                 path,
                 line,
                 format!(
                     "a unit quaternion (norm within {QUATERNION_NORM_TOLERANCE} of 1), norm {n}"
                 ),
                 l,
-            ));
-        }
-        states.push(State::new(
-            Vector3::new(v[0], v[1], v[2]),
-            UnitQuaternion::new_normalize(q),
-        ));
+            )
+        })?;
+        states.push(state);
     }
     if states.is_empty() {
         return Err(OmplError::syntax(path, 1, "at least one state", "no state"));
@@ -400,11 +416,8 @@ pub fn parse_path(bytes: &[u8], path: &Path) -> Result<Vec<State>, OmplError> {
 pub fn format_path(states: &[State]) -> String {
     let mut s = String::new();
     for st in states {
-        let (p, q) = (st.position, st.orientation.coords);
-        s.push_str(&format!(
-            "{} {} {} {} {} {} {}\n",
-            p.x, p.y, p.z, q.x, q.y, q.z, q.w
-        ));
+        let [x, y, z, qx, qy, qz, qw] = st.to_ompl();
+        s.push_str(&format!("{x} {y} {z} {qx} {qy} {qz} {qw}\n"));
     }
     s
 }

@@ -14,8 +14,8 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use super::{plan, Plan, PlanError, PlanOptions, Problem};
-use crate::check::{check_path, CheckOptions};
+use super::{plan_checked, Plan, PlanError, PlanOptions, Problem};
+use crate::progress::cancelled;
 
 /// The planner's name in the log (OMPL names its planners `geometric_RRTConnect` etc.).
 pub const PLANNER_NAME: &str = "haptics_RRTConnectSliding";
@@ -68,21 +68,72 @@ impl Run {
     }
 }
 
-/// Plans once with `options` and measures the run; a solved path is certified by the
-/// path check, whose minimum clearance the run records.
+/// Plans once with `options` and measures the run ([`super::plan_checked`]: a solved
+/// path is certified by the path check, whose minimum clearance the run records).
 pub fn measure(problem: &Problem, options: &PlanOptions) -> Result<Run, PlanError> {
-    let p = plan(problem, options, &|_| {})?;
-    let clearance = p.solved.then(|| {
-        check_path(
-            problem.robot,
-            problem.world,
-            &p.path,
-            &CheckOptions::default(),
-            &mut |_| {},
+    let p = plan_checked(problem, options, &|_| {})?;
+    Ok(Run::of(
+        options.seed,
+        &p.plan,
+        p.check.map(|c| c.min_clearance),
+    ))
+}
+
+/// Seeded runs and the header that describes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Benchmark {
+    /// The header.
+    pub experiment: Experiment,
+    /// The runs, in seed order.
+    pub runs: Vec<Run>,
+}
+
+impl Benchmark {
+    /// OMPL's benchmark log of the runs ([`benchmark_log`]).
+    pub fn log(&self) -> String {
+        benchmark_log(&self.experiment, &self.runs)
+    }
+
+    /// A few lines on the runs ([`summary`]).
+    pub fn summary(&self) -> String {
+        summary(
+            &self.experiment.name,
+            &self.runs,
+            self.experiment.time_limit,
         )
-        .min_clearance
-    });
-    Ok(Run::of(options.seed, &p, clearance))
+    }
+}
+
+/// `runs` plans of `problem`, seeds `options.seed` on, each measured ([`measure`]);
+/// `after_run` sees the runs so far after each. A cancelled `options.cancel` ends the
+/// series after the current run. `name` and `setup` go into the header.
+pub fn run_benchmark(
+    name: &str,
+    setup: &str,
+    problem: &Problem,
+    options: &PlanOptions,
+    runs: u64,
+    after_run: &mut dyn FnMut(&[Run]),
+) -> Result<Benchmark, PlanError> {
+    let started = SystemTime::now();
+    let t0 = std::time::Instant::now();
+    let mut measured = Vec::with_capacity(runs as usize);
+    for k in 0..runs {
+        let seeded = PlanOptions {
+            seed: options.seed + k,
+            ..options.clone()
+        };
+        measured.push(measure(problem, &seeded)?);
+        after_run(&measured);
+        if cancelled(&options.cancel) {
+            break;
+        }
+    }
+    let experiment = Experiment::new(name, started, options, t0.elapsed().as_secs_f64(), setup);
+    Ok(Benchmark {
+        experiment,
+        runs: measured,
+    })
 }
 
 /// A few lines on the runs: solved count, median time and length.
@@ -322,28 +373,29 @@ mod tests {
     use super::*;
 
     fn run(seed: u64, solved: bool) -> Run {
-        let mut p = Plan::default();
-        p.solved = solved;
-        p.solve_seconds = 0.25 * seed as f64;
-        p.length = 3.5;
-        p.raw_length = 4.0;
-        p.raw_states = 9;
-        p.path = vec![
-            crate::check::ompl::State::new(
-                nalgebra::Vector3::zeros(),
-                nalgebra::UnitQuaternion::identity(),
-            );
-            4
-        ];
+        let p = Plan {
+            solved,
+            solve_seconds: 0.25 * seed as f64,
+            length: 3.5,
+            raw_length: 4.0,
+            raw_states: 9,
+            path: vec![
+                crate::check::ompl::State::new(
+                    nalgebra::Vector3::zeros(),
+                    nalgebra::UnitQuaternion::identity(),
+                );
+                4
+            ],
+            ..Plan::default()
+        };
         Run::of(seed, &p, Some(0.01))
     }
 
     #[test]
     fn utc_dates_match_known_instants() {
         assert_eq!(utc_date(0), "1970-01-01 00:00:00");
-        // 2000-02-29 (a leap day of a century divisible by 400) 12:34:56.
+        // A leap day of a century divisible by 400, at 12:34:56.
         assert_eq!(utc_date(951_827_696), "2000-02-29 12:34:56");
-        // 2026-12-02 10:00:00.
         assert_eq!(utc_date(1_796_205_600), "2026-12-02 10:00:00");
         // 2100-03-01: 2100 is not a leap year.
         assert_eq!(utc_date(4_107_542_400), "2100-03-01 00:00:00");

@@ -211,6 +211,48 @@ pub enum PlanError {
     /// An option is out of range.
     #[error("{0}")]
     Options(String),
+    /// The planned path fails the path check: a bug, since every motion was certified.
+    #[error("internal error: the planned path fails the path check (first contact at segment {segment}); please report it")]
+    FailsCheck {
+        /// The segment where the check found the first contact.
+        segment: usize,
+    },
+}
+
+/// A plan with the path check of its path (when solved).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedPlan {
+    /// The plan.
+    pub plan: Plan,
+    /// The path check of the planned path ([`crate::check::check_path`], default
+    /// options); `None` when unsolved.
+    pub check: Option<crate::check::Report>,
+}
+
+/// Plans as [`plan`] does, then checks the path with the path check, independently of
+/// the planner's own validity checker: its report gives the path's clearance, and a
+/// path it finds colliding is refused ([`PlanError::FailsCheck`]).
+pub fn plan_checked(
+    problem: &Problem,
+    options: &PlanOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<CheckedPlan, PlanError> {
+    let plan = plan(problem, options, progress)?;
+    let check = plan.solved.then(|| {
+        crate::check::check_path(
+            problem.robot,
+            problem.world,
+            &plan.path,
+            &crate::check::CheckOptions::default(),
+            &mut |_| {},
+        )
+    });
+    if let Some(c) = check.as_ref().filter(|c| !c.collision_free) {
+        return Err(PlanError::FailsCheck {
+            segment: c.first_collision.map_or(0, |p| p.segment),
+        });
+    }
+    Ok(CheckedPlan { plan, check })
 }
 
 /// The outcome of a search (the default: unsolved, nothing done).

@@ -131,9 +131,6 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let clearance_ok = a
-        .min_clearance
-        .is_none_or(|m| report.collision_free && report.min_clearance >= m);
     let compliant = if a.compliant {
         let Some(scene) = loaded.scene.as_ref() else {
             return Err(BadInput(anyhow::anyhow!(
@@ -178,7 +175,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
             && a.max_force.is_none_or(|f| c.max_force <= f)
             && a.max_displacement.is_none_or(|d| c.max_displacement <= d)
     });
-    let passed = report.collision_free && clearance_ok && limits_ok && !report.incomplete;
+    let passed = report.passes(a.min_clearance) && limits_ok;
     print!("{}", summary(name, &report, a.min_clearance, passed));
     if robot.open_edges > 0 || world.open_edges > 0 {
         println!(

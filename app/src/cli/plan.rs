@@ -10,10 +10,10 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use haptics::check::ompl::{format_path, read_path, State};
-use haptics::check::{check_path, CheckOptions, Robot, World};
+use haptics::check::{Robot, World};
 use haptics::mesh::SurfaceMesh;
 use haptics::plan::space::Space;
-use haptics::plan::{plan, Plan, PlanError, PlanOptions, Problem, Sampler};
+use haptics::plan::{plan_checked, CheckedPlan, Plan, PlanOptions, Problem, Sampler};
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
 use super::check::scene_objects;
@@ -235,7 +235,7 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         cancel: None,
     };
     if let (Some(n), Some(log)) = (a.benchmark, &a.out_log) {
-        return run_benchmark(a, &loaded.name, &problem, options, n, log);
+        return plan_benchmark(a, &loaded.name, &problem, options, n, log);
     }
     let bar = (!a.quiet).then(|| {
         let b = indicatif::ProgressBar::new_spinner();
@@ -255,42 +255,17 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         }
     };
     let t0 = Instant::now();
-    let result = match plan(&problem, &options, &progress) {
-        Ok(r) => r,
-        Err(
-            e @ (PlanError::OutsideBounds { .. }
-            | PlanError::InCollision { .. }
-            | PlanError::InsideObstacle { .. }
-            | PlanError::Options(_)),
-        ) => {
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
-            anyhow::bail!("{}: {e}", a.problem.display())
-        }
-    };
+    // The planned path is certified by the path check: the report's clearance, and a
+    // guard (a path it finds colliding is an error).
+    let planned = plan_checked(&problem, &options, &progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let CheckedPlan {
+        plan: result,
+        check,
+    } = planned.map_err(|e| anyhow::anyhow!("{}: {e}", a.problem.display()))?;
     let total = t0.elapsed().as_secs_f64();
-    // The planned path under the path check: the report's clearance, and a guard.
-    let check = result.solved.then(|| {
-        check_path(
-            &loaded.robot,
-            &loaded.world,
-            &result.path,
-            &CheckOptions::default(),
-            &mut |_| {},
-        )
-    });
-    if let Some(c) = &check {
-        if !c.collision_free {
-            anyhow::bail!(
-                "internal error: the planned path fails the path check (first contact at segment {}); please report it",
-                c.first_collision.map_or(0, |p| p.segment)
-            );
-        }
-    }
     print!(
         "{}",
         summary(&loaded.name, &result, check.as_ref(), time_limit, a)
@@ -329,7 +304,7 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
 
 /// `--benchmark N`: N seeded plans, each checked, written as OMPL's benchmark log.
 /// `Ok(true)` when every run solved.
-fn run_benchmark(
+fn plan_benchmark(
     a: &PlanArgs,
     name: &str,
     problem: &Problem,
@@ -347,45 +322,30 @@ fn run_benchmark(
         );
         b
     });
-    let started = std::time::SystemTime::now();
-    let t0 = Instant::now();
-    let mut measured = Vec::with_capacity(runs as usize);
-    for k in 0..runs {
-        let seed = a.seed + k;
-        let run = haptics::plan::benchmark::measure(
-            problem,
-            &PlanOptions {
-                seed,
-                ..options.clone()
-            },
-        )
-        .map_err(|e| anyhow::anyhow!("{}: {e}", a.problem.display()))?;
-        measured.push(run);
-        if let Some(b) = &bar {
-            let solved = measured.iter().filter(|r| r.solved).count();
-            b.set_message(format!("{solved} solved"));
-            b.inc(1);
-        }
-    }
+    let setup = format!("haptics plan {}", a.problem.display());
+    let benchmark = haptics::plan::benchmark::run_benchmark(
+        name,
+        &setup,
+        problem,
+        &options,
+        runs,
+        &mut |done| {
+            if let Some(b) = &bar {
+                let solved = done.iter().filter(|r| r.solved).count();
+                b.set_message(format!("{solved} solved"));
+                b.inc(1);
+            }
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e}", a.problem.display()))?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let experiment = haptics::plan::benchmark::Experiment::new(
-        name,
-        started,
-        &options,
-        t0.elapsed().as_secs_f64(),
-        &format!("haptics plan {}", a.problem.display()),
-    );
-    let text = haptics::plan::benchmark::benchmark_log(&experiment, &measured);
-    haptics::io::write_bytes_atomic(log, text.as_bytes())
+    haptics::io::write_bytes_atomic(log, benchmark.log().as_bytes())
         .with_context(|| format!("writing {}", log.display()))?;
-    print!(
-        "{}",
-        haptics::plan::benchmark::summary(name, &measured, options.time_limit)
-    );
+    print!("{}", benchmark.summary());
     println!("benchmark log -> {}", log.display());
-    Ok(measured.iter().all(|r| r.solved))
+    Ok(benchmark.runs.iter().all(|r| r.solved))
 }
 
 fn load(a: &PlanArgs) -> anyhow::Result<Loaded> {
