@@ -14,6 +14,12 @@ pub trait Progress: Sync {
     fn set(&self, done: u64);
     /// The current stage is finished.
     fn finish(&self);
+    /// Whether the caller asked the work to stop. Work that cannot end with a partial
+    /// result (a bake, a muscle experiment) polls it between its steps and ends with its
+    /// `Cancelled` error; the default never asks.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Reports nothing.
@@ -56,6 +62,9 @@ impl Progress for Prefixed<'_> {
     }
     fn finish(&self) {
         self.inner.finish();
+    }
+    fn cancelled(&self) -> bool {
+        self.inner.cancelled()
     }
 }
 
@@ -177,6 +186,21 @@ impl PartialEq for Cancel {
     }
 }
 
+/// Reports nothing and asks the work to stop when its [`Cancel`] token is cancelled: for
+/// callers (the Python bindings) that interrupt work which takes a [`Progress`].
+#[derive(Debug, Clone, Default)]
+pub struct Cancellable(pub Cancel);
+
+impl Progress for Cancellable {
+    fn stage(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn set(&self, _: u64) {}
+    fn finish(&self) {}
+    fn cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+}
+
 /// Whether `cancel` holds a token that was cancelled.
 pub fn cancelled(cancel: &Option<Cancel>) -> bool {
     cancel.as_ref().is_some_and(Cancel::is_cancelled)
@@ -195,6 +219,13 @@ mod cancel_tests {
         a.cancel();
         assert!(b.is_cancelled() && cancelled(&Some(b.clone())));
         assert!(!c.is_cancelled() && !cancelled(&None));
+        // The progress adapter asks to stop exactly when its token does, also through a
+        // prefix.
+        let p = Cancellable(c.clone());
+        assert!(!p.cancelled() && !Prefixed::new(&p, "x").cancelled());
+        c.cancel();
+        assert!(p.cancelled() && Prefixed::new(&p, "x").cancelled());
+        assert!(!NoProgress.cancelled());
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

@@ -337,3 +337,44 @@ fn concurrent_bakes_to_one_output_leave_a_valid_bake_and_no_leftovers() {
         ));
     }
 }
+
+/// Asks to stop after a given number of stages have started.
+struct StopAfter {
+    stages: std::sync::atomic::AtomicUsize,
+    allowed: usize,
+}
+
+impl haptics::progress::Progress for StopAfter {
+    fn stage(&self, _: &str, _: u64) {
+        self.stages
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn advance(&self, _: u64) {}
+    fn set(&self, _: u64) {}
+    fn finish(&self) {}
+    fn cancelled(&self) -> bool {
+        self.stages.load(std::sync::atomic::Ordering::Relaxed) >= self.allowed
+    }
+}
+
+#[test]
+fn a_cancelled_bake_stops_at_the_next_stage_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("beam");
+    // Cancelled after the FEM model, before the linear modes: nothing is written, not
+    // even a staging directory.
+    let stop = StopAfter {
+        stages: 0.into(),
+        allowed: 1,
+    };
+    let e = bake(&beam_input(BasisKind::LinearModes, 4, 4), &out, &stop).unwrap_err();
+    assert!(matches!(e, BakeError::Cancelled), "{e}");
+    assert_eq!(stop.stages.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // The same bake, not cancelled, completes.
+    let go = StopAfter {
+        stages: 0.into(),
+        allowed: usize::MAX,
+    };
+    assert!(bake(&beam_input(BasisKind::LinearModes, 4, 4), &out, &go).is_ok());
+}

@@ -34,6 +34,8 @@ from .errors import (
     ReadError,
 )
 
+from . import muscle
+
 __version__: str = _haptics.__version__
 
 __all__ = [
@@ -47,6 +49,9 @@ __all__ = [
     "benchmark",
     "BenchmarkResult",
     "sdf",
+    "bake",
+    "BakeResult",
+    "muscle",
     "read_path",
     "write_path",
     "Error",
@@ -479,13 +484,99 @@ class Scene:
     def name(self) -> str:
         return str(self._native.name)
 
-    def replay(self, trajectory: PathLike) -> ReplayLog:
-        """Replays a recorded stylus trajectory (CSV) on a fresh simulation of the scene,
-        one haptic cycle per sample: the same log as ``haptics replay`` (its
-        ``cycle_us`` column, the cycle's wall time, aside)."""
-        columns, rows, data = self._native.replay(os.fspath(trajectory))
+    def replay(self, trajectory: Union[PathLike, Any]) -> ReplayLog:
+        """Replays a recorded stylus trajectory on a fresh simulation of the scene, one
+        haptic cycle per sample: the same log as ``haptics replay`` (its ``cycle_us``
+        column, the cycle's wall time, aside).
+
+        ``trajectory`` is a CSV file or an array in the file's columns: N x 9, ``time_s,
+        px, py, pz, qw, qx, qy, qz, buttons``, then optionally the recorded wrench ``fx,
+        fy, fz, tx, ty, tz`` (15 columns; ignored) and ``activation`` (10 or 16
+        columns). An array is checked as the file is, and an array read from a file
+        replays bit for bit as the file does. Bad rows raise :class:`InputError` naming
+        the row.
+        """
+        if isinstance(trajectory, (str, os.PathLike)):
+            columns, rows, data = self._native.replay(os.fspath(trajectory))
+        else:
+            a = np.asarray(trajectory, dtype=np.float64)
+            if a.ndim != 2 or a.shape[1] not in (9, 10, 15, 16) or a.shape[0] == 0:
+                raise InputError(
+                    "trajectory: expected a file or an N x 9 array (time_s, px, py, pz, qw, "
+                    "qx, qy, qz, buttons; then optionally fx..tz and activation: 10, 15 or 16 "
+                    f"columns), found shape {a.shape}"
+                )
+            data_in = np.ascontiguousarray(a, dtype="<f8").tobytes()
+            columns, rows, data = self._native.replay(None, (data_in, int(a.shape[1])))
         array = np.frombuffer(data, dtype="<f8").reshape(rows, len(columns)).copy()
         return ReplayLog(columns, array)
+
+
+@dataclass(frozen=True)
+class BakeResult:
+    """What :func:`bake` did: the directory, whether it baked (``False``: it was already
+    up to date with these inputs and parameters) and its manifest (``manifest.toml`` as a
+    dict: sizes, linear frequencies, the retained PCA variance, stage timings)."""
+
+    out: str
+    baked: bool
+    manifest: Dict[str, Any]
+
+    @property
+    def r(self) -> int:
+        """The basis size."""
+        return int(self.manifest["r"])
+
+    @property
+    def linear_frequencies_hz(self) -> np.ndarray:
+        return np.asarray(self.manifest["linear_frequencies_hz"], dtype=np.float64)
+
+
+def bake(
+    mesh: PathLike,
+    out: PathLike,
+    *,
+    fixed: Optional[PathLike] = None,
+    linear_modes: int = 10,
+    basis: int = 20,
+    basis_kind: str = "modal-derivatives",
+    basis_file: Optional[PathLike] = None,
+    snapshots: Optional[PathLike] = None,
+    render_interp: Optional[PathLike] = None,
+    material_groups: bool = False,
+    resolution: Optional[int] = None,
+    lumped: bool = False,
+    unconstrained: bool = False,
+) -> BakeResult:
+    """Bakes a reduced StVK model of ``mesh`` (.veg, TetGen .node/.ele; .obj or .stl with
+    ``resolution`` voxels) into the directory ``out``, as ``haptics bake`` does, with the
+    same defaults: the basis (``basis`` vectors: mass-PCA of ``linear_modes`` linear modes
+    and their modal derivatives, or ``basis_kind="linear-modes"``, or ``basis_file``, or
+    the mass-PCA of ``snapshots``) and its cubic reduced-force polynomial. ``fixed`` is a
+    Vega ``.bou`` file; a free object needs ``unconstrained=True``. The directory is
+    written atomically, and an unchanged bake is not redone. Ctrl-C stops it at the next
+    stage, leaving ``out`` as it was."""
+
+    def opt(p: Optional[PathLike]) -> Optional[str]:
+        return None if p is None else os.fspath(p)
+
+    args = {
+        "mesh": os.fspath(mesh),
+        "out": os.fspath(out),
+        "fixed": opt(fixed),
+        "linear_modes": int(linear_modes),
+        "basis": int(basis),
+        "basis_kind": str(basis_kind),
+        "basis_file": opt(basis_file),
+        "snapshots": opt(snapshots),
+        "render_interp": opt(render_interp),
+        "material_groups": bool(material_groups),
+        "resolution": None if resolution is None else int(resolution),
+        "lumped": bool(lumped),
+        "unconstrained": bool(unconstrained),
+    }
+    baked, manifest = _haptics.bake(args)
+    return BakeResult(out=os.fspath(out), baked=bool(baked), manifest=json.loads(manifest))
 
 
 def sdf(

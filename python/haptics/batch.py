@@ -29,12 +29,13 @@ import functools
 import os
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import haptics
 
-__all__ = ["TaskResult", "check", "plan"]
+__all__ = ["TaskResult", "check", "plan", "task_index"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -66,7 +67,17 @@ def _problem(cfg: str, mtime_ns: int) -> haptics.Problem:
 
 def _load(cfg: PathLike) -> haptics.Problem:
     c = os.fspath(cfg)
-    return _problem(c, os.stat(c).st_mtime_ns)
+    try:
+        mtime = os.stat(c).st_mtime_ns
+    except OSError:
+        # Not cached: the loader raises its typed error (MissingFileError, ...).
+        return haptics.Problem.from_cfg(c)
+    return _problem(c, mtime)
+
+
+def task_index(key: str) -> int:
+    """The input position of a task key (``check-17-<batch>``)."""
+    return int(str(key).split("-")[1])
 
 
 def _worker_name() -> str:
@@ -118,7 +129,7 @@ def _client(cluster: Any) -> Tuple[Any, bool]:
         return cluster, False
     if cluster is None:
         local = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                             dashboard_address=None)
+                             dashboard_address=":0")
         return Client(local), True
     return Client(cluster), True
 
@@ -130,8 +141,13 @@ def _run(task: Any, jobs: Sequence[Any], options: Dict[str, Any], cluster: Any,
     as_completed: Any = distributed.as_completed
     client, owned = _client(cluster)
     try:
-        futures = [client.submit(task, i, job, options, pure=False)
-                   for i, job in enumerate(jobs)]
+        # Keys name the kind and the input's position, so the dashboard (and a test) can
+        # tell which input a task is.
+        batch = uuid.uuid4().hex[:12]
+        kind = task.__name__[1:-5]
+        # One map call: the tasks go to the scheduler in one message, not one each.
+        futures = client.map(task, range(len(jobs)), jobs, [options] * len(jobs), pure=False,
+                             key=[f"{kind}-{i}-{batch}" for i in range(len(jobs))])
         results: List[Optional[TaskResult]] = [None] * len(jobs)
         failed = 0
         for done, future in enumerate(as_completed(futures), start=1):
@@ -139,7 +155,7 @@ def _run(task: Any, jobs: Sequence[Any], options: Dict[str, Any], cluster: Any,
             results[r.index] = r
             failed += 0 if r.ok else 1
             if progress:
-                print(f"\r{task.__name__[1:-5]}: {done}/{len(jobs)} done, {failed} failed",
+                print(f"\r{kind}: {done}/{len(jobs)} done, {failed} failed",
                       end="", file=sys.stderr, flush=True)
         if progress:
             print(file=sys.stderr)

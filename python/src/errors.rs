@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use haptics::check::ompl::OmplError;
 use haptics::check::problem::ProblemError;
 use haptics::mesh::{Location, MeshError};
+use haptics::muscle::MuscleError;
+use haptics::reduction::bake::BakeError;
+use haptics::reduction::vega::VegaError;
 use haptics::scene::SceneError;
 use haptics_devices::trajectory::TrajectoryError;
 use pyo3::prelude::*;
@@ -247,6 +250,48 @@ impl From<TrajectoryError> for Failure {
             | T::NonUnitQuaternion { path, line, .. } => format(path).on_line(*line),
             #[allow(unreachable_patterns)]
             _ => Failure::new(Kind::Format, message),
+        }
+    }
+}
+
+impl From<BakeError> for Failure {
+    fn from(e: BakeError) -> Failure {
+        let message = e.to_string();
+        match &e {
+            BakeError::Mesh(m) => m.into(),
+            BakeError::Io { path, source } => Failure::io(message, path, source),
+            BakeError::Vega(VegaError::Io { path, source }) => Failure::io(message, path, source),
+            BakeError::Vega(VegaError::Format {
+                path,
+                offset,
+                expected,
+                ..
+            }) => {
+                let mut f = Failure::new(Kind::Format, message)
+                    .at(path)
+                    .expecting(expected);
+                f.offset = Some(*offset);
+                f
+            }
+            BakeError::Parameters(_) => Failure::input(message),
+            BakeError::Fem { path, .. }
+            | BakeError::Manifest { path, .. }
+            | BakeError::NotMassOrthonormal { path, .. }
+            | BakeError::Mismatch { path, .. } => Failure::new(Kind::Format, message).at(path),
+            _ => Failure::input(message),
+        }
+    }
+}
+
+impl From<MuscleError> for Failure {
+    fn from(e: MuscleError) -> Failure {
+        let message = e.to_string();
+        match &e {
+            MuscleError::Io { path, source } => Failure::io(message, path, source),
+            MuscleError::Syntax { path, line, .. } | MuscleError::Param { path, line, .. } => {
+                Failure::new(Kind::Format, message).at(path).on_line(*line)
+            }
+            _ => Failure::input(message),
         }
     }
 }

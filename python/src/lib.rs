@@ -4,7 +4,9 @@
 //! reports) and calls the core exactly as the command line does, so that both give the
 //! same reports and paths.
 
+mod bake;
 mod errors;
+mod muscle;
 mod run;
 
 use std::path::{Path, PathBuf};
@@ -93,7 +95,10 @@ fn states_from(bytes: &[u8], what: &str) -> Result<Vec<State>, Failure> {
 }
 
 /// The bytes of an array of float64s.
-fn float_bytes<'py>(py: Python<'py>, values: impl IntoIterator<Item = f64>) -> Bound<'py, PyBytes> {
+pub(crate) fn float_bytes<'py>(
+    py: Python<'py>,
+    values: impl IntoIterator<Item = f64>,
+) -> Bound<'py, PyBytes> {
     let bytes: Vec<u8> = values.into_iter().flat_map(f64::to_le_bytes).collect();
     PyBytes::new(py, &bytes)
 }
@@ -545,21 +550,26 @@ impl Scene {
         &self.scene.name
     }
 
-    /// Replays a trajectory file; returns (column names, rows bytes).
+    /// Replays a trajectory, a file or the bytes of an N x C float64 array in the file's
+    /// columns (C = 9; 15 with the wrench; 10 or 16 with `activation` last); returns
+    /// (column names, rows, rows bytes).
+    #[pyo3(signature = (trajectory, array=None))]
     fn replay<'py>(
         &self,
         py: Python<'py>,
-        trajectory: PathBuf,
+        trajectory: Option<PathBuf>,
+        array: Option<(Vec<u8>, usize)>,
     ) -> PyResult<(Vec<String>, usize, Bound<'py, PyBytes>)> {
         let cancel = Cancel::new();
         let scene = self.scene.clone();
         let log = interruptible(py, &cancel, move || {
-            let t = haptics_devices::trajectory::read_trajectory(&trajectory)?;
+            let t = match (trajectory, array) {
+                (Some(path), _) => haptics_devices::trajectory::read_trajectory(&path)?,
+                (None, Some((bytes, columns))) => trajectory_from_array(&bytes, columns)?,
+                (None, None) => return Err(Failure::input("trajectory: give a file or an array")),
+            };
             if t.samples.is_empty() {
-                return Err(Failure::input(format!(
-                    "{}: the trajectory has no samples",
-                    trajectory.display()
-                )));
+                return Err(Failure::input("trajectory: it has no samples"));
             }
             Ok(haptics::haptic::replay::replay_log(scene, &t).0)
         })?;
@@ -574,6 +584,78 @@ impl Scene {
             float_bytes(py, log.rows.iter().flat_map(|r| r.iter().copied())),
         ))
     }
+}
+
+/// What an array's errors name as their source: its line k + 2 is row k (line 1 is the
+/// header the array stands for).
+const ARRAY_SOURCE: &str = "trajectory array";
+
+/// A trajectory from the rows of an N x `columns` float64 array in the CSV file's column
+/// order (the wrench columns, when there, are read and ignored as the file's are). The rows go through the file reader, printed as the shortest decimals that read
+/// back to the same numbers, so an array is checked exactly as a file is (finite numbers,
+/// increasing times, unit quaternions, integer button masks) and replays bit for bit as
+/// the file it was read from; errors name the row.
+fn trajectory_from_array(
+    bytes: &[u8],
+    columns: usize,
+) -> Result<haptics_devices::trajectory::Trajectory, Failure> {
+    use haptics_devices::trajectory::{
+        parse_trajectory, ACTIVATION_COLUMN, COLUMNS, WRENCH_COLUMNS,
+    };
+    let (with_wrench, with_activation) = match columns {
+        9 => (false, false),
+        10 => (false, true),
+        15 => (true, false),
+        16 => (true, true),
+        _ => {
+            return Err(Failure::input(format!(
+                "trajectory: expected an N x 9 array ({}), then optionally the 6 wrench columns and {ACTIVATION_COLUMN} (10, 15 or 16 columns), found {columns} columns",
+                COLUMNS.join(", ")
+            )))
+        }
+    };
+    let values = floats(bytes, "trajectory")?;
+    let mut text = COLUMNS.join(",");
+    if with_wrench {
+        text.push(',');
+        text.push_str(&WRENCH_COLUMNS.join(","));
+    }
+    if with_activation {
+        text.push(',');
+        text.push_str(ACTIVATION_COLUMN);
+    }
+    text.push('\n');
+    for row in values.chunks_exact(columns) {
+        let fields: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                // The button mask: an integer in the file; a fraction is printed as it is
+                // and refused by the reader.
+                if i == 8 && v.fract() == 0.0 && *v >= 0.0 && *v <= f64::from(u32::MAX) {
+                    format!("{}", *v as u32)
+                } else {
+                    format!("{v:?}")
+                }
+            })
+            .collect();
+        text.push_str(&fields.join(","));
+        text.push('\n');
+    }
+    parse_trajectory(text.as_bytes(), Path::new(ARRAY_SOURCE)).map_err(|e| {
+        let row = e.line().map(|l| l.saturating_sub(2));
+        let mut f = Failure::from(e);
+        if let Some(row) = row {
+            let prefix = format!("{ARRAY_SOURCE}:{}:", row + 2);
+            f.message = f
+                .message
+                .replacen(&prefix, &format!("{ARRAY_SOURCE} row {row}:"), 1);
+            f.line = None;
+            f.path = None;
+            f.kind = Kind::Input;
+        }
+        f
+    })
 }
 
 /// A distance field for Python: its float32 values' bytes, cells, origin and spacing.
@@ -705,6 +787,8 @@ fn _haptics(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan_path, m)?)?;
     m.add_function(wrap_pyfunction!(benchmark, m)?)?;
     m.add_function(wrap_pyfunction!(sdf, m)?)?;
+    m.add_function(wrap_pyfunction!(bake::bake, m)?)?;
+    m.add_function(wrap_pyfunction!(muscle::isometric, m)?)?;
     m.add_function(wrap_pyfunction!(mesh_open_edges, m)?)?;
     m.add_function(wrap_pyfunction!(read_path, m)?)?;
     m.add_function(wrap_pyfunction!(write_path, m)?)?;

@@ -50,6 +50,68 @@ def test_replay_equals_the_command_bit_for_bit(cli, tmp_path, cache):
         log["no such column"]
 
 
+def read_trajectory_array(path):
+    """A trajectory CSV as an N x C array (its comments and header skipped), with numpy's
+    own parser."""
+    lines = [l for l in path.read_text().splitlines() if l.strip() and not l.startswith("#")]
+    return np.loadtxt(lines[1:], delimiter=",", ndmin=2)
+
+
+def test_replay_of_an_array_equals_the_files(cache):
+    scene = haptics.Scene.load(ASSETS / "scenes" / "peg-shaft.toml", cache=cache)
+    trajectory = ASSETS / "trajectories" / "peg-shaft-insert.csv"
+    from_file = scene.replay(trajectory)
+    samples = read_trajectory_array(trajectory)
+    assert samples.shape[1] == 15  # with the recorded wrench, which the replay ignores
+    timing = from_file.columns.index("cycle_us")
+    keep = [i for i in range(len(from_file.columns)) if i != timing]
+    for columns in (15, 9):  # with and without the wrench
+        from_array = scene.replay(samples[:, :columns])
+        np.testing.assert_array_equal(from_array.array[:, keep], from_file.array[:, keep])
+
+
+def test_a_muscle_trajectory_array_carries_its_activation(cli, tmp_path, cache):
+    scene_file = ASSETS / "scenes" / "muscle-palpate.toml"
+    trajectory = ASSETS / "trajectories" / "muscle-palpate-press.csv"
+    samples = read_trajectory_array(trajectory)
+    assert samples.shape[1] == 10  # the activation column
+    out = tmp_path / "log.csv"
+    run_cli(cli, ["replay", str(scene_file), str(trajectory), "-o", str(out), "--cache",
+                  str(cache)], ROOT)
+    header, expected = read_csv(out)
+    log = haptics.Scene.load(scene_file, cache=cache).replay(samples)
+    for i, name in enumerate(header):
+        if name != "cycle_us":
+            np.testing.assert_array_equal(log[name], expected[:, i], err_msg=name)
+
+
+def test_bad_trajectory_rows_name_the_row(cache):
+    scene = haptics.Scene.load(ASSETS / "scenes" / "peg-shaft.toml", cache=cache)
+    good = read_trajectory_array(ASSETS / "trajectories" / "peg-shaft-insert.csv")[:20]
+    late = good.copy()
+    late[5, 0] = late[4, 0]  # time not increasing at row 5
+    with pytest.raises(haptics.InputError, match=r"row 5: .*expected a time after"):
+        scene.replay(late)
+    skew = good.copy()
+    skew[3, 4:8] *= 1.1  # quaternion norm 1.1
+    with pytest.raises(haptics.InputError, match=r"row 3: .*unit quaternion"):
+        scene.replay(skew)
+    nan = good.copy()
+    nan[7, 1] = np.nan
+    with pytest.raises(haptics.InputError, match=r"row 7: .*finite"):
+        scene.replay(nan)
+    half = good.copy()
+    half[2, 8] = 0.5
+    with pytest.raises(haptics.InputError, match=r"row 2: .*unsigned integer bitmask"):
+        scene.replay(half)
+    with pytest.raises(haptics.InputError, match="N x 9"):
+        scene.replay(good[:, :8])
+    with pytest.raises(haptics.InputError, match="11 columns"):
+        scene._native.replay(None, (good[:, :11].tobytes(), 11))
+    with pytest.raises(ValueError):
+        scene.replay(np.zeros((0, 9)))
+
+
 def test_a_bad_scene_names_the_file_and_line(tmp_path, cache):
     bad = tmp_path / "bad.toml"
     bad.write_text((ASSETS / "scenes" / "peg-shaft.toml").read_text() + "\n[haptic\n")

@@ -1,4 +1,4 @@
-//! The implicit Newmark integrator's constants (thesis 2.7, eqs. at L870-895;
+//! The implicit Newmark integrator's constants (thesis 2.7, the Newmark equations;
 //! docs/equations.md), shared by the full-space and the reduced simulators.
 //!
 //! With Newmark parameters beta~ and gamma~ and step dt:

@@ -62,7 +62,7 @@ use super::hyperelastic::TetMaterial;
 pub const INVERSION_THRESHOLD: f64 = 0.1;
 
 /// Parameters of the fibre material (SI units). [`FibreParams::default`] holds the
-/// issue's defaults.
+/// defaults of the muscle scenes and experiments (docs/muscle.md lists them).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FibreParams {
@@ -98,7 +98,7 @@ impl Default for FibreParams {
 }
 
 impl FibreParams {
-    /// Our tendon and aponeurosis defaults (not in the issue, which pins only the muscle):
+    /// Our tendon and aponeurosis defaults (the literature pins only the muscle here):
     /// a matrix 50x stiffer in shear and a passive fibre curve that stiffens early and
     /// steeply, never activated. Tendon in vivo is far stiffer still (E ~ 1 GPa); these
     /// values keep it nearly inextensible on the scale of a palpation while the reduced
@@ -185,7 +185,7 @@ impl FibreParams {
             * (alpha * active_integral(x) + passive_integral(x, self.p1, self.p2, self.x_star()))
     }
 
-    /// The fibre stress l dW_f/dl = sigma_max (alpha f_L(x) + f_P(x)) x, as the issue
+    /// The fibre stress l dW_f/dl = sigma_max (alpha f_L(x) + f_P(x)) x, as docs/muscle.md
     /// defines it.
     pub fn fibre_stress(&self, l: f64, alpha: f64) -> f64 {
         l * self.fibre_derivatives(l, alpha).0
@@ -810,7 +810,7 @@ mod tests {
     }
 
     #[test]
-    fn fibre_stress_is_the_issue_formula() {
+    fn fibre_stress_is_the_documented_formula() {
         let p = FibreParams::default();
         for &l in &[0.7, 0.95, 1.0, 1.2, 1.5] {
             let x = l / p.lambda_opt;

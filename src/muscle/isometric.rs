@@ -183,6 +183,9 @@ pub fn run_isometric(
     for &alpha in activations {
         material.activation = alpha;
         for &lambda in stretches {
+            if progress.cancelled() {
+                return Err(MuscleError::Cancelled);
+            }
             let mut u0 = vec![0.0; n];
             for (v, p) in mesh.vertices.iter().enumerate() {
                 u0[3 * v] = (lambda - 1.0) * p.x;

@@ -64,6 +64,9 @@ pub enum MuscleError {
     /// An activation outside [0, 1].
     #[error("{0}")]
     Activation(#[from] ActivationError),
+    /// The caller asked the experiment to stop ([`crate::progress::Progress::cancelled`]).
+    #[error("the muscle experiment was cancelled")]
+    Cancelled,
     /// A stretch that is not a positive finite number.
     #[error("stretch {0} is not a positive number")]
     Stretch(f64),

@@ -14,17 +14,14 @@
 //! sizes the steps, so the trees choose neighbours mostly by position and turn freely
 //! while they move, as OMPL's SE(3) metric lets them (where a radian weighs one unit).
 //! The true bound `|dp| + R theta` (how far a robot point moves) still certifies every
-//! motion and measures the path. On OMPL.app's problems this halved the search times
-//! (docs/plan.md).
+//! motion and measures the path (docs/plan.md measures the weight).
 //!
 //! **Steps that adapt.** The base step `range` (3% of the space) is the step near the
 //! world. A state reached by a free step of `s` tries `2 s` first (up to `max_range`), so
 //! that a tree crosses open space in a few doubling steps; when a longer step is blocked,
 //! the state drops back to the base step for good (then slides, below). A blocked long
 //! step costs one failed check per state, and near the world the steps stay short,
-//! where long ones would fail. On OMPL.app's problems this made alpha-1.5's trees five
-//! times smaller and cubicles' search 40% shorter without slowing Twistycool (see
-//! docs/plan.md).
+//! where long ones would fail.
 //!
 //! **What the distance adds** (the field's value and gradient, free with every query):
 //! - *Sliding*: when a step is blocked, the blocked motion is projected on the tangent
@@ -44,18 +41,14 @@
 //!   to a Gaussian tube around it, in order: each tree draws about the few guide states
 //!   just past the farthest one it has come near (from the start's end for the start's
 //!   tree, from the goal's for the goal's), so that the trees follow the guide instead
-//!   of being pulled at once towards all of it. With a perfect guide (a path planned
-//!   before) on OMPL.app's cubicles, seeds 1 and 3-8, this took the search from 1.0 s to
-//!   0.20 s summed.
+//!   of being pulled at once towards all of it.
 //! - *The widest corridor* ([`corridor`]): without a guide, the planner first searches
 //!   the world's distance field for the way with the widest passages for the robot's
 //!   centre, and when that way is a detour (longer than one and a half times the
 //!   straight segment, plus the ends' slack), it guides 70% of the samples as a rough
 //!   path would: positions about the corridor, orientations about the one of the node
-//!   that came farthest along it. On cubicles (a building whose start and goal sit on
-//!   either side of a wall) this made the search about six times faster; where the
-//!   corridor is about straight (Easy, Twistycool, alpha-1.5) it is not used, and its
-//!   search costs a few milliseconds.
+//!   that came farthest along it. Where the corridor is about straight it is not used;
+//!   its search costs a few milliseconds. docs/plan.md has the figures.
 //!
 //! **Simplification** ([`simplify`]): random shortcuts between states and between points
 //! on the path's segments, each certified by the same continuous check, so the returned

@@ -212,6 +212,9 @@ pub enum BakeError {
     /// Parameters no bake can use.
     #[error("invalid parameters: {0}")]
     Parameters(String),
+    /// The caller asked the bake to stop ([`Progress::cancelled`]); nothing was written.
+    #[error("the bake was cancelled; nothing was written")]
+    Cancelled,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BakeError + '_ {
@@ -350,6 +353,7 @@ pub fn bake(
         || Ok(reduced_polynomial(&fem.model, &basis.u, faer::Par::rayon(0))?.0),
     )?;
 
+    stop_if_cancelled(progress)?;
     progress.stage("write", 1);
     let t0 = Instant::now();
     let manifest = in_staging_dir(out, |staging| {
@@ -372,6 +376,7 @@ fn timed_stage<T>(
     seconds: &mut f64,
     work: impl FnOnce() -> Result<T, BakeError>,
 ) -> Result<T, BakeError> {
+    stop_if_cancelled(progress)?;
     progress.stage(name, 1);
     let t0 = Instant::now();
     let value = work()?;
@@ -379,6 +384,14 @@ fn timed_stage<T>(
     progress.advance(1);
     progress.finish();
     Ok(value)
+}
+
+/// [`BakeError::Cancelled`] when the caller asked to stop: checked before each stage.
+fn stop_if_cancelled(progress: &dyn Progress) -> Result<(), BakeError> {
+    if progress.cancelled() {
+        return Err(BakeError::Cancelled);
+    }
+    Ok(())
 }
 
 /// Rejects parameters no bake can use (an empty basis, or no linear modes for a
@@ -658,6 +671,7 @@ fn modes_and_derivatives(
     } else {
         k * (k + 1) / 2
     };
+    stop_if_cancelled(progress)?;
     progress.stage("modal derivatives", pairs as u64);
     let t0 = Instant::now();
     let y = if p.unconstrained {

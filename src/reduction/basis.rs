@@ -1,4 +1,4 @@
-//! Reduced bases: modal derivatives (thesis 2.8.3) and mass-PCA (thesis 2.8.3, L779).
+//! Reduced bases: modal derivatives (thesis 2.8.3) and mass-PCA (thesis 2.8.3).
 //!
 //! - Modal derivatives of a constrained object: K Phi_ij = -(H : psi_i) psi_j, with H the
 //!   stiffness Hessian at rest (`FemModel::hessian_contraction` at u = 0); symmetric in

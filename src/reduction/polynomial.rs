@@ -1,4 +1,4 @@
-//! The cubic reduced StVK force polynomial (thesis 2.4, L573-599):
+//! The cubic reduced StVK force polynomial (thesis 2.4):
 //! R~(q) = sum_i P_i q_i + sum_{i<=j} Q_ij q_i q_j + sum_{i<=j<=k} S_ijk q_i q_j q_k, each
 //! coefficient in R^r, stored in Vega's `.cub` layout (output-index-major, monomials
 //! i <= j with j fastest and i <= j <= k with k fastest, every coefficient summing all

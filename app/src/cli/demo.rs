@@ -81,7 +81,9 @@ pub struct FullsimArgs {
 /// Runs the bundled demo.
 pub fn run_demo(args: &DemoArgs) -> anyhow::Result<()> {
     let dir = haptics::assets::model("beam3");
-    println!("Demo: full-space StVK beam under gravity (the interactive application arrives with the render issue).");
+    println!(
+        "Demo: full-space StVK beam under gravity; the interactive application is `haptics run`."
+    );
     run_fullsim(&FullsimArgs {
         mesh: dir.join("beam3.veg"),
         fixed: Some(dir.join("beam3.bou")),
