@@ -1,12 +1,18 @@
 // ompl_plan: plan one OMPL.app 3D (SE3 rigid body) problem with OMPL.app's own
-// C++ setup, for the by-hand comparison in benches/compare/plan_vs_ompl.sh.
+// C++ setup, for the by-hand comparisons in benches/compare/plan_vs_ompl.sh and
+// arena_vs_ompl.sh.
 //
 //   ompl_plan PROBLEM.cfg --seed N --time-limit S --out PATH.path [--verbose]
+//   ompl_plan PROBLEM.cfg --seed N --benchmark RUNS --log RUNS.log [--time-limit S]
 //   ompl_plan PROBLEM.cfg --origin
 //   ompl_plan PROBLEM.cfg --check PATH.path [--resolution F] [--per-state]
 //
 // Prints ONE JSON line on stdout (OMPL's log goes to stderr, warnings and up
 // unless --verbose).
+//
+// --benchmark runs OMPL's own ompl::tools::Benchmark on the same planner and setup:
+// RUNS solves (the planner cleared between them, each simplified) within the time
+// limit, written as OMPL's benchmark log, the input of ompl_benchmark_statistics.
 //
 // --origin prints OMPL.app's robot origin (RigidBodyGeometry::getRobotCenter, the
 // float mean of the vertices assimp imported) and the robot's radius about it.
@@ -67,6 +73,7 @@
 #include <omplapp/geometry/detail/assimpUtil.h>
 
 #include <ompl/base/PlannerData.h>
+#include <ompl/tools/benchmark/Benchmark.h>
 #include <ompl/base/objectives/MaximizeMinClearanceObjective.h>
 #include <ompl/base/objectives/MechanicalWorkOptimizationObjective.h>
 #include <ompl/base/objectives/PathLengthOptimizationObjective.h>
@@ -165,6 +172,7 @@ namespace
     {
         std::cerr << "usage: " << argv0
                   << " PROBLEM.cfg --seed N --time-limit S --out PATH.path [--verbose]\n"
+                  << "       " << argv0 << " PROBLEM.cfg --seed N --benchmark RUNS --log RUNS.log [--time-limit S]\n"
                   << "       " << argv0 << " PROBLEM.cfg --origin\n"
                   << "       " << argv0 << " PROBLEM.cfg --check PATH.path [--resolution F] [--per-state]\n"
                      "  --time-limit defaults to the cfg's [benchmark] time_limit\n";
@@ -506,7 +514,8 @@ namespace
 
 int main(int argc, char **argv)
 {
-    std::string cfg, out, checkFile;
+    std::string cfg, out, checkFile, logFile;
+    unsigned int benchmarkRuns = 0;
     long seed = -1;
     bool originOnly = false, perState = false;
     double resolution = 0.002;
@@ -534,6 +543,10 @@ int main(int argc, char **argv)
             checkFile = next();
         else if (a == "--resolution")
             resolution = std::stod(next());
+        else if (a == "--benchmark")
+            benchmarkRuns = static_cast<unsigned int>(std::stoul(next()));
+        else if (a == "--log")
+            logFile = next();
         else if (a == "--per-state")
             perState = true;
         else if (a == "-h" || a == "--help")
@@ -647,6 +660,19 @@ int main(int argc, char **argv)
     app.setPlanner(planner);
     app.setup();
     const double setupSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    // OMPL's own benchmark: RUNS solves of the planner (cleared between runs), each
+    // simplified, written as OMPL's benchmark log (ompl_benchmark_statistics' input).
+    if (benchmarkRuns > 0)
+    {
+        if (logFile.empty())
+            usage(argv[0]);
+        ompl::tools::Benchmark b(app, bo.declared_options_["problem.name"]);
+        b.addPlanner(planner);
+        ompl::tools::Benchmark::Request req(timeLimit, 4096.0, benchmarkRuns, 0.05, false, false, true);
+        b.benchmark(req);
+        return b.saveResultsToFile(logFile.c_str()) ? 0 : 1;
+    }
 
     // Plan. getLastPlanComputationTime() times planner->solve() alone.
     const double cpu0 = threadCpuSeconds();
