@@ -591,8 +591,9 @@ impl Scene {
 const ARRAY_SOURCE: &str = "trajectory array";
 
 /// A trajectory from the rows of an N x `columns` float64 array in the CSV file's column
-/// order (the wrench columns, when there, are read and ignored as the file's are). The rows go through the file reader, printed as the shortest decimals that read
-/// back to the same numbers, so an array is checked exactly as a file is (finite numbers,
+/// order (the wrench columns, when there, are read and ignored as the file's are). The
+/// rows go through the file reader, printed as the shortest decimals that read back to
+/// the same numbers, so an array is checked exactly as a file is (finite numbers,
 /// increasing times, unit quaternions, integer button masks) and replays bit for bit as
 /// the file it was read from; errors name the row.
 fn trajectory_from_array(

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use haptics::muscle::{read_material, run_isometric, IsometricSetup, MaterialFile};
+use haptics::muscle::{read_material, run_isometric, IsometricPoint, IsometricSetup, MaterialFile};
 use haptics::progress::{Cancel, Cancellable};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -11,17 +11,6 @@ use pyo3::types::PyBytes;
 use crate::errors::Failure;
 use crate::float_bytes;
 use crate::run::interruptible;
-
-/// The curve's columns, in the order of the command's CSV (and of the returned rows).
-pub(crate) const COLUMNS: [&str; 7] = [
-    "stretch",
-    "activation",
-    "force_n",
-    "reference_force_n",
-    "lateral_stretch",
-    "volume_ratio",
-    "newton_iterations",
-];
 
 /// The curve for Python: (columns, rows, the rows' float64 bytes, nodes, tets).
 type CurveParts<'py> = (Vec<String>, usize, Bound<'py, PyBytes>, usize, usize);
@@ -55,19 +44,12 @@ pub(crate) fn isometric<'py>(
         };
         run_isometric(&mat.muscle, &setup, &stretch, &activation, &progress).map_err(Failure::from)
     })?;
-    let rows = curve.points.iter().flat_map(|p| {
-        [
-            p.stretch,
-            p.activation,
-            p.force_n,
-            p.reference_force_n,
-            p.lateral_stretch,
-            p.volume_ratio,
-            p.iterations as f64,
-        ]
-    });
+    let rows = curve.points.iter().flat_map(|p| p.row());
     Ok((
-        COLUMNS.iter().map(|c| c.to_string()).collect(),
+        IsometricPoint::COLUMNS
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
         curve.points.len(),
         float_bytes(py, rows),
         curve.nodes,

@@ -81,6 +81,33 @@ pub struct IsometricPoint {
     pub residual: f64,
 }
 
+impl IsometricPoint {
+    /// The names of [`IsometricPoint::row`]'s values, the columns of `haptics muscle
+    /// isometric`'s CSV.
+    pub const COLUMNS: [&'static str; 7] = [
+        "stretch",
+        "activation",
+        "force_n",
+        "reference_force_n",
+        "lateral_stretch",
+        "volume_ratio",
+        "newton_iterations",
+    ];
+
+    /// The load case's values in the order of [`IsometricPoint::COLUMNS`].
+    pub fn row(&self) -> [f64; 7] {
+        [
+            self.stretch,
+            self.activation,
+            self.force_n,
+            self.reference_force_n,
+            self.lateral_stretch,
+            self.volume_ratio,
+            self.iterations as f64,
+        ]
+    }
+}
+
 /// A whole experiment.
 #[derive(Debug, Clone)]
 pub struct IsometricCurve {
@@ -219,6 +246,33 @@ pub fn run_isometric(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_holds_the_points_values_in_column_order() {
+        let p = IsometricPoint {
+            stretch: 1.1,
+            activation: 0.5,
+            force_n: 2.0,
+            reference_force_n: 2.5,
+            lateral_stretch: 0.95,
+            volume_ratio: 0.99,
+            iterations: 7,
+            residual: 1e-9,
+        };
+        let named: Vec<(&str, f64)> = IsometricPoint::COLUMNS.into_iter().zip(p.row()).collect();
+        assert_eq!(
+            named,
+            [
+                ("stretch", 1.1),
+                ("activation", 0.5),
+                ("force_n", 2.0),
+                ("reference_force_n", 2.5),
+                ("lateral_stretch", 0.95),
+                ("volume_ratio", 0.99),
+                ("newton_iterations", 7.0),
+            ]
+        );
+    }
 
     #[test]
     fn reference_is_stress_free_at_rest_when_passive() {

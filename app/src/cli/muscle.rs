@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use haptics::muscle::{read_material, run_isometric, IsometricSetup, MaterialFile};
+use haptics::muscle::{read_material, run_isometric, IsometricPoint, IsometricSetup, MaterialFile};
 use haptics::plot::{line_plot, Series};
 
 use super::progress::Bars;
@@ -199,9 +199,7 @@ fn run_isometric_cmd(args: &IsometricArgs) -> anyhow::Result<()> {
         curve.points.len(),
         start.elapsed().as_secs_f64()
     );
-    let mut csv = String::from(
-        "stretch,activation,force_n,reference_force_n,lateral_stretch,volume_ratio,newton_iterations\n",
-    );
+    let mut csv = IsometricPoint::COLUMNS.join(",") + "\n";
     let mut worst: f64 = 0.0;
     for p in &curve.points {
         csv.push_str(&format!(
