@@ -69,8 +69,13 @@ fn python_package_tests_pass() {
     let root = repo_root();
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let python = python(&tmp, &root.join("python/requirements-test.txt"));
-    // The extension builds in its own target directory: it is its own workspace, built
-    // in release by maturin, which the build finds on the environment's PATH.
+    // maturin (found on the environment's PATH) builds the extension in the dev profile,
+    // which the test profile equals, into this build's target directory, so that it
+    // reuses the core and the crates that `cargo test --workspace` compiled
+    // (python/Cargo.toml turns on the features that keep the two builds' units equal).
+    let target_dir = tmp
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR lies in the target directory");
     let bin = python.parent().expect("the interpreter's directory");
     let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
@@ -89,7 +94,8 @@ fn python_package_tests_pass() {
             ])
             .arg(root.join("python"))
             .env("PATH", &path)
-            .env("CARGO_TARGET_DIR", tmp.join("python-target")),
+            .env("CARGO_TARGET_DIR", target_dir)
+            .env("MATURIN_PEP517_ARGS", "--profile dev"),
         "building the package (pip install ./python)",
     );
     let out = run(
@@ -99,6 +105,8 @@ fn python_package_tests_pass() {
             .current_dir(&root)
             .env("PATH", &path)
             .env("HAPTICS_BIN", env!("CARGO_BIN_EXE_haptics"))
+            // The bake cache the Rust tests share: the scenes are baked once per run.
+            .env("HAPTICS_TEST_CACHE", tmp.join("haptics-cache"))
             .env("PYTHONDONTWRITEBYTECODE", "1"),
         "the Python tests (pytest python/tests)",
     );

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +23,10 @@ def read_csv(path):
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("haptics-cache")
+    # cargo test passes the cache its Rust tests share ($HAPTICS_TEST_CACHE), so that a
+    # scene is baked once per run; the command and the package read the same one.
+    shared = os.environ.get("HAPTICS_TEST_CACHE")
+    return Path(shared) if shared else tmp_path_factory.mktemp("haptics-cache")
 
 
 def test_replay_equals_the_command_bit_for_bit(cli, tmp_path, cache):
