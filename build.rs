@@ -3,10 +3,9 @@
 //! bases and cubatures), given to the crate as `HAPTICS_BUILDER_FINGERPRINT`.
 //!
 //! Cache keys hash every input file and parameter, but not the code that turns them into
-//! an artifact: a build whose training or meshing had changed reused the old build's
-//! artifacts (it hid a change of the muscle's cubature from a local test run, 2026-11-28).
-//! With the fingerprint in every key, a changed builder gets new keys, and the cache is
-//! rebuilt instead of trusted.
+//! an artifact, so a build whose training or meshing changed would reuse the old build's
+//! artifacts. With the fingerprint in every key, a changed builder gets new keys, and the
+//! cache is rebuilt instead of trusted.
 //!
 //! The hash is 64-bit FNV-1a over each file's path, length and bytes, in path order:
 //! written here because it only has to notice a change (no adversary), and a

@@ -13,10 +13,11 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use haptics::check::ompl::{format_path, State};
-use haptics::check::shapes::{box_surface, closed_tube};
+use haptics::check::ompl::format_path;
 use haptics::check::{check_path, CheckOptions, Robot, World};
+use haptics::mesh::shapes::{box_surface, closed_tube};
 use haptics::mesh::{write_obj, SurfaceMesh};
+use haptics::proximity::rigid::State;
 use nalgebra::{Point3, UnitQuaternion, Vector3};
 
 /// The knot pipe, the box robot and the path.

@@ -20,8 +20,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
-use haptics::fem::muscle::MuscleMaterial;
-use haptics::mesh::fusiform::FusiformSpec;
+use haptics::fem::blemker::MuscleMaterial;
+use haptics::muscle::fusiform::FusiformSpec;
 use haptics::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
 use haptics::muscle::{FusiformModel, MaterialFile};
 use haptics::reduction::cubature::{CubatureForces, CubatureKernels};

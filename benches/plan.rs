@@ -13,15 +13,16 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use haptics::check::ompl::{read_problem, State};
-use haptics::check::shapes::{box_surface, union};
+use haptics::check::ompl::read_problem;
 use haptics::check::{robot_origin, Robot, World};
 use haptics::mesh::collada::distinct_vertex_sum;
 use haptics::mesh::read_obj;
+use haptics::mesh::shapes::{box_surface, union};
 use haptics::plan::corridor::{shorten, widest, Search};
 use haptics::plan::space::Space;
 use haptics::plan::validity::Checker;
 use haptics::plan::{default_clearance, plan, PlanOptions, Problem};
+use haptics::proximity::rigid::State;
 use nalgebra::{Point3, Vector3};
 use rand::SeedableRng;
 

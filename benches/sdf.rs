@@ -2,6 +2,7 @@
 //! the tube (15,840 triangles) at 128^3 and 256^3, and the bridge soup at 256^3.
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
+use haptics::geometry::pointshell::SplitMix64;
 use haptics::geometry::{
     soup_signed_field, MeshDistance, SdfOptions, SignedDistanceField, SoupOptions,
 };
@@ -34,15 +35,10 @@ fn lookups(c: &mut Criterion) {
         .collect();
     // Random: uniform in the box.
     let side = f.spacing * f.cells[0] as f64;
-    let mut s = 7u64;
+    let mut rng = SplitMix64::new(7);
     let random: Vec<Point3<f64>> = (0..near.len())
         .map(|_| {
-            let mut r = || {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (s >> 11) as f64 / (1u64 << 53) as f64
-            };
+            let mut r = || rng.next_f64();
             f.origin + Vector3::new(r(), r(), r()) * side
         })
         .collect();

@@ -81,5 +81,6 @@ pub mod muscle;
 pub mod plan;
 pub mod plot;
 pub mod progress;
+pub mod proximity;
 pub mod reduction;
 pub mod scene;

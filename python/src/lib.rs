@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use haptics::check::ompl::{State, QUATERNION_NORM_TOLERANCE};
 use haptics::check::problem::{load_problem, read_mesh, LoadedProblem};
 use haptics::check::report::{report_json, ReportContext};
 use haptics::check::{check_path, open_edges, CheckOptions, Robot, World};
@@ -22,6 +21,7 @@ use haptics::plan::report::{plan_json, PlanContext};
 use haptics::plan::space::Space;
 use haptics::plan::{plan_checked, CheckedPlan, PlanError, PlanOptions, Sampler};
 use haptics::progress::{Cancel, NoProgress};
+use haptics::proximity::rigid::{State, QUATERNION_NORM_TOLERANCE};
 use nalgebra::{Point3, Vector3};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

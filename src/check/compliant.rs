@@ -24,9 +24,10 @@
 use crate::reduction::evaluator::ReducedInternalForces;
 use nalgebra::{DMatrix, DVector, Isometry3, Point3, Vector3};
 
-use super::ompl::State;
 use super::PathPos;
-use crate::contact::traversal::{ContactOutput, ContactParams, Poses, Traversal};
+use crate::contact::traversal::{ContactOutput, Poses, Traversal};
+use crate::contact::ContactParams;
+use crate::proximity::rigid::State;
 use crate::scene::Scene;
 
 /// The equilibrium at one state.
@@ -382,7 +383,7 @@ pub fn check_compliant(
         }
     }
     for i in 0..segments {
-        let b = super::motion_bound(&path[i], &path[i + 1], radius);
+        let b = crate::proximity::rigid::motion_bound(&path[i], &path[i + 1], radius);
         let n = ((b / step.max(f64::MIN_POSITIVE)).ceil() as usize).max(1);
         let last = if i + 1 == segments { n } else { n - 1 };
         for k in 0..=last {

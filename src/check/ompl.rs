@@ -23,67 +23,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use nalgebra::{Quaternion, Unit, UnitQuaternion, Vector3};
+use nalgebra::{Unit, UnitQuaternion, Vector3};
 
-/// An SE(3) state: position and orientation.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct State {
-    /// Position.
-    pub position: Vector3<f64>,
-    /// Orientation.
-    pub orientation: UnitQuaternion<f64>,
-}
-
-impl State {
-    /// A state from its parts.
-    pub fn new(position: Vector3<f64>, orientation: UnitQuaternion<f64>) -> State {
-        State {
-            position,
-            orientation,
-        }
-    }
-
-    /// Position lerp and quaternion slerp on the shorter arc (OMPL's
-    /// `SE3StateSpace::interpolate`), `t` in [0, 1].
-    pub fn interpolate(&self, other: &State, t: f64) -> State {
-        let position = self.position.lerp(&other.position, t);
-        let mut q1 = other.orientation;
-        if self.orientation.coords.dot(&q1.coords) < 0.0 {
-            q1 = UnitQuaternion::new_unchecked(-q1.into_inner());
-        }
-        let orientation = self
-            .orientation
-            .try_slerp(&q1, t, 1e-12)
-            .unwrap_or_else(|| self.orientation.nlerp(&q1, t));
-        State::new(position, orientation)
-    }
-
-    /// A state from OMPL's `x y z qx qy qz qw`, the quaternion normalized; `Err(norm)`
-    /// when its norm is farther than [`QUATERNION_NORM_TOLERANCE`] from 1 (the numbers
-    /// must be finite).
-    pub fn from_ompl(v: &[f64; 7]) -> Result<State, f64> {
-        let q = Quaternion::new(v[6], v[3], v[4], v[5]);
-        let n = q.norm();
-        if (n - 1.0).abs() > QUATERNION_NORM_TOLERANCE {
-            return Err(n);
-        }
-        Ok(State::new(
-            Vector3::new(v[0], v[1], v[2]),
-            UnitQuaternion::new_normalize(q),
-        ))
-    }
-
-    /// The state as OMPL writes it: `x y z qx qy qz qw`.
-    pub fn to_ompl(&self) -> [f64; 7] {
-        let (p, q) = (self.position, self.orientation.coords);
-        [p.x, p.y, p.z, q.x, q.y, q.z, q.w]
-    }
-
-    /// The state as a rigid transform.
-    pub fn isometry(&self) -> nalgebra::Isometry3<f64> {
-        nalgebra::Isometry3::from_parts(self.position.into(), self.orientation)
-    }
-}
+use crate::proximity::rigid::{State, QUATERNION_NORM_TOLERANCE};
 
 /// Why an OMPL file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -363,9 +305,6 @@ pub fn read_path(path: &Path) -> Result<Vec<State>, OmplError> {
     })?;
     parse_path(&bytes, path)
 }
-
-/// Largest accepted |‖q‖ − 1| of a stored quaternion (OMPL prints 6 to 17 digits).
-pub const QUATERNION_NORM_TOLERANCE: f64 = 1e-3;
 
 /// Parses the bytes of a `.path` file: `x y z qx qy qz qw` per line (see the module docs).
 pub fn parse_path(bytes: &[u8], path: &Path) -> Result<Vec<State>, OmplError> {

@@ -31,7 +31,7 @@
 
 use nalgebra::{Isometry3, Point3, Vector3};
 
-use super::bvh::Bvh;
+use crate::proximity::bvh::Bvh;
 
 /// The interval of `t` for which triangle `a` translated by `t u` meets triangle `b`
 /// (closed; `None` when they never meet). Both in one frame.
@@ -315,8 +315,8 @@ fn tangents(u: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::exact::{triangle_distance, uniform_stream};
-    use crate::check::shapes::{box_surface, union};
+    use crate::mesh::shapes::{box_surface, union};
+    use crate::proximity::exact::{triangle_distance, uniform_stream};
     use nalgebra::{Translation3, UnitQuaternion};
 
     /// The depth searched finely, with no hint and a fresh scratch.

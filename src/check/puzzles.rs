@@ -20,11 +20,11 @@
 
 use nalgebra::{Point3, UnitQuaternion, Vector3};
 
-use super::ompl::State;
-use super::shapes::{closed_tube, open_tube};
 use crate::mesh::collada::distinct_vertex_sum;
 use crate::mesh::generate::box_hex_mesh;
+use crate::mesh::shapes::{closed_tube, open_tube};
 use crate::mesh::{Material, SurfaceMesh, VolumeMesh};
+use crate::proximity::rigid::State;
 
 /// A generated problem: meshes in world coordinates (the robot as it is at the start),
 /// the robot's origin, and two paths between the same start and goal.

@@ -46,8 +46,9 @@ use std::collections::BinaryHeap;
 
 use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
-use super::deformed_field::ProxyCache;
+use super::distance::ProxyCache;
 use super::distance::{cached_distance, cached_distance_above, DistanceQuery, Lookup};
+use super::params::DEFAULT_NODE_BUDGET;
 use super::point_tree::ContactShell;
 use super::traversal::Traversal;
 
@@ -56,10 +57,6 @@ pub const MAX_AT_LIMIT: usize = 32;
 
 /// A point whose margin is below this fraction of the limit is *at* the limit.
 const NEAR: f64 = 0.01;
-
-/// The default node budget of the sweep's candidate search (and of the scene key
-/// `[contact] sweep_budget`, [`super::ContactParams::sweep_budget`]).
-pub const DEFAULT_NODE_BUDGET: usize = 4000;
 
 /// Settings of the sweep.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -54,7 +54,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use nalgebra::{DMatrix, Matrix3, Point3, Vector3};
 
-use super::distance::{DistanceQuery, Lookup};
+use super::distance::{DistanceQuery, Lookup, ProxyCache, MAX_CACHED_NEIGHBOURS};
 use super::shell_modes::{for_each_embedded, ShellModesError};
 use crate::geometry::farthest::farthest_point_order;
 use crate::geometry::pointshell::PointshellError;
@@ -63,9 +63,6 @@ use crate::mesh::VolumeMesh;
 
 /// Largest supported `k`.
 pub const MAX_NEIGHBOURS: usize = 16;
-
-/// Largest `k` a [`ProxyCache`] holds (larger `k` always scans).
-pub const MAX_CACHED_NEIGHBOURS: usize = 8;
 
 /// Relative rounding margin of the cache test: distances computed in double precision
 /// are exact to far better than this.
@@ -83,24 +80,6 @@ fn next_field_id() -> u32 {
             return id;
         }
     }
-}
-
-/// The k nearest proxies last found for one query point, and how far the point and the
-/// proxies may move before they can change (module docs). [`Default`] is empty.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ProxyCache {
-    /// Identity of the field that filled it; 0: empty.
-    field: u32,
-    count: u8,
-    proxies: [u16; MAX_CACHED_NEIGHBOURS],
-    /// The query point when filled.
-    anchor: [f64; 3],
-    /// How far the point and the proxies may move together: half the gap, less margins.
-    slack: f64,
-    /// The field's accumulated proxy drift when filled.
-    drift: f64,
-    /// The distance to the k-th nearest proxy when filled.
-    kth: f64,
 }
 
 /// Why a deformed distance field could not be built.
@@ -141,14 +120,6 @@ struct Proxy {
     u: Vec<Vector3<f64>>,
     /// `F_{i,j}`.
     grad: Vec<Matrix3<f64>>,
-}
-
-impl ProxyCache {
-    /// The query point the cache was filled at (`None` if empty): it changes exactly when
-    /// a query had to scan the proxies.
-    pub fn anchor(&self) -> Option<Point3<f64>> {
-        (self.field != 0 && self.count > 0).then(|| Point3::from(self.anchor))
-    }
 }
 
 /// A deformed distance field; call [`DeformedDistanceField::update`] with the object's

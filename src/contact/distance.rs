@@ -9,8 +9,36 @@
 
 use nalgebra::{Point3, Unit, Vector3};
 
-use super::deformed_field::ProxyCache;
 use crate::geometry::{MeshDistance, SignedDistanceField};
+
+/// Largest `k` a [`ProxyCache`] holds (larger `k` always scans).
+pub const MAX_CACHED_NEIGHBOURS: usize = 8;
+
+/// The k nearest proxies last found for one query point, and how far the point and the
+/// proxies may move before they can change ([`super::deformed_field`] module docs). [`Default`] is empty.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProxyCache {
+    /// Identity of the field that filled it; 0: empty.
+    pub(super) field: u32,
+    pub(super) count: u8,
+    pub(super) proxies: [u16; MAX_CACHED_NEIGHBOURS],
+    /// The query point when filled.
+    pub(super) anchor: [f64; 3],
+    /// How far the point and the proxies may move together: half the gap, less margins.
+    pub(super) slack: f64,
+    /// The field's accumulated proxy drift when filled.
+    pub(super) drift: f64,
+    /// The distance to the k-th nearest proxy when filled.
+    pub(super) kth: f64,
+}
+
+impl ProxyCache {
+    /// The query point the cache was filled at (`None` if empty): it changes exactly when
+    /// a query had to scan the proxies.
+    pub fn anchor(&self) -> Option<Point3<f64>> {
+        (self.field != 0 && self.count > 0).then(|| Point3::from(self.anchor))
+    }
+}
 
 /// A signed distance, queried in the distance-field object's body frame.
 pub trait DistanceQuery {

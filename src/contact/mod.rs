@@ -12,6 +12,7 @@
 //!   that turns all of the above into contact force, torque, gradients and reduced
 //!   forces once per haptic cycle, without allocating.
 //! - [`deformed_field`]: the distance field of a reduced deformable object (3.12).
+//! - [`params`]: the contact settings shared by the traversal and the sweep.
 //! - [`continuous`]: the first time of contact of the held object's motion over a cycle
 //!   (conservative advancement), so that no motion carries it through a thin wall.
 
@@ -19,14 +20,16 @@ pub mod continuous;
 pub mod deformed_field;
 pub mod distance;
 pub mod model;
+pub mod params;
 pub mod point_tree;
 pub mod shell_modes;
 pub mod traversal;
 
 pub use continuous::{Motion, Sweep, SweepParams, SweepResult};
-pub use deformed_field::{DeformedDistanceField, DeformedFieldError, ProxyCache};
-pub use distance::{DistanceQuery, ExactField, HalfSpace, Lookup};
+pub use deformed_field::{DeformedDistanceField, DeformedFieldError};
+pub use distance::{DistanceQuery, ExactField, HalfSpace, Lookup, ProxyCache};
 pub use model::{point_contact, Friction, PointContact};
+pub use params::ContactParams;
 pub use point_tree::{ContactShell, NestedPointTree, PointTreeError};
 pub use shell_modes::{shell_modes, ShellModes, ShellModesError};
-pub use traversal::{ContactOutput, ContactParams, ContactPoint, Lookups, Poses, Traversal};
+pub use traversal::{ContactOutput, ContactPoint, Lookups, Poses, Traversal};

@@ -471,15 +471,11 @@ impl ContactShell {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::pointshell::SplitMix64;
 
     fn sphere_points(n: usize, seed: u64) -> Vec<Point3<f64>> {
-        let mut s = seed;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = SplitMix64::new(seed);
+        let mut rnd = || rng.next_f64();
         (0..n)
             .map(|_| {
                 let z = 2.0 * rnd() - 1.0;

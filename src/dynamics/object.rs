@@ -4,7 +4,7 @@
 //! through one [`ReducedNewmark`](super::ReducedNewmark) type and the haptic loop needs no
 //! generics or virtual calls.
 
-use crate::fem::muscle::MuscleMaterial;
+use crate::fem::blemker::MuscleMaterial;
 use crate::reduction::cubature::{CubatureForces, CubatureScratch};
 use crate::reduction::evaluator::{EvalScratch, ReducedForces, ReducedInternalForces};
 

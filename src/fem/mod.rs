@@ -7,11 +7,11 @@
 //! tetrahedral finite elements"; Teran et al., "Finite volume methods for the simulation
 //! of skeletal muscle". docs/equations.md lists the errata of the printed equations.
 
+pub mod blemker;
 pub mod edge;
 pub mod fvm;
 pub mod hyperelastic;
 pub mod model;
-pub mod muscle;
 pub mod quadrature;
 pub mod sparse;
 pub mod stvk;

@@ -5,6 +5,7 @@
 
 pub mod dist;
 pub mod farthest;
+pub mod nurbs;
 pub mod pointshell;
 pub mod sdf;
 pub mod soup;

@@ -95,6 +95,7 @@ pub fn normal_and_angles(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::pointshell::SplitMix64;
 
     #[test]
     fn closest_point_matches_dense_sampling() {
@@ -103,13 +104,8 @@ mod tests {
             Point3::new(1.0, 0.2, 0.0),
             Point3::new(0.3, 0.9, 0.4),
         );
-        let mut s = 9u64;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 3.0 - 1.0
-        };
+        let mut rng = SplitMix64::new(9);
+        let mut rnd = || rng.next_f64() * 3.0 - 1.0;
         for _ in 0..200 {
             let p = Point3::new(rnd(), rnd(), rnd());
             let (q, _) = closest_point(&p, &a, &b, &c);

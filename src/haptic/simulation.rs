@@ -127,6 +127,17 @@ pub struct HapticSimulation {
     /// The device's bounds on the coupling ([`crate::haptic::device_fit`]), kept through
     /// live edits.
     caps: Option<crate::haptic::CouplingCaps>,
+    /// The clutch button's bit in a device reading's buttons.
+    clutch_mask: u32,
+}
+
+/// The summed contact of one cycle's traversals.
+struct Traversed {
+    total: PointContact,
+    traversed: usize,
+    contacts: usize,
+    level_of_detail: usize,
+    depth: f64,
 }
 
 impl HapticSimulation {
@@ -178,6 +189,7 @@ impl HapticSimulation {
             cycle: 0,
             last_manipulandum: None,
             caps: None,
+            clutch_mask: haptics_devices::SafetySettings::default().clutch_mask(),
             scene,
         }
     }
@@ -261,10 +273,13 @@ impl HapticSimulation {
     /// Runs one cycle for a device reading: its pose, and its buttons for the clutch
     /// (the step of the haptic thread, of replays and of recordings).
     pub fn device_cycle(&mut self, pose: &haptics_devices::Pose, buttons: u32) -> CycleReport {
-        self.cycle(
-            &pose.isometry(),
-            buttons & crate::haptic::thread::CLUTCH_BUTTON != 0,
-        )
+        self.cycle(&pose.isometry(), buttons & self.clutch_mask != 0)
+    }
+
+    /// Which device button is the clutch ([`haptics_devices::SafetySettings::clutch_button`]
+    /// of the device's profile; the default button 1 until set; none: no clutch).
+    pub fn set_clutch_button(&mut self, button: Option<u32>) {
+        self.clutch_mask = haptics_devices::safety::clutch_mask(button);
     }
 
     /// Runs one cycle for a device pose (device frame, metres) and clutch state.
@@ -277,19 +292,75 @@ impl HapticSimulation {
     /// was none). Bounded time on any input.
     pub fn cycle(&mut self, device: &Isometry3<f64>, clutch: bool) -> CycleReport {
         self.cycle += 1;
+        let (mapped, manipulandum) = self.map_device(device, clutch);
+        self.scene.haptic.field.update_deformation();
+        let pushed_out = self.push_out();
+        let contact = self.traverse_environment();
+        // The patch, computed at most once a cycle: both friction calls ask for it with
+        // the same normal (that of the contact wrench).
+        let mut patch: Option<Option<Patch>> = None;
+        let (pushed, friction, friction_torque) = self.add_friction(&contact.total, &mut patch);
+        let (c, swept) = self.couple(mapped.as_ref(), &pushed, contact.depth);
+        self.update_friction(&c, &contact.total, &mut patch);
+        let finite = !c.fault
+            && c.device_force
+                .iter()
+                .chain(c.device_torque.iter())
+                .all(|v| v.is_finite())
+            && pose_is_finite(&self.coupling.pose);
+        let reset = self.step_dynamics();
+        // On a fault the object stays where it was: the coupling never commits a
+        // non-finite pose, and the manipulandum may be the very value that was refused.
+        let zero_unless = |v: Vector3<f64>| if finite { v } else { Vector3::zeros() };
+        CycleReport {
+            manipulandum,
+            simulation: self.coupling.pose,
+            force: zero_unless(c.device_force),
+            torque: zero_unless(c.device_torque),
+            traversed: contact.traversed,
+            contacts: contact.contacts,
+            level_of_detail: contact.level_of_detail,
+            rank: c.rank,
+            fault: !finite,
+            reset,
+            swept,
+            friction,
+            friction_torque,
+            depth: contact.depth,
+            pushed_out,
+        }
+    }
+
+    /// Step 1: the device pose through the workspace. Returns the manipulandum when the
+    /// reading maps to a finite one, and the manipulandum to report (the last finite
+    /// one, else the simulation pose).
+    fn map_device(
+        &mut self,
+        device: &Isometry3<f64>,
+        clutch: bool,
+    ) -> (Option<Isometry3<f64>>, Isometry3<f64>) {
         let mapped = self.workspace.try_manipulandum(device, clutch);
         if mapped.is_some() {
             self.last_manipulandum = mapped;
         }
-        let manip = mapped
+        let shown = mapped
             .or(self.last_manipulandum)
             .unwrap_or(self.coupling.pose);
-        self.scene.haptic.field.update_deformation();
-        let pushed_out = self.push_out();
+        (mapped, shown)
+    }
+
+    /// Step 3: every environment pointshell against the haptic object's field, into
+    /// `self.outputs`; the summed contact and the reduced coordinates it was taken at.
+    fn traverse_environment(&mut self) -> Traversed {
         let body = self.haptic_pose();
         let grasp = self.coupling.pose * Point3::origin();
-        let mut total = PointContact::zero();
-        let (mut traversed, mut contacts, mut lod, mut depth) = (0, 0, 0, 0.0f64);
+        let mut sum = Traversed {
+            total: PointContact::zero(),
+            traversed: 0,
+            contacts: 0,
+            level_of_detail: 0,
+            depth: 0.0,
+        };
         for ((env, tr), out) in self
             .scene
             .environment
@@ -307,11 +378,11 @@ impl HapticSimulation {
                 .haptic
                 .field
                 .traverse(tr, &env.shell, &poses, q, out);
-            total.add(&out.contact);
-            traversed += out.traversed;
-            contacts += out.contacts.len();
-            lod = lod.max(out.deepest_level + 1);
-            depth = out.contacts.iter().fold(depth, |d, c| d.max(-c.depth));
+            sum.total.add(&out.contact);
+            sum.traversed += out.traversed;
+            sum.contacts += out.contacts.len();
+            sum.level_of_detail = sum.level_of_detail.max(out.deepest_level + 1);
+            sum.depth = out.contacts.iter().fold(sum.depth, |d, c| d.max(-c.depth));
         }
         self.traversed_at = Some(self.coupling.pose);
         for (env, q) in self.scene.environment.iter().zip(&mut self.traversed_q) {
@@ -319,57 +390,74 @@ impl HapticSimulation {
                 q.copy_from_slice(&d.q);
             }
         }
-        // Friction joins the contact wrench in the coupling's equilibrium.
-        let mut pushed = total;
-        let friction = self.scene.contact.friction;
-        // The patch, computed at most once a cycle: both friction calls below ask for it
-        // with the same normal (that of `total`).
-        let mut patch: Option<Option<Patch>> = None;
-        let (friction_force, friction_torque) = if friction.is_some() {
-            let pose = &self.coupling.pose;
-            self.friction.add_to(
-                (&pose.translation.vector, &pose.rotation),
-                |n| {
-                    *patch
-                        .get_or_insert_with(|| Patch::of_contacts(contact_points(&self.outputs), n))
-                },
-                &mut pushed,
-            )
-        } else {
-            (Vector3::zeros(), Vector3::zeros())
-        };
-        // The coupling refuses non-finite systems itself (no motion, `fault`); a bad device
-        // reading does not even reach it.
-        let mut swept = 1.0;
-        let c = match mapped.and_then(|m| Some((m, self.coupling.propose(&m, &pushed)?))) {
+        sum
+    }
+
+    /// Step 4a: the friction wrench joins the contact wrench in the coupling's
+    /// equilibrium. Returns the sum and the friction force and torque.
+    fn add_friction(
+        &mut self,
+        total: &PointContact,
+        patch: &mut Option<Option<Patch>>,
+    ) -> (PointContact, Vector3<f64>, Vector3<f64>) {
+        let mut pushed = *total;
+        if self.scene.contact.friction.is_none() {
+            return (pushed, Vector3::zeros(), Vector3::zeros());
+        }
+        let pose = &self.coupling.pose;
+        let outputs = &self.outputs;
+        let (force, torque) = self.friction.add_to(
+            (&pose.translation.vector, &pose.rotation),
+            |n| *patch.get_or_insert_with(|| Patch::of_contacts(contact_points(outputs), n)),
+            &mut pushed,
+        );
+        (pushed, force, torque)
+    }
+
+    /// Step 4b: the coupling's step, swept against the environment and committed. The
+    /// coupling refuses non-finite systems itself (no motion, `fault`); a bad device
+    /// reading does not even reach it. Returns the output and the fraction of the step
+    /// taken.
+    fn couple(
+        &mut self,
+        mapped: Option<&Isometry3<f64>>,
+        pushed: &PointContact,
+        depth: f64,
+    ) -> (CouplingOutput, f64) {
+        match mapped.and_then(|m| Some((m, self.coupling.propose(m, pushed)?))) {
             Some((m, step)) => {
                 let (pose, t) = self.swept_pose(&step, depth);
-                swept = t;
-                self.coupling.commit(&m, &pose, &step)
+                (self.coupling.commit(m, &pose, &step), t)
             }
-            None => CouplingOutput::faulted(),
-        };
-        if let (Some(f), false) = (friction, c.fault) {
-            let pose = &self.coupling.pose;
-            self.friction.update(
-                &f,
-                (&pose.translation.vector, &pose.rotation),
-                &total,
-                |n| {
-                    *patch
-                        .get_or_insert_with(|| Patch::of_contacts(contact_points(&self.outputs), n))
-                },
-                (&c.coupling_force, &c.coupling_torque),
-            );
+            None => (CouplingOutput::faulted(), 1.0),
         }
-        let finite = !c.fault
-            && c.device_force
-                .iter()
-                .chain(c.device_torque.iter())
-                .all(|v| v.is_finite())
-            && pose_is_finite(&self.coupling.pose);
+    }
+
+    /// Step 4c: the friction proxy's stick or slip under the committed coupling.
+    fn update_friction(
+        &mut self,
+        c: &CouplingOutput,
+        total: &PointContact,
+        patch: &mut Option<Option<Patch>>,
+    ) {
+        let (Some(f), false) = (self.scene.contact.friction, c.fault) else {
+            return;
+        };
+        let pose = &self.coupling.pose;
+        let outputs = &self.outputs;
+        self.friction.update(
+            &f,
+            (&pose.translation.vector, &pose.rotation),
+            total,
+            |n| *patch.get_or_insert_with(|| Patch::of_contacts(contact_points(outputs), n)),
+            (&c.coupling_force, &c.coupling_torque),
+        );
+    }
+
+    /// Step 6: reduced contact forces into each deformable object (and the held one),
+    /// then one Newmark step each. Returns whether one diverged and was reset.
+    fn step_dynamics(&mut self) -> bool {
         let mut reset = false;
-        // Reduced contact forces into each deformable object, then one Newmark step.
         for (env, out) in self.scene.environment.iter_mut().zip(&self.outputs) {
             if let Some(d) = &mut env.dynamics {
                 reset |= d.step(&out.reduced_force) != StepEvent::Ok;
@@ -384,33 +472,7 @@ impl HapticSimulation {
             }
             reset |= dynamics.step(&self.field_force) != StepEvent::Ok;
         }
-        // On a fault the object stays where it was: the coupling never commits a
-        // non-finite pose, and the manipulandum may be the very value that was refused.
-        CycleReport {
-            manipulandum: manip,
-            simulation: self.coupling.pose,
-            force: if finite {
-                c.device_force
-            } else {
-                Vector3::zeros()
-            },
-            torque: if finite {
-                c.device_torque
-            } else {
-                Vector3::zeros()
-            },
-            traversed,
-            contacts,
-            level_of_detail: lod,
-            rank: c.rank,
-            fault: !finite,
-            reset,
-            swept,
-            friction: friction_force,
-            friction_torque,
-            depth,
-            pushed_out,
-        }
+        reset
     }
 
     /// The penetration limit of the continuous contact: the scene's `max_penetration`,

@@ -22,9 +22,6 @@ use super::timing::{CycleStats, TimingSummary};
 use super::PeriodicScheduler;
 use crate::scene::Param;
 
-/// Button bit used as the clutch (workspace indexing).
-pub const CLUTCH_BUTTON: u32 = 1 << 1;
-
 /// Edits sent to the haptic thread.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Command {

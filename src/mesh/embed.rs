@@ -440,6 +440,7 @@ impl ElementGrid {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::pointshell::SplitMix64;
     use crate::mesh::generate::{box_hex_mesh, box_tet_mesh};
     use crate::mesh::volume::Material;
 
@@ -509,13 +510,8 @@ mod tests {
             Point3::origin(),
             mat(),
         );
-        let mut s = 7u64;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = SplitMix64::new(7);
+        let mut rnd = || rng.next_f64();
         let pts: Vec<Point3<f64>> = (0..500)
             .map(|_| Point3::new(rnd() * 1.2 - 0.1, rnd() * 1.2 - 0.1, rnd() * 2.4 - 0.2))
             .collect();

@@ -266,3 +266,29 @@ pub fn excerpt(s: &str) -> String {
     }
     format!("'{}'", out.escape_debug())
 }
+
+/// Test helper: asserts that `err` points at 1-based line `line` of a text file; a failure
+/// shows the error (file, location and reason) next to the expected line.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_at_line(err: &MeshError, line: usize) {
+    assert_location(err, Location::Line(line));
+}
+
+/// Test helper: asserts that `err` points at 0-based byte `offset` of a binary file; a
+/// failure shows the error next to the expected offset.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_at_offset(err: &MeshError, offset: u64) {
+    assert_location(err, Location::Offset(offset));
+}
+
+#[cfg(test)]
+#[track_caller]
+fn assert_location(err: &MeshError, expected: Location) {
+    assert_eq!(
+        err.location(),
+        Some(&expected),
+        "expected an error at {expected}, got: {err}"
+    );
+}

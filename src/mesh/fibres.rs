@@ -181,16 +181,10 @@ pub fn parse_fibres(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mesh::error::assert_at_line;
 
     fn p() -> &'static Path {
         Path::new("m.fibres")
-    }
-
-    fn line_of(e: &MeshError) -> Option<usize> {
-        match e.location() {
-            Some(Location::Line(l)) => Some(*l),
-            _ => None,
-        }
     }
 
     #[test]
@@ -250,13 +244,13 @@ mod tests {
     fn header_errors() {
         let e = parse_fibres("# nothing\n\n", p(), None).unwrap_err();
         assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
-        assert_eq!(line_of(&e), Some(3));
+        assert_at_line(&e, 3);
         let e = parse_fibres("1 0 0\n", p(), None).unwrap_err();
         assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
         assert!(e.to_string().contains("'fibres N'"), "{e}");
         let e = parse_fibres("# c\nfibres x\n", p(), None).unwrap_err();
         assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
-        assert_eq!(line_of(&e), Some(2));
+        assert_at_line(&e, 2);
         let e = parse_fibres("fibres -3\n", p(), None).unwrap_err();
         assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
         let e = parse_fibres("fibres 2 3\n", p(), None).unwrap_err();
@@ -266,7 +260,7 @@ mod tests {
     #[test]
     fn wrong_count_names_the_expected_number() {
         let e = parse_fibres("fibres 2\n1 0 0\n0 1 0\n", p(), Some(3)).unwrap_err();
-        assert_eq!(line_of(&e), Some(1));
+        assert_at_line(&e, 1);
         let s = e.to_string();
         assert!(
             s.contains("expected 'fibres 3'") && s.contains("found 'fibres 2'"),
@@ -279,11 +273,11 @@ mod tests {
     fn too_few_and_too_many_lines() {
         let e = parse_fibres("fibres 3\n1 0 0\n0 1 0\n", p(), None).unwrap_err();
         assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
-        assert_eq!(line_of(&e), Some(4));
+        assert_at_line(&e, 4);
         assert!(e.to_string().contains("3 fibre vectors (found 2)"), "{e}");
         let e = parse_fibres("fibres 1\n1 0 0\n0 1 0\n", p(), None).unwrap_err();
         assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
-        assert_eq!(line_of(&e), Some(3));
+        assert_at_line(&e, 3);
         assert!(
             e.to_string()
                 .contains("end of the file after 1 fibre vectors"),
@@ -296,12 +290,12 @@ mod tests {
         // Not a number.
         let e = parse_fibres("fibres 2\n1 0 0\n0 one 0\n", p(), None).unwrap_err();
         assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
-        assert_eq!(line_of(&e), Some(3));
+        assert_at_line(&e, 3);
         assert!(e.to_string().contains("'one'"), "{e}");
         // Wrong number of components.
         let e = parse_fibres("fibres 1\n1 0\n", p(), None).unwrap_err();
         assert!(e.to_string().contains("three numbers"), "{e}");
-        assert_eq!(line_of(&e), Some(2));
+        assert_at_line(&e, 2);
         let e = parse_fibres("fibres 1\n1 0 0 0\n", p(), None).unwrap_err();
         assert!(e.to_string().contains("4 fields"), "{e}");
         // NaN and infinity.
@@ -312,7 +306,7 @@ mod tests {
         ] {
             let e = parse_fibres(t, p(), None).unwrap_err();
             assert!(matches!(e, MeshError::NonFinite { .. }), "{e}");
-            assert_eq!(line_of(&e), Some(2));
+            assert_at_line(&e, 2);
         }
         // Zero and non-unit vectors, saying what was expected.
         let e = parse_fibres("fibres 1\n0 0 0\n", p(), None).unwrap_err();
@@ -324,7 +318,7 @@ mod tests {
         assert!(s.contains("found the zero vector"), "{s}");
         let e = parse_fibres("fibres 1\n0 0 1.00001\n", p(), None).unwrap_err();
         assert!(e.to_string().contains("length 1.00001"), "{e}");
-        assert_eq!(line_of(&e), Some(2));
+        assert_at_line(&e, 2);
         // Within the tolerance it is accepted, as written.
         let f = parse_fibres("fibres 1\n0 0 1.0000005\n", p(), None).unwrap();
         assert_eq!(f[0].z, 1.0000005);

@@ -11,13 +11,12 @@ pub mod collada;
 pub mod embed;
 pub mod error;
 pub mod fibres;
-pub mod fusiform;
 pub mod generate;
 pub mod gltf;
 pub mod interp;
-pub mod nurbs;
 pub mod obj;
 pub mod read;
+pub mod shapes;
 pub mod stl;
 pub mod surface;
 pub mod tetgen;
@@ -31,12 +30,8 @@ pub use bou::{read_bou, write_bou};
 pub use embed::{embed, EmbedError, Embedding};
 pub use error::{Location, MeshError};
 pub use fibres::{fibres_path, parse_fibres, read_fibres, write_fibres};
-pub use fusiform::{
-    fusiform_muscle, fusiform_solid, FusiformError, FusiformMuscle, FusiformSpec, MuscleFiles,
-};
 pub use generate::{box_hex_mesh, box_surface_mesh, box_tet_mesh, vertices_where};
 pub use interp::{read_interp, write_interp, Interpolation, MAX_INTERP_WEIGHT};
-pub use nurbs::{NurbsError, NurbsSolid};
 pub use obj::{parse_obj, read_obj, write_obj};
 pub use read::{read_any, read_surface, read_volume, AnyMesh};
 pub use stl::{read_stl, write_stl_ascii, write_stl_binary};

@@ -223,6 +223,7 @@ pub fn write_obj(path: &Path, mesh: &SurfaceMesh) -> Result<(), MeshError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mesh::error::assert_at_line;
 
     fn p() -> &'static Path {
         Path::new("t.obj")
@@ -254,7 +255,7 @@ mod tests {
         ];
         for (text, line) in cases {
             let e = parse_obj(text, p()).unwrap_err();
-            assert_eq!(e.location(), Some(&Location::Line(*line)), "{text:?}: {e}");
+            assert_at_line(&e, *line);
             assert!(e.to_string().contains("t.obj"));
         }
         assert!(matches!(
@@ -279,7 +280,7 @@ mod tests {
         let text = "# Number of vertices: 4\n# Number of faces: 2\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3\n";
         let e = parse_obj(text, p()).unwrap_err();
         assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
-        assert_eq!(e.location(), Some(&Location::Line(8)));
+        assert_at_line(&e, 8);
     }
 
     #[test]

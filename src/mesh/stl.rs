@@ -326,6 +326,7 @@ pub fn write_stl_ascii(path: &Path, mesh: &SurfaceMesh) -> Result<(), MeshError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mesh::error::{assert_at_line, assert_at_offset};
 
     fn square() -> SurfaceMesh {
         SurfaceMesh {
@@ -368,45 +369,22 @@ mod tests {
     fn binary_errors_have_offsets() {
         let p = Path::new("x.stl");
         let e = parse_stl_binary(&[0u8; 50], p).unwrap_err();
-        assert!(matches!(
-            e,
-            MeshError::Truncated {
-                location: Location::Offset(50),
-                ..
-            }
-        ));
+        assert!(matches!(e, MeshError::Truncated { .. }));
+        assert_at_offset(&e, 50);
         let mut b = vec![0u8; 84 + 100];
         b[80] = 2;
         let e = parse_stl_binary(&b[..150], p).unwrap_err();
-        assert!(matches!(
-            e,
-            MeshError::Truncated {
-                location: Location::Offset(150),
-                ..
-            }
-        ));
+        assert!(matches!(e, MeshError::Truncated { .. }));
+        assert_at_offset(&e, 150);
         b.push(0);
         let e = parse_stl_binary(&b, p).unwrap_err();
-        assert!(matches!(
-            e,
-            MeshError::Syntax {
-                location: Location::Offset(184),
-                ..
-            }
-        ));
+        assert!(matches!(e, MeshError::Syntax { .. }));
+        assert_at_offset(&e, 184);
         b.pop();
         b[84 + 50 + 12 + 4..84 + 50 + 12 + 8].copy_from_slice(&f32::NAN.to_le_bytes());
         let e = parse_stl_binary(&b, p).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::NonFinite {
-                    location: Location::Offset(150),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::NonFinite { .. }), "{e}");
+        assert_at_offset(&e, 150);
     }
 
     #[test]
@@ -414,18 +392,10 @@ mod tests {
         let p = Path::new("x.stl");
         let t = "solid a\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 abc 0\n";
         let e = parse_stl_ascii(t, p).unwrap_err();
-        assert_eq!(e.location(), Some(&Location::Line(5)));
+        assert_at_line(&e, 5);
         let t = "solid a\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\n";
         let e = parse_stl(t.as_bytes(), p).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::Truncated {
-                    location: Location::Line(5),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
+        assert_at_line(&e, 5);
     }
 }

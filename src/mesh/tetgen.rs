@@ -116,8 +116,37 @@ pub fn parse_tetgen(
     ele_path: &Path,
     material: &Material,
 ) -> Result<VolumeMesh, MeshError> {
-    // --- nodes
-    let path = node_path;
+    let nodes = parse_nodes(node_text, node_path)?;
+    let elements = parse_elements(ele_text, ele_path, &nodes)?;
+    let materials = region_materials(&elements.regions, material);
+    let mut connectivity = elements.connectivity;
+    orient_consistently(&nodes.vertices, &mut connectivity);
+    Ok(VolumeMesh {
+        vertices: nodes.vertices,
+        kind: ElementKind::Tet,
+        connectivity,
+        materials,
+        element_material: elements.element_material,
+    })
+}
+
+/// The nodes of a `.node` file, and the base of their running index (0 or 1).
+struct Nodes {
+    vertices: Vec<Point3<f64>>,
+    base: usize,
+}
+
+/// The tetrahedra of an `.ele` file: 0-based node indices, and each element's region
+/// (an index into `regions`, the distinct region attributes' bits in order of first use).
+struct Elements {
+    connectivity: Vec<usize>,
+    element_material: Vec<usize>,
+    regions: Vec<u64>,
+}
+
+/// Parses the `.node` text: the header `n 3 nattr nbm`, then `n` lines of index,
+/// coordinates, attributes and marker.
+fn parse_nodes(node_text: &str, path: &Path) -> Result<Nodes, MeshError> {
     let mut lines = content_lines(node_text);
     let Some((hl, h)) = lines.next() else {
         return Err(MeshError::truncated(
@@ -205,9 +234,16 @@ pub fn parse_tetgen(
             excerpt(&t.join(" ")),
         ));
     }
+    Ok(Nodes {
+        vertices,
+        base: node_base,
+    })
+}
 
-    // --- elements
-    let path = ele_path;
+/// Parses the `.ele` text: the header `m 4 nattr`, then `m` lines of index, four node
+/// indices (of `nodes`) and attributes (the first is the region).
+fn parse_elements(ele_text: &str, path: &Path, nodes: &Nodes) -> Result<Elements, MeshError> {
+    let (node_base, n) = (nodes.base, nodes.vertices.len());
     let mut lines = content_lines(ele_text);
     let Some((hl, h)) = lines.next() else {
         return Err(MeshError::truncated(
@@ -298,8 +334,17 @@ pub fn parse_tetgen(
             excerpt(&t.join(" ")),
         ));
     }
+    Ok(Elements {
+        connectivity,
+        element_material,
+        regions,
+    })
+}
 
-    let materials = if regions.is_empty() {
+/// One material per region (named `region<attribute>`), or `material` alone when the
+/// file has no region attribute.
+fn region_materials(regions: &[u64], material: &Material) -> Vec<Material> {
+    if regions.is_empty() {
         vec![material.clone()]
     } else {
         regions
@@ -310,9 +355,12 @@ pub fn parse_tetgen(
                 mat
             })
             .collect()
-    };
+    }
+}
 
-    // Orientation: flip only if every element is negatively oriented.
+/// Flips every tetrahedron when all of them are negatively oriented (TetGen's files
+/// are consistent one way or the other); a mixed mesh is left for the checks to report.
+fn orient_consistently(vertices: &[Point3<f64>], connectivity: &mut [usize]) {
     let volume = |c: &[usize]| -> f64 {
         let g = |i: usize| {
             c.get(i)
@@ -329,18 +377,12 @@ pub fn parse_tetgen(
             c.swap(1, 2);
         }
     }
-    Ok(VolumeMesh {
-        vertices,
-        kind: ElementKind::Tet,
-        connectivity,
-        materials,
-        element_material,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mesh::error::assert_at_line;
 
     fn mat() -> Material {
         Material::new("m", 1000.0, 1e6, 0.3)
@@ -382,21 +424,13 @@ mod tests {
             MeshError::IndexOutOfRange {
                 index: 5,
                 count: 5,
-                location: Location::Line(2),
                 ..
             }
         ));
+        assert_at_line(&e, 2);
         let e = parse_tetgen(NODE0, np, "2 4 0\n0 0 1 2 3\n", ep, &mat()).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::Truncated {
-                    location: Location::Line(3),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
+        assert_at_line(&e, 3);
         let e = parse_tetgen(
             &NODE0.replace("2 0 1 0", "2 0 inf 0"),
             np,
@@ -405,13 +439,8 @@ mod tests {
             &mat(),
         )
         .unwrap_err();
-        assert!(matches!(
-            e,
-            MeshError::NonFinite {
-                location: Location::Line(5),
-                ..
-            }
-        ));
+        assert!(matches!(e, MeshError::NonFinite { .. }));
+        assert_at_line(&e, 5);
         assert!(e.to_string().contains("c.node"));
         let e = parse_tetgen(
             NODE0,

@@ -777,7 +777,7 @@ pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mesh::error::ElementDefectKind;
+    use crate::mesh::error::{assert_at_line, ElementDefectKind};
 
     const TET: &str = "# test\n*VERTICES\n4 3 0 0\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n\n\
                        *ELEMENTS\nTET\n1 4 0\n1 1 2 3 4\n\n*MATERIAL M\nENU, 1000, 1e6, 0.3\n\n*REGION\nallElements, M\n";
@@ -800,27 +800,11 @@ mod tests {
     #[test]
     fn errors_have_lines_and_variants() {
         let e = parse_veg(&TET.replace("2 1 0 0", "2 1 abc 0"), p()).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::Syntax {
-                    location: Location::Line(5),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
+        assert_at_line(&e, 5);
         let e = parse_veg(&TET.replace("2 1 0 0", "2 1 nan 0"), p()).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::NonFinite {
-                    location: Location::Line(5),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::NonFinite { .. }), "{e}");
+        assert_at_line(&e, 5);
         let e = parse_veg(&TET.replace("1 1 2 3 4", "1 1 2 3 5"), p()).unwrap_err();
         assert!(
             matches!(
@@ -828,48 +812,32 @@ mod tests {
                 MeshError::IndexOutOfRange {
                     index: 5,
                     count: 4,
-                    location: Location::Line(12),
                     ..
                 }
             ),
             "{e}"
         );
+        assert_at_line(&e, 12);
         let e = parse_veg(&TET.replace("1 4 0", "2 4 0"), p()).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::Truncated {
-                    location: Location::Line(14),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::Truncated { .. }), "{e}");
+        assert_at_line(&e, 14);
         let e = parse_veg(&TET.replace("allElements, M", "allElements, N"), p()).unwrap_err();
         assert!(
             matches!(
                 e,
                 MeshError::Undefined {
                     what: "material",
-                    location: Location::Line(18),
                     ..
                 }
             ),
             "{e}"
         );
+        assert_at_line(&e, 18);
         let e = parse_veg(&TET.replace("allElements, M", "S, M"), p()).unwrap_err();
         assert!(matches!(e, MeshError::Undefined { what: "set", .. }), "{e}");
         let e = parse_veg(&TET.replace("0.3", "0.5"), p()).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::InvalidMaterial {
-                    location: Location::Line(15),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::InvalidMaterial { .. }), "{e}");
+        assert_at_line(&e, 15);
         let e = parse_veg(
             &TET.replace("ENU, 1000, 1e6, 0.3", "MOONEYRIVLIN, 1000, 1, 1, 1"),
             p(),
@@ -877,16 +845,8 @@ mod tests {
         .unwrap_err();
         assert!(matches!(e, MeshError::Unsupported { .. }), "{e}");
         let e = parse_veg(&TET.replace("TET", "CUBIC"), p()).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::Syntax {
-                    location: Location::Line(11),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
+        assert_at_line(&e, 11);
         let two = TET.replace("*REGION\nallElements, M\n", "*MATERIAL N\nENU, 1, 1, 0\n");
         let e = parse_veg(&two, p()).unwrap_err();
         assert!(
@@ -923,16 +883,8 @@ mod tests {
         let m = parse_veg(&t, p()).unwrap();
         assert_eq!(m.element_material, vec![1]);
         let e = parse_veg(&t.replace("*SET s\n1,", "*SET s\n2,"), p()).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::Syntax {
-                    location: Location::Line(20),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
+        assert_at_line(&e, 20);
     }
 
     #[test]
@@ -974,24 +926,16 @@ mod tests {
         std::fs::write(sub.join("mat.veg"), "# m\n*MATERIAL M\nENU, -1, 1e6, 0.3\n").unwrap();
         let e = read_veg(&main).unwrap_err();
         match &e {
-            MeshError::InvalidMaterial { path, location, .. } => {
+            MeshError::InvalidMaterial { path, .. } => {
                 assert!(path.ends_with("sub/mat.veg"));
-                assert_eq!(*location, Location::Line(3));
+                assert_at_line(&e, 3);
             }
             _ => panic!("{e}"),
         }
         std::fs::write(sub.join("mat.veg"), "*INCLUDE ../main.veg\n").unwrap();
         let e = read_veg(&main).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                MeshError::Syntax {
-                    location: Location::Line(1),
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e, MeshError::Syntax { .. }), "{e}");
+        assert_at_line(&e, 1);
         assert!(e.to_string().contains("cycle"), "{e}");
     }
 

@@ -565,46 +565,39 @@ pub fn hex_to_tets(mesh: &VolumeMesh) -> VolumeMesh {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::pointshell::SplitMix64;
     use crate::mesh::volume::tet_signed_volume;
     use crate::progress::{NoProgress, Recorder};
 
-    /// Tiny fixed-seed LCG (Knuth's MMIX constants), uniform in [0, 1).
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> f64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (self.0 >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn range(&mut self, a: f64, b: f64) -> f64 {
-            a + (b - a) * self.next()
-        }
-        fn point(&mut self, a: f64, b: f64) -> Point3<f64> {
-            Point3::new(self.range(a, b), self.range(a, b), self.range(a, b))
-        }
+    /// A uniform number in [a, b).
+    fn uniform(rng: &mut SplitMix64, a: f64, b: f64) -> f64 {
+        a + (b - a) * rng.next_f64()
+    }
+
+    /// A uniform point of the cube [a, b)^3.
+    fn point(rng: &mut SplitMix64, a: f64, b: f64) -> Point3<f64> {
+        Point3::new(uniform(rng, a, b), uniform(rng, a, b), uniform(rng, a, b))
     }
 
     #[test]
     fn sat_matches_clipping_on_random_triangles() {
-        let mut rng = Lcg(12345);
+        let mut rng = SplitMix64::new(12345);
         let (mut hits, mut misses, mut edge_only) = (0, 0, 0);
         for _ in 0..200_000 {
-            let c = rng.point(-0.5, 0.5);
+            let c = point(&mut rng, -0.5, 0.5);
             let h = Vector3::new(
-                rng.range(0.1, 1.0),
-                rng.range(0.1, 1.0),
-                rng.range(0.1, 1.0),
+                uniform(&mut rng, 0.1, 1.0),
+                uniform(&mut rng, 0.1, 1.0),
+                uniform(&mut rng, 0.1, 1.0),
             );
             // Small triangles near the box, so that many are near misses.
             let centre = c + Vector3::new(
-                rng.range(-1.5, 1.5) * h.x,
-                rng.range(-1.5, 1.5) * h.y,
-                rng.range(-1.5, 1.5) * h.z,
+                uniform(&mut rng, -1.5, 1.5) * h.x,
+                uniform(&mut rng, -1.5, 1.5) * h.y,
+                uniform(&mut rng, -1.5, 1.5) * h.z,
             );
-            let s = rng.range(0.05, 1.5);
-            let tri = [0, 1, 2].map(|_| centre + rng.point(-s, s).coords);
+            let s = uniform(&mut rng, 0.05, 1.5);
+            let tri = [0, 1, 2].map(|_| centre + point(&mut rng, -s, s).coords);
             let sat = triangle_box_overlap(&tri, &c, &h);
             let clip = triangle_box_overlap_by_clipping(&tri, &c, &h);
             assert_eq!(sat, clip, "triangle {tri:?} box {c:?} +- {h:?}");

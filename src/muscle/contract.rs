@@ -9,9 +9,9 @@ use nalgebra::Vector3;
 
 use super::statics::{solve_static, StaticOptions};
 use super::{MaterialFile, MuscleError};
-use crate::fem::muscle::{check_activation, MuscleMaterial};
+use crate::fem::blemker::{check_activation, MuscleMaterial};
 use crate::fem::{FreeDofSolver, TetKernel};
-use crate::mesh::fusiform::{fusiform_muscle, FusiformMuscle, FusiformSpec};
+use crate::muscle::fusiform::{fusiform_muscle, FusiformMuscle, FusiformSpec};
 
 /// A fusiform muscle ready to solve: mesh, kernel, material groups, fixed tendon ends.
 pub struct FusiformModel {

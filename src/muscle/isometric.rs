@@ -12,14 +12,14 @@
 //!
 //! [`homogeneous_uniaxial`] is the independent reference: the closed-form P_11 and P_22
 //! of the material for F = diag(lambda, s, s), with P_22(s) = 0 solved by bisection. It
-//! shares no code with the tensor formulas of [`crate::fem::muscle`] beyond the scalar
+//! shares no code with the tensor formulas of [`crate::fem::blemker`] beyond the scalar
 //! fibre curves.
 
 use nalgebra::{Point3, Vector3};
 
 use super::statics::{solve_static, StaticOptions};
 use super::MuscleError;
-use crate::fem::muscle::{check_activation, FibreParams, MuscleMaterial};
+use crate::fem::blemker::{check_activation, FibreParams, MuscleMaterial};
 use crate::fem::TetKernel;
 use crate::mesh::{box_tet_mesh, Material, VolumeMesh};
 use crate::progress::Progress;

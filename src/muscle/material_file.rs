@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::MuscleError;
-use crate::fem::muscle::FibreParams;
+use crate::fem::blemker::FibreParams;
 
 /// A parsed and validated material file.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,11 +3,12 @@
 //! contraction of a fusiform muscle with fixed tendons.
 //!
 //! The material itself (the Blemker fibre law with activation, its tangent, the
-//! inversion-robust evaluation) lives in [`crate::fem::muscle`]; the NURBS fusiform
-//! geometry in [`crate::mesh::fusiform`]; the reduced real-time muscle uses the optimized
+//! inversion-robust evaluation) lives in [`crate::fem::blemker`]; the NURBS fusiform
+//! geometry in [`crate::muscle::fusiform`]; the reduced real-time muscle uses the optimized
 //! cubature of [`crate::reduction::cubature`]. docs/muscle.md is the user's guide.
 
 pub mod contract;
+pub mod fusiform;
 pub mod isometric;
 pub mod material_file;
 pub mod reduced;
@@ -23,7 +24,7 @@ pub use statics::{solve_static, StaticOptions, StaticSolution};
 
 use std::path::PathBuf;
 
-use crate::fem::muscle::{ActivationError, ParamError};
+use crate::fem::blemker::{ActivationError, ParamError};
 use crate::fem::{FemError, SolveError};
 
 /// Errors of the muscle experiments and files. Each names the file and line, or the

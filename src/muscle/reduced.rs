@@ -7,10 +7,12 @@
 //!
 //! Palpation is local: a finger pressed on the relaxed belly dents it over about its
 //! radius, which no handful of global modes spans (the modes-only basis came out 4.5x too
-//! stiff under the palpation load). So the basis also holds load-dependent Ritz vectors
-//! (Wilson, Yuan and Dickens 1982): the static responses K0^-1 f of the passive muscle to
-//! unit loads pressed on the belly's surface at [`MuscleBasisOptions::palpation_sites`],
-//! mass-orthonormalized against the PCA of the modes and derivatives.
+//! stiff under the palpation load). So the basis also holds load-dependent vectors, after
+//! the Ritz vectors of Wilson, Yuan and Dickens 1982 but nonlinear: the full static
+//! responses of the muscle to loads pressed on the belly's surface at
+//! [`MuscleBasisOptions::palpation_sites`], at the (activation, load) pairs of
+//! [`MuscleBasisOptions::snapshot_loads`], with its contracted shapes, mass-orthonormalized
+//! against the PCA of the modes and derivatives.
 //!
 //! Why the muscle's own tangent and not an StVK proxy: the muscle is nearly
 //! incompressible (kappa / mu = 10^4); modes of a compressible proxy change volume, and
@@ -19,9 +21,9 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::statics::{solve_static, StaticOptions, StaticSolution};
+use super::statics::{solve_static, StaticOptions};
 use super::MuscleError;
-use crate::fem::muscle::MuscleMaterial;
+use crate::fem::blemker::MuscleMaterial;
 use crate::fem::{FemModel, FreeDofSolver, MassKind, MaterialLaw, TetKernel, TetMaterial};
 use crate::mesh::VolumeMesh;
 use crate::reduction::basis::{mass_orthonormalize_column, mass_pca, scaled_modes_and_derivatives};
@@ -85,7 +87,8 @@ pub struct MuscleBasis {
 }
 
 /// Linear modes of the passive muscle's rest tangent and their modal derivatives, by
-/// mass-PCA to r columns.
+/// mass-PCA to r columns, with the contracted shapes and the palpation snapshots
+/// mass-orthonormalized after them.
 pub fn muscle_basis(
     mesh: &VolumeMesh,
     kernel: &TetKernel,
@@ -96,9 +99,8 @@ pub fn muscle_basis(
     let mut passive = material.clone();
     passive.set_activation(0.0);
     let n = kernel.num_dofs();
-    let zero = vec![0.0; n];
     let mut k0 = kernel.new_matrix();
-    kernel.tangent_stiffness(&passive, &zero, &mut k0);
+    kernel.tangent_stiffness(&passive, &vec![0.0; n], &mut k0);
     let fem = FemModel::new(mesh, MaterialLaw::Linear)?;
     let m = fem.mass_matrix(MassKind::Consistent);
     let modes = linear_modes(
@@ -113,20 +115,68 @@ pub fn muscle_basis(
         },
     )
     .map_err(|e| MuscleError::Geometry(format!("linear modes: {e}")))?;
-    let phi = &modes.vectors;
-    let k = phi.ncols();
-    // H(phi_i, phi_j) = dK/du[phi_j] phi_i by central differences of the tangent, with
-    // the step scaled so the largest nodal displacement is 1e-6 of the mesh size
-    // (truncation ~1e-12 relative, round-off ~eps / 1e-6 = 2e-10).
     let size = {
         let b = crate::mesh::Aabb::from_points(&kernel.rest);
         (b.max - b.min).norm()
     };
-    let mut solver = FreeDofSolver::new(&k0, fixed).map_err(|source| MuscleError::Solve {
+    let derivatives = tangent_modal_derivatives(kernel, &passive, &k0, fixed, &modes.vectors, size)?;
+    let y = scaled_modes_and_derivatives(&modes.eigenvalues, &modes.vectors, &derivatives);
+    let mut eq = activated_equilibria(kernel, material, fixed, opts, size)?;
+    // Each site adds one nonlinear snapshot per (activation, load).
+    let per = opts.snapshot_loads.len();
+    let extra = eq.contracted.len();
+    let sites = opts
+        .palpation_sites
+        .len()
+        .min(opts.r.saturating_sub(2 + extra) / per.max(1));
+    let (pca, variance_kept) = mass_pca(&m, &y, opts.r - per * sites - extra)
+        .map_err(|e| MuscleError::Geometry(format!("mass-PCA: {e}")))?;
+    // Palpation responses and contracted shapes, mass-orthonormalized against the PCA
+    // columns and each other (two Gram-Schmidt passes).
+    let mut u = DMatrix::zeros(n, pca.ncols() + per * sites + extra);
+    u.columns_mut(0, pca.ncols()).copy_from(&pca);
+    let mut mu = vec![0.0; n];
+    let belly = Belly::of(&kernel.rest);
+    for (c, &site) in opts.palpation_sites[..sites].iter().enumerate() {
+        let f = palpation_load(kernel, fixed, &belly, site);
+        let snaps = palpation_snapshots(kernel, material, fixed, opts, &eq.unloaded, &f, &mut eq.states)?;
+        for (k, vec) in snaps.into_iter().enumerate() {
+            append_orthonormal(&mut u, pca.ncols() + per * c + k, vec, &m, &mut mu);
+        }
+    }
+    for (i, vec) in eq.contracted.into_iter().enumerate() {
+        append_orthonormal(&mut u, pca.ncols() + per * sites + i, vec, &m, &mut mu);
+    }
+    eq.table.sort_by(|a, b| a.1.total_cmp(&b.1));
+    Ok(MuscleBasis {
+        equilibria: eq.table,
+        training_states: eq.states,
+        u,
+        frequencies_hz: modes.frequencies_hz(),
+        variance_kept,
+    })
+}
+
+/// The modal derivatives H(phi_i, phi_j) = dK/du[phi_j] phi_i of the muscle's tangent
+/// (packed, i <= j), by central differences of the tangent: the fibre law has no
+/// closed-form Hessian. The step is scaled so that the largest nodal displacement is
+/// 1e-6 of the mesh size `size` (truncation ~1e-12 relative, round-off ~eps / 1e-6 =
+/// 2e-10).
+fn tangent_modal_derivatives(
+    kernel: &TetKernel,
+    passive: &MuscleMaterial,
+    k0: &crate::fem::BlockSparseMatrix,
+    fixed: &[bool],
+    phi: &DMatrix<f64>,
+    size: f64,
+) -> Result<Vec<DVector<f64>>, MuscleError> {
+    let n = kernel.num_dofs();
+    let k = phi.ncols();
+    let mut solver = FreeDofSolver::new(k0, fixed).map_err(|source| MuscleError::Solve {
         case: "muscle basis".into(),
         source,
     })?;
-    solver.factor(&k0).map_err(|source| MuscleError::Solve {
+    solver.factor(k0).map_err(|source| MuscleError::Solve {
         case: "muscle basis".into(),
         source,
     })?;
@@ -142,8 +192,8 @@ pub fn muscle_basis(
         let h = 1e-6 * size / amax;
         let up: Vec<f64> = col.iter().map(|v| h * v).collect();
         let um: Vec<f64> = col.iter().map(|v| -h * v).collect();
-        kernel.tangent_stiffness(&passive, &up, &mut kp);
-        kernel.tangent_stiffness(&passive, &um, &mut km);
+        kernel.tangent_stiffness(passive, &up, &mut kp);
+        kernel.tangent_stiffness(passive, &um, &mut km);
         for i in 0..=j {
             kp.mul_vec(phi.column(i).as_slice(), &mut a);
             km.mul_vec(phi.column(i).as_slice(), &mut b);
@@ -159,18 +209,40 @@ pub fn muscle_basis(
             derivatives[idx] = DVector::from_vec(x);
         }
     }
-    let y = scaled_modes_and_derivatives(&modes.eigenvalues, phi, &derivatives);
-    // Each site adds one nonlinear snapshot per (activation, load).
-    let per = opts.snapshot_loads.len();
-    // The unloaded equilibria the snapshots start from.
-    let mut equilibria = Vec::new();
-    let mut contracted: Vec<Vec<f64>> = Vec::new();
-    let mut states: Vec<(Vec<f64>, f64)> = Vec::new();
-    // Unloaded equilibria by activation, from rest: the equilibrium correction's table.
-    let mut equilibria_table: Vec<(Vec<f64>, f64)> = vec![(vec![0.0; n], 0.0)];
+    Ok(derivatives)
+}
+
+/// The muscle's unloaded equilibria under activation.
+struct ActivatedEquilibria {
+    /// The equilibrium at each snapshot load's activation: the states the palpation
+    /// snapshots press from.
+    unloaded: Vec<Vec<f64>>,
+    /// The contracted shapes at half and full activation, which join the basis.
+    contracted: Vec<Vec<f64>>,
+    /// Every state visited, with its activation (training poses).
+    states: Vec<(Vec<f64>, f64)>,
+    /// The distinct equilibria by activation, from rest: the equilibrium correction's
+    /// table.
+    table: Vec<(Vec<f64>, f64)>,
+}
+
+/// The unloaded equilibria at the snapshot loads' activations, by continuation in
+/// activation (quarter steps: Newton from rest straight to full activation stalls).
+fn activated_equilibria(
+    kernel: &TetKernel,
+    material: &MuscleMaterial,
+    fixed: &[bool],
+    opts: &MuscleBasisOptions,
+    size: f64,
+) -> Result<ActivatedEquilibria, MuscleError> {
+    let n = kernel.num_dofs();
+    let mut eq = ActivatedEquilibria {
+        unloaded: Vec::new(),
+        contracted: Vec::new(),
+        states: Vec::new(),
+        table: vec![(vec![0.0; n], 0.0)],
+    };
     for &(alpha, _) in &opts.snapshot_loads {
-        // Continuation in activation (quarter steps): Newton from rest straight to full
-        // activation stalls.
         let mut state = vec![0.0; n];
         let steps = (alpha / 0.25).ceil().max(1.0) as usize;
         for s in 1..=steps {
@@ -195,123 +267,116 @@ pub fn muscle_basis(
             // equilibrium, an 8 mm contraction.
             let a = alpha * s as f64 / steps as f64;
             if (a - 0.5).abs() < 1e-9 || (a - 1.0).abs() < 1e-9 {
-                contracted.push(state.clone());
+                eq.contracted.push(state.clone());
             }
-            states.push((state.clone(), a));
-            if !equilibria_table
+            eq.states.push((state.clone(), a));
+            if !eq.table.iter().any(|(_, b)| (b - a).abs() < 1e-12) {
+                eq.table.push((state.clone(), a));
+            }
+        }
+        eq.unloaded.push(state);
+    }
+    Ok(eq)
+}
+
+/// The belly's axial extent and radius (the mesh's x range and largest distance from
+/// the x axis), where palpation sites are placed.
+struct Belly {
+    x0: f64,
+    x1: f64,
+    radius: f64,
+}
+
+impl Belly {
+    fn of(rest: &[nalgebra::Point3<f64>]) -> Belly {
+        Belly {
+            x0: rest.iter().map(|p| p.x).fold(f64::INFINITY, f64::min),
+            x1: rest.iter().map(|p| p.x).fold(f64::NEG_INFINITY, f64::max),
+            radius: rest.iter().map(|p| p.y.hypot(p.z)).fold(0.0, f64::max),
+        }
+    }
+}
+
+/// A unit palpation load at `site` (axial fraction, angle from +z): the surface patch
+/// within a quarter of the belly radius of the nearest free vertex, loaded inward (a
+/// fingertip, as [`super::FusiformModel::palpation_vertices`] presses).
+fn palpation_load(
+    kernel: &TetKernel,
+    fixed: &[bool],
+    belly: &Belly,
+    (s, angle): (f64, f64),
+) -> Vec<f64> {
+    let rmax = belly.radius;
+    let target = nalgebra::Point3::new(
+        belly.x0 + s * (belly.x1 - belly.x0),
+        -rmax * angle.sin(),
+        rmax * angle.cos(),
+    );
+    let v0 = (0..kernel.rest.len())
+        .filter(|&v| !fixed[3 * v])
+        .min_by(|&a, &b| {
+            (kernel.rest[a] - target)
+                .norm()
+                .total_cmp(&(kernel.rest[b] - target).norm())
+        })
+        .unwrap_or(0);
+    let centre = kernel.rest[v0];
+    let patch: Vec<usize> = (0..kernel.rest.len())
+        .filter(|&v| !fixed[3 * v] && (kernel.rest[v] - centre).norm() <= 0.25 * rmax)
+        .collect();
+    let inward = -nalgebra::Vector3::new(0.0, centre.y, centre.z)
+        .try_normalize(1e-12)
+        .unwrap_or(nalgebra::Vector3::z());
+    let mut f = vec![0.0; kernel.num_dofs()];
+    for &v in &patch {
+        for k in 0..3 {
+            f[3 * v + k] = inward[k] / patch.len() as f64;
+        }
+    }
+    f
+}
+
+/// Nonlinear snapshots at one site: the full static response to the palpation load `f`
+/// scaled by each of `opts.snapshot_loads`, of the muscle at that load's activation,
+/// from its unloaded equilibrium. The fibre law has a kink at the rest stretch (the
+/// passive curve starts at x = 1), so even small presses respond unlike K0^-1 f. The
+/// loaded states join `states`.
+fn palpation_snapshots(
+    kernel: &TetKernel,
+    material: &MuscleMaterial,
+    fixed: &[bool],
+    opts: &MuscleBasisOptions,
+    unloaded: &[Vec<f64>],
+    f: &[f64],
+    states: &mut Vec<(Vec<f64>, f64)>,
+) -> Result<Vec<Vec<f64>>, MuscleError> {
+    let mut snaps = Vec::new();
+    for (state, &(alpha, load)) in unloaded.iter().zip(&opts.snapshot_loads) {
+        let mut mat = material.clone();
+        mat.set_activation(alpha);
+        let fl: Vec<f64> = f.iter().map(|v| v * load).collect();
+        let sol = solve_static(
+            kernel,
+            &mat,
+            fixed,
+            state.clone(),
+            Some(&fl),
+            StaticOptions {
+                max_iterations: 60,
+                tolerance: 1e-9 * load,
+            },
+            "palpation snapshot",
+        )?;
+        states.push((sol.u.clone(), alpha));
+        snaps.push(
+            sol.u
                 .iter()
-                .any(|(_, b): &(Vec<f64>, f64)| (b - a).abs() < 1e-12)
-            {
-                equilibria_table.push((state.clone(), a));
-            }
-        }
-        let sol = StaticSolution {
-            u: state,
-            forces: Vec::new(),
-            iterations: 0,
-            residual: 0.0,
-        };
-        equilibria.push(sol.u);
+                .zip(state)
+                .map(|(a, b)| a - b)
+                .collect::<Vec<f64>>(),
+        );
     }
-    let sites = opts
-        .palpation_sites
-        .len()
-        .min(opts.r.saturating_sub(2 + contracted.len()) / per.max(1));
-    let extra = contracted.len();
-    let (pca, variance_kept) = mass_pca(&m, &y, opts.r - per * sites - extra)
-        .map_err(|e| MuscleError::Geometry(format!("mass-PCA: {e}")))?;
-    // Palpation responses, mass-orthonormalized against the PCA columns and each other
-    // (two Gram-Schmidt passes).
-    let x0 = kernel
-        .rest
-        .iter()
-        .map(|p| p.x)
-        .fold(f64::INFINITY, f64::min);
-    let x1 = kernel
-        .rest
-        .iter()
-        .map(|p| p.x)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let rmax = kernel
-        .rest
-        .iter()
-        .map(|p| p.y.hypot(p.z))
-        .fold(0.0, f64::max);
-    let mut u = DMatrix::zeros(n, pca.ncols() + per * sites + extra);
-    u.columns_mut(0, pca.ncols()).copy_from(&pca);
-    let mut mu = vec![0.0; n];
-    for (c, &(s, angle)) in opts.palpation_sites[..sites].iter().enumerate() {
-        let target =
-            nalgebra::Point3::new(x0 + s * (x1 - x0), -rmax * angle.sin(), rmax * angle.cos());
-        // The surface patch within a quarter of the belly radius of the nearest free
-        // vertex, loaded inward (a fingertip, as [`super::FusiformModel::palpation_vertices`]
-        // presses).
-        let v0 = (0..kernel.rest.len())
-            .filter(|&v| !fixed[3 * v])
-            .min_by(|&a, &b| {
-                (kernel.rest[a] - target)
-                    .norm()
-                    .total_cmp(&(kernel.rest[b] - target).norm())
-            })
-            .unwrap_or(0);
-        let centre = kernel.rest[v0];
-        let patch: Vec<usize> = (0..kernel.rest.len())
-            .filter(|&v| !fixed[3 * v] && (kernel.rest[v] - centre).norm() <= 0.25 * rmax)
-            .collect();
-        let inward = -nalgebra::Vector3::new(0.0, centre.y, centre.z)
-            .try_normalize(1e-12)
-            .unwrap_or(nalgebra::Vector3::z());
-        let mut f = vec![0.0; n];
-        for &v in &patch {
-            for k in 0..3 {
-                f[3 * v + k] = inward[k] / patch.len() as f64;
-            }
-        }
-        // Nonlinear snapshots at this site: the full static response to the palpation
-        // load (opts.snapshot_loads) of the passive and the fully active muscle, each from
-        // its unloaded equilibrium. The fibre law has a kink at the rest stretch (the
-        // passive curve starts at x = 1), so even small presses respond unlike K0^-1 f.
-        let mut snaps = Vec::new();
-        for (state, &(alpha, load)) in equilibria.iter().zip(&opts.snapshot_loads) {
-            let mut mat = material.clone();
-            mat.set_activation(alpha);
-            let fl: Vec<f64> = f.iter().map(|v| v * load).collect();
-            let sol = solve_static(
-                kernel,
-                &mat,
-                fixed,
-                state.clone(),
-                Some(&fl),
-                StaticOptions {
-                    max_iterations: 60,
-                    tolerance: 1e-9 * load,
-                },
-                "palpation snapshot",
-            )?;
-            states.push((sol.u.clone(), alpha));
-            snaps.push(
-                sol.u
-                    .iter()
-                    .zip(state)
-                    .map(|(a, b)| a - b)
-                    .collect::<Vec<f64>>(),
-            );
-        }
-        for (k, vec) in snaps.into_iter().enumerate() {
-            append_orthonormal(&mut u, pca.ncols() + per * c + k, vec, &m, &mut mu);
-        }
-    }
-    for (i, vec) in contracted.into_iter().enumerate() {
-        append_orthonormal(&mut u, pca.ncols() + per * sites + i, vec, &m, &mut mu);
-    }
-    equilibria_table.sort_by(|a, b| a.1.total_cmp(&b.1));
-    Ok(MuscleBasis {
-        equilibria: equilibria_table,
-        training_states: states,
-        u,
-        frequencies_hz: modes.frequencies_hz(),
-        variance_kept,
-    })
+    Ok(snaps)
 }
 
 /// Sets column `col` of `u` to `vec`, mass-orthonormalized against the columns before it.

@@ -380,7 +380,7 @@ mod tests {
             raw_length: 4.0,
             raw_states: 9,
             path: vec![
-                crate::check::ompl::State::new(
+                crate::proximity::rigid::State::new(
                     nalgebra::Vector3::zeros(),
                     nalgebra::UnitQuaternion::identity(),
                 );

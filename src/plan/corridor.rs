@@ -420,8 +420,8 @@ pub fn shorten(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::shapes::{box_surface, union};
     use crate::check::World;
+    use crate::mesh::shapes::{box_surface, union};
 
     /// A wall across x = 0 (0.1 thick, spanning the box's z) with two slots through it
     /// along z: a narrow one (0.2 wide) on the straight line y = 0 and a wide one

@@ -15,7 +15,7 @@ use rand::Rng;
 
 use super::space::Space;
 use super::validity::Checker;
-use crate::check::ompl::State;
+use crate::proximity::rigid::State;
 
 /// Shortens `path` (states with a lower bound of their distance to the world) by
 /// `attempts` random shortcuts of each kind.

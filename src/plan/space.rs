@@ -3,7 +3,7 @@
 //! **Metric.** `d(a, b) = |p_b - p_a| + R theta(a, b)`, `theta` the rotation angle between
 //! the orientations (the shorter arc, as slerp takes) and `R` the robot's radius about its
 //! origin. It bounds how far any robot point moves along the motion from `a` to `b`
-//! ([`crate::check::motion_bound`]), so lengths are in the one unit that clearances are
+//! ([`crate::proximity::rigid::motion_bound`]), so lengths are in the one unit that clearances are
 //! in, and translation and rotation weigh what they move. The planner's trees use the
 //! same metric with `R` scaled by [`crate::plan::PlanOptions::rotation_weight`] (a
 //! quarter by default) to pick neighbours and size steps.
@@ -20,8 +20,8 @@ use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::check::ompl::State;
 use crate::check::{Robot, World};
+use crate::proximity::rigid::State;
 
 /// SE(3) with positions in a box.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,7 +126,7 @@ mod tests {
         for _ in 0..200 {
             let (a, b) = (s.uniform(&mut rng), s.uniform(&mut rng));
             let d = s.distance(&a, &b);
-            let bound = crate::check::motion_bound(&a, &b, s.radius);
+            let bound = crate::proximity::rigid::motion_bound(&a, &b, s.radius);
             assert!((d - bound).abs() <= 1e-12 * d.max(1.0));
             let point = Vector3::new(0.3, -0.2, 0.36).normalize() * s.radius;
             let (pa, pb) = (a.isometry() * point, b.isometry() * point);

@@ -6,14 +6,14 @@
 //!
 //! **The cover test.** A state whose distance is at least `l` keeps the robot clear for
 //! any motion of its points shorter than `l`; along a motion of bound `B` (every robot
-//! point moves at most `B`, [`crate::check::motion_bound`]) the distance between two
+//! point moves at most `B`, [`crate::proximity::rigid::motion_bound`]) the distance between two
 //! states at distances `l0` and `l1` is at least `(l0 + l1 - B) / 2` everywhere in
 //! between. In open space one distance query per new state certifies the motion to it
 //! (a sampled checker at resolution 1% of the space makes about twenty collision queries
 //! for the same step).
 //!
 //! **Near the world** the cover test fails, and the interval is swept
-//! ([`crate::check::bvh::Bvh::sweep_from`]: bounds that count only the motion towards
+//! ([`crate::proximity::bvh::Bvh::sweep_from`]: bounds that count only the motion towards
 //! the world, so that sliding along a wall passes in one sweep). A sweep that fails
 //! leaves a *front*: the pairs of nodes it could not clear (and, past a few failed
 //! pairs of leaves, those it had not opened yet). Every other pair is clear over the
@@ -25,9 +25,10 @@
 
 use nalgebra::{Point3, Vector3};
 
-use crate::check::bvh::{Bounded, Motion, PairScratch};
-use crate::check::ompl::State;
-use crate::check::{motion_bound, turn_of, Robot, Slack, World};
+use crate::check::{Robot, World};
+use crate::proximity::bvh::{Bounded, Motion, PairScratch, Slack};
+use crate::proximity::rigid::State;
+use crate::proximity::rigid::{motion_bound, turn_of};
 
 /// A state's distance to the world, as the planner keeps it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -116,7 +117,7 @@ impl<'a> Checker<'a> {
 
     /// A lower bound of the distance at `state` from two decisions: at least `want`
     /// (`Some(want)`), else at least `need` (`Some(need)`), else `None`. A decision is a
-    /// depth-first sweep with no motion ([`crate::check::bvh::Bvh::clear_over`]), which
+    /// depth-first sweep with no motion ([`crate::proximity::bvh::Bvh::clear_over`]), which
     /// stops at the first pair of triangles closer than its floor: much cheaper than a
     /// distance, both far from the world (everything is pruned high in the trees) and in
     /// collision (the first close pair ends it).
@@ -333,7 +334,7 @@ const FRONT_CAP: usize = 16;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::shapes::box_surface;
+    use crate::mesh::shapes::box_surface;
     use nalgebra::{Point3, UnitQuaternion};
 
     /// A 0.2 cube and a wall 0.01 thick (x in [-0.005, 0.005]), 4 x 4.

@@ -680,17 +680,13 @@ fn detect_avx2() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::pointshell::SplitMix64;
 
     /// A random polynomial that is the gradient of a quartic energy (as every StVK
     /// polynomial is): built from random symmetric tensors through Vega's packing.
     fn random_gradient_poly(r: usize) -> CubicPolynomial {
-        let mut s = 3u64;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
+        let mut rng = SplitMix64::new(3);
+        let mut rnd = || rng.next_f64() - 0.5;
         let mut w3: HashMap<[usize; 3], f64> = HashMap::new();
         let mut w4: HashMap<[usize; 4], f64> = HashMap::new();
         let mut lin = vec![0.0; r * r];

@@ -222,14 +222,36 @@ pub fn reduced_polynomial(
     }
     let start = Instant::now();
     let mut timings = PrecomputeTimings::default();
-
     let t0 = Instant::now();
     let pd = pair_data(model);
-    let npairs = pd.pairs.len();
     timings.pairs_and_quartic_matrix = t0.elapsed().as_secs_f64();
-
-    // Linear: U^T K0 U.
     let t0 = Instant::now();
+    let linear = linear_coefficients(model, u);
+    timings.linear = t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    let (bmat, amat) = pair_matrices(&pd, u);
+    timings.pair_matrices = t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    let quadratic = quadratic_coefficients(&bmat, &amat, r, par);
+    timings.quadratic = t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    let cubic = cubic_coefficients(&pd, &bmat, r, par);
+    timings.cubic = t0.elapsed().as_secs_f64();
+    timings.total = start.elapsed().as_secs_f64();
+    Ok((
+        CubicPolynomial {
+            r,
+            linear,
+            quadratic,
+            cubic,
+        },
+        timings,
+    ))
+}
+
+/// The linear coefficients U^T K0 U, row-major (r x r).
+fn linear_coefficients(model: &FemModel, u: &DMatrix<f64>) -> Vec<f64> {
+    let r = u.ncols();
     let mut k0 = model.new_matrix();
     model.tangent_stiffness(&vec![0.0; model.num_dofs()], &mut k0);
     let mut k0u = DMatrix::zeros(model.num_dofs(), r);
@@ -239,11 +261,19 @@ pub fn reduced_polynomial(
         k0u.column_mut(j).copy_from_slice(&col);
     }
     let linear_m = u.transpose() * k0u;
-    timings.linear = t0.elapsed().as_secs_f64();
+    let mut linear = vec![0.0; r * r];
+    for l in 0..r {
+        for i in 0..r {
+            linear[l * r + i] = linear_m[(l, i)];
+        }
+    }
+    linear
+}
 
-    // Pair matrices: column alpha of bmat holds the packed upper triangle of
-    // B_alpha = sym(U_a^T U_b); row alpha of amat holds a_alpha = U^T c_alpha.
-    let t0 = Instant::now();
+/// The pair matrices: column alpha of `bmat` holds the packed upper triangle of
+/// B_alpha = sym(U_a^T U_b); row alpha of `amat` holds a_alpha = U^T c_alpha.
+fn pair_matrices(pd: &PairData, u: &DMatrix<f64>) -> (Mat<f64>, Mat<f64>) {
+    let (r, npairs) = (u.ncols(), pd.pairs.len());
     let npk = num_quadratic(r);
     let mut bmat = Mat::<f64>::zeros(npk, npairs);
     let urow = |v: usize, k: usize, i: usize| u[(3 * v + k, i)];
@@ -282,12 +312,15 @@ pub fn reduced_polynomial(
                 c[0] * urow(v, 0, i) + c[1] * urow(v, 1, i) + c[2] * urow(v, 2, i);
         }
     }
-    timings.pair_matrices = t0.elapsed().as_secs_f64();
+    (bmat, amat)
+}
 
-    // Quadratic: X = Bmat^T-contracted with Amat, X[(l,i) packed, j].
-    let t0 = Instant::now();
+/// The quadratic coefficients: X = Bmat^T-contracted with Amat, X[(l,i) packed, j],
+/// summed over the orderings of each (i, j).
+fn quadratic_coefficients(bmat: &Mat<f64>, amat: &Mat<f64>, r: usize, par: Par) -> Vec<f64> {
+    let npk = num_quadratic(r);
     let mut x = Mat::<f64>::zeros(npk, r);
-    matmul(&mut x, Accum::Replace, &bmat, &amat, 1.0, par);
+    matmul(&mut x, Accum::Replace, bmat, amat, 1.0, par);
     let nq = num_quadratic(r);
     let mut quadratic = vec![0.0; r * nq];
     let qt = |l: usize, i: usize, j: usize| {
@@ -306,10 +339,13 @@ pub fn reduced_polynomial(
             }
         }
     }
-    timings.quadratic = t0.elapsed().as_secs_f64();
+    quadratic
+}
 
-    // Cubic: T = Bmat L Bmat^T over pairs, in chunks of pairs to bound memory.
-    let t0 = Instant::now();
+/// The cubic coefficients: T = Bmat L Bmat^T over pairs, in chunks of pairs to bound
+/// memory, summed over the distinct orderings of each (i, j, k).
+fn cubic_coefficients(pd: &PairData, bmat: &Mat<f64>, r: usize, par: Par) -> Vec<f64> {
+    let (npk, npairs) = (num_quadratic(r), pd.pairs.len());
     let mut t = Mat::<f64>::zeros(npk, npk);
     const CHUNK: usize = 2048;
     let mut start_pair = 0;
@@ -377,24 +413,7 @@ pub fn reduced_polynomial(
             }
         }
     }
-    timings.cubic = t0.elapsed().as_secs_f64();
-    timings.total = start.elapsed().as_secs_f64();
-
-    let mut linear = vec![0.0; r * r];
-    for l in 0..r {
-        for i in 0..r {
-            linear[l * r + i] = linear_m[(l, i)];
-        }
-    }
-    Ok((
-        CubicPolynomial {
-            r,
-            linear,
-            quadratic,
-            cubic,
-        },
-        timings,
-    ))
+    cubic
 }
 
 /// The reduced polynomial split by material group into lambda and mu parts, for exact

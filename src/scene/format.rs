@@ -206,7 +206,7 @@ pub struct DeformableSpec {
     pub neighbours: Option<usize>,
     /// Environment only: the fibre field of an active muscle (`.fibres` beside a tet
     /// `.veg`, docs/muscle-geometry.md). With it the object is the muscle material of
-    /// [`crate::fem::muscle`] (elements of the `.veg` material named "tendon" passive, the
+    /// [`crate::fem::blemker`] (elements of the `.veg` material named "tendon" passive, the
     /// rest active), reduced by its own basis and optimized cubature
     /// ([`crate::muscle::reduced`]), with the activation a run-time input
     /// (`dynamics.activation`).

@@ -586,7 +586,7 @@ impl Loader<'_> {
         fixed: Option<PathBuf>,
         fibres: &str,
     ) -> Result<Reduced, SceneError> {
-        use crate::fem::muscle::MuscleMaterial;
+        use crate::fem::blemker::MuscleMaterial;
         use crate::fem::TetKernel;
         use crate::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
         use crate::muscle::MaterialFile;

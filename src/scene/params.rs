@@ -151,6 +151,232 @@ pub enum ParamError {
     Syntax(String),
 }
 
+/// Every parameter with its specification, in the order of [`Param::ALL`] (the enum's
+/// order, so that [`Param::spec`] indexes it; a test holds the three orders equal).
+const SPECS: [(Param, ParamSpec); 18] = [
+    (
+        Param::ContactStiffness,
+        ParamSpec {
+            key: "contact.stiffness",
+            label: "contact stiffness",
+            unit: "N/m",
+            range: Range::positive(1e9),
+            integer: false,
+            logarithmic: true,
+            slider: (1.0, 1e6),
+        },
+    ),
+    (
+        Param::WarmBudget,
+        ParamSpec {
+            key: "contact.warm_budget",
+            label: "node budget",
+            unit: "nodes",
+            range: Range::closed(1.0, 1e9),
+            integer: true,
+            logarithmic: true,
+            slider: (16.0, 20000.0),
+        },
+    ),
+    (
+        Param::ColdFraction,
+        ParamSpec {
+            key: "contact.cold_fraction",
+            label: "cold budget fraction",
+            unit: "",
+            range: Range::positive(1.0),
+            integer: false,
+            logarithmic: false,
+            slider: (0.05, 1.0),
+        },
+    ),
+    (
+        Param::MaxUnscaledContacts,
+        ParamSpec {
+            key: "contact.max_unscaled_contacts",
+            label: "unscaled contacts L",
+            unit: "points",
+            range: Range::closed(1.0, 1e9),
+            integer: true,
+            logarithmic: true,
+            slider: (1.0, 1000.0),
+        },
+    ),
+    (
+        Param::MaxPenetration,
+        ParamSpec {
+            key: "contact.max_penetration",
+            label: "max penetration (0: discrete)",
+            unit: "m",
+            range: Range::closed(0.0, 1e3),
+            integer: false,
+            logarithmic: false,
+            slider: (0.0, 0.01),
+        },
+    ),
+    (
+        Param::SweepBudget,
+        ParamSpec {
+            key: "contact.sweep_budget",
+            label: "sweep node budget",
+            unit: "nodes",
+            range: Range::closed(1.0, 1e9),
+            integer: true,
+            logarithmic: true,
+            slider: (16.0, 20000.0),
+        },
+    ),
+    (
+        Param::CouplingStiffness,
+        ParamSpec {
+            key: "coupling.stiffness",
+            label: "coupling stiffness",
+            unit: "N/m",
+            range: Range::positive(1e9),
+            integer: false,
+            logarithmic: true,
+            slider: (0.1, 1e4),
+        },
+    ),
+    (
+        Param::TorqueStiffness,
+        ParamSpec {
+            key: "coupling.torque_stiffness",
+            label: "coupling torque stiffness",
+            unit: "N m",
+            range: Range::positive(1e6),
+            integer: false,
+            logarithmic: true,
+            slider: (1e-3, 100.0),
+        },
+    ),
+    (
+        Param::SaturationForce,
+        ParamSpec {
+            key: "coupling.saturation_force",
+            label: "saturation force (0: none)",
+            unit: "N",
+            range: Range::closed(0.0, 1e6),
+            integer: false,
+            logarithmic: false,
+            slider: (0.01, 100.0),
+        },
+    ),
+    (
+        Param::StaticDamping,
+        ParamSpec {
+            key: "coupling.static_damping",
+            label: "static damping α",
+            unit: "",
+            range: Range {
+                min: 0.0,
+                min_inclusive: true,
+                max: 0.95,
+                max_inclusive: true,
+            },
+            integer: false,
+            logarithmic: false,
+            slider: (0.0, 0.95),
+        },
+    ),
+    (
+        Param::MaxVelocity,
+        ParamSpec {
+            key: "coupling.max_velocity",
+            label: "velocity limit",
+            unit: "m/s",
+            range: Range::positive(1e3),
+            integer: false,
+            logarithmic: true,
+            slider: (0.01, 100.0),
+        },
+    ),
+    (
+        Param::MaxAngularVelocity,
+        ParamSpec {
+            key: "coupling.max_angular_velocity",
+            label: "angular velocity limit",
+            unit: "rad/s",
+            range: Range::positive(1e4),
+            integer: false,
+            logarithmic: true,
+            slider: (0.1, 100.0),
+        },
+    ),
+    (
+        Param::DegenerateRatio,
+        ParamSpec {
+            key: "coupling.degenerate_ratio",
+            label: "degenerate singular-value ratio",
+            unit: "",
+            range: Range::positive(1.0),
+            integer: false,
+            logarithmic: true,
+            slider: (1e-6, 0.1),
+        },
+    ),
+    (
+        Param::DeviceMaxForce,
+        ParamSpec {
+            key: "coupling.device_max_force",
+            label: "device force limit",
+            unit: "N",
+            range: Range::positive(1e4),
+            integer: false,
+            logarithmic: true,
+            slider: (0.1, 100.0),
+        },
+    ),
+    (
+        Param::DeviceMaxTorque,
+        ParamSpec {
+            key: "coupling.device_max_torque",
+            label: "device torque limit",
+            unit: "N m",
+            range: Range::positive(1e3),
+            integer: false,
+            logarithmic: true,
+            slider: (0.01, 10.0),
+        },
+    ),
+    (
+        Param::MaterialScale,
+        ParamSpec {
+            key: "dynamics.material_scale",
+            label: "material scale",
+            unit: "",
+            range: Range::closed(1e-3, 1e3),
+            integer: false,
+            logarithmic: true,
+            slider: (0.05, 20.0),
+        },
+    ),
+    (
+        Param::ModesUsed,
+        ParamSpec {
+            key: "dynamics.modes_used",
+            label: "modes used",
+            unit: "modes",
+            range: Range::closed(1.0, 1e6),
+            integer: true,
+            logarithmic: false,
+            slider: (1.0, 100.0),
+        },
+    ),
+    (
+        Param::Activation,
+        ParamSpec {
+            key: "dynamics.activation",
+            label: "muscle activation",
+            unit: "",
+            range: Range::closed(0.0, 1.0),
+            integer: false,
+            logarithmic: false,
+            slider: (0.0, 1.0),
+        },
+    ),
+];
+
 impl Param {
     /// Every parameter, in display order.
     pub const ALL: [Param; 18] = [
@@ -176,184 +402,7 @@ impl Param {
 
     /// Key, label, unit and range.
     pub const fn spec(self) -> ParamSpec {
-        let (key, label, unit, range, integer, logarithmic, slider) = match self {
-            Param::ContactStiffness => (
-                "contact.stiffness",
-                "contact stiffness",
-                "N/m",
-                Range::positive(1e9),
-                false,
-                true,
-                (1.0, 1e6),
-            ),
-            Param::WarmBudget => (
-                "contact.warm_budget",
-                "node budget",
-                "nodes",
-                Range::closed(1.0, 1e9),
-                true,
-                true,
-                (16.0, 20000.0),
-            ),
-            Param::ColdFraction => (
-                "contact.cold_fraction",
-                "cold budget fraction",
-                "",
-                Range::positive(1.0),
-                false,
-                false,
-                (0.05, 1.0),
-            ),
-            Param::MaxUnscaledContacts => (
-                "contact.max_unscaled_contacts",
-                "unscaled contacts L",
-                "points",
-                Range::closed(1.0, 1e9),
-                true,
-                true,
-                (1.0, 1000.0),
-            ),
-            Param::MaxPenetration => (
-                "contact.max_penetration",
-                "max penetration (0: discrete)",
-                "m",
-                Range::closed(0.0, 1e3),
-                false,
-                false,
-                (0.0, 0.01),
-            ),
-            Param::SweepBudget => (
-                "contact.sweep_budget",
-                "sweep node budget",
-                "nodes",
-                Range::closed(1.0, 1e9),
-                true,
-                true,
-                (16.0, 20000.0),
-            ),
-            Param::CouplingStiffness => (
-                "coupling.stiffness",
-                "coupling stiffness",
-                "N/m",
-                Range::positive(1e9),
-                false,
-                true,
-                (0.1, 1e4),
-            ),
-            Param::TorqueStiffness => (
-                "coupling.torque_stiffness",
-                "coupling torque stiffness",
-                "N m",
-                Range::positive(1e6),
-                false,
-                true,
-                (1e-3, 100.0),
-            ),
-            Param::SaturationForce => (
-                "coupling.saturation_force",
-                "saturation force (0: none)",
-                "N",
-                Range::closed(0.0, 1e6),
-                false,
-                false,
-                (0.01, 100.0),
-            ),
-            Param::StaticDamping => (
-                "coupling.static_damping",
-                "static damping α",
-                "",
-                Range {
-                    min: 0.0,
-                    min_inclusive: true,
-                    max: 0.95,
-                    max_inclusive: true,
-                },
-                false,
-                false,
-                (0.0, 0.95),
-            ),
-            Param::MaxVelocity => (
-                "coupling.max_velocity",
-                "velocity limit",
-                "m/s",
-                Range::positive(1e3),
-                false,
-                true,
-                (0.01, 100.0),
-            ),
-            Param::MaxAngularVelocity => (
-                "coupling.max_angular_velocity",
-                "angular velocity limit",
-                "rad/s",
-                Range::positive(1e4),
-                false,
-                true,
-                (0.1, 100.0),
-            ),
-            Param::DegenerateRatio => (
-                "coupling.degenerate_ratio",
-                "degenerate singular-value ratio",
-                "",
-                Range::positive(1.0),
-                false,
-                true,
-                (1e-6, 0.1),
-            ),
-            Param::DeviceMaxForce => (
-                "coupling.device_max_force",
-                "device force limit",
-                "N",
-                Range::positive(1e4),
-                false,
-                true,
-                (0.1, 100.0),
-            ),
-            Param::DeviceMaxTorque => (
-                "coupling.device_max_torque",
-                "device torque limit",
-                "N m",
-                Range::positive(1e3),
-                false,
-                true,
-                (0.01, 10.0),
-            ),
-            Param::MaterialScale => (
-                "dynamics.material_scale",
-                "material scale",
-                "",
-                Range::closed(1e-3, 1e3),
-                false,
-                true,
-                (0.05, 20.0),
-            ),
-            Param::ModesUsed => (
-                "dynamics.modes_used",
-                "modes used",
-                "modes",
-                Range::closed(1.0, 1e6),
-                true,
-                false,
-                (1.0, 100.0),
-            ),
-            Param::Activation => (
-                "dynamics.activation",
-                "muscle activation",
-                "",
-                Range::closed(0.0, 1.0),
-                false,
-                false,
-                (0.0, 1.0),
-            ),
-        };
-        ParamSpec {
-            key,
-            label,
-            unit,
-            range,
-            integer,
-            logarithmic,
-            slider,
-        }
+        SPECS[self as usize].1
     }
 
     /// The parameter with this key.
@@ -529,6 +578,9 @@ mod tests {
 
     #[test]
     fn every_default_is_valid_and_keys_are_unique() {
+        for (i, p) in Param::ALL.into_iter().enumerate() {
+            assert_eq!((p as usize, SPECS[i].0), (i, p), "the table's row {i}");
+        }
         let s = defaults();
         for p in Param::ALL {
             let v = p.get(&s);

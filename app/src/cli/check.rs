@@ -9,13 +9,14 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use haptics::check::ompl::{read_path, State};
+use haptics::check::ompl::read_path;
 pub use haptics::check::problem::read_mesh;
 use haptics::check::problem::{load_problem, LoadedProblem};
 use haptics::check::report::{num, pos, report_json, ReportContext};
 use haptics::check::{check_path, CheckOptions, PathPos, Report, Robot, World};
 use haptics::mesh::SurfaceMesh;
 use haptics::plot::{shaded_line_plot, Band, Series};
+use haptics::proximity::rigid::State;
 
 use super::range;
 
@@ -594,8 +595,9 @@ pub fn trajectory_states(scene: &haptics::scene::Scene, t: &Path) -> anyhow::Res
     let mut workspace =
         haptics::coupling::Workspace::new(scene.workspace_scale, scene.haptic.pose * grasp);
     let mut states = Vec::with_capacity(traj.samples.len());
+    let clutch_mask = haptics_devices::SafetySettings::default().clutch_mask();
     for (i, s) in traj.samples.iter().enumerate() {
-        let clutch = s.buttons & haptics::haptic::thread::CLUTCH_BUTTON != 0;
+        let clutch = s.buttons & clutch_mask != 0;
         let m = workspace
             .try_manipulandum(&s.pose.isometry(), clutch)
             .with_context(|| format!("{}: sample {} maps outside the scene", t.display(), i + 1))?;

@@ -26,10 +26,11 @@ pub type VendorDevice = SafeDevice<Box<dyn Device + Send>>;
 pub struct Deadman(pub Option<u32>);
 
 /// Parses `--deadman`: a button index 0..=31, or `off`. The clutch's button
-/// ([`haptics::haptic::thread::CLUTCH_BUTTON`]) is refused: holding the enable button
-/// would then also hold the clutch, and the held object would stop following the hand.
+/// ([`SafetySettings::clutch_button`] of the vendor devices' settings) is refused: holding
+/// the enable button would then also hold the clutch, and the held object would stop
+/// following the hand.
 pub fn parse_deadman(s: &str) -> Result<Deadman, String> {
-    let clutch = haptics::haptic::thread::CLUTCH_BUTTON.trailing_zeros();
+    let clutch = SafetySettings::default().clutch_button.unwrap_or(u32::MAX);
     match s.trim() {
         "off" | "none" => Ok(Deadman(None)),
         t => match t.parse::<u32>() {
@@ -193,7 +194,7 @@ mod tests {
             assert!(parse_deadman(bad).is_err(), "{bad}");
         }
         // The clutch's button (bit 1) cannot also be the enable button.
-        assert_eq!(haptics::haptic::thread::CLUTCH_BUTTON, 1 << 1);
+        assert_eq!(SafetySettings::default().clutch_button, Some(1));
         let e = parse_deadman("1").unwrap_err();
         assert!(e.contains("is the clutch"), "{e}");
     }

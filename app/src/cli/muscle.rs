@@ -3,7 +3,7 @@
 //! - `haptics muscle isometric`: the isometric tension-length experiment (Chen 1991) on a
 //!   uniaxial block, against the homogeneous solution ([`haptics::muscle::isometric`]).
 //! - `haptics muscle mesh`: the NURBS fusiform muscle, tet-meshed, with its fibre field
-//!   ([`haptics::mesh::fusiform`]).
+//!   ([`haptics::muscle::fusiform`]).
 //! - `haptics muscle contract`: the fusiform muscle with fixed tendons activated; its
 //!   volume change ([`haptics::muscle::contract()`]).
 
@@ -63,8 +63,8 @@ pub struct ShapeArgs {
 }
 
 impl ShapeArgs {
-    fn spec(&self) -> haptics::mesh::fusiform::FusiformSpec {
-        haptics::mesh::fusiform::FusiformSpec {
+    fn spec(&self) -> haptics::muscle::fusiform::FusiformSpec {
+        haptics::muscle::fusiform::FusiformSpec {
             length: self.length,
             belly_radius: self.belly_radius,
             tendon_radius: self.tendon_radius,
@@ -253,7 +253,7 @@ fn run_isometric_cmd(args: &IsometricArgs) -> anyhow::Result<()> {
 }
 
 fn run_mesh(args: &MeshArgs) -> anyhow::Result<()> {
-    let muscle = haptics::mesh::fusiform::fusiform_muscle(&args.shape.spec())?;
+    let muscle = haptics::muscle::fusiform::fusiform_muscle(&args.shape.spec())?;
     let files = muscle.write(&args.out)?;
     // The boundary surface (compacted to the vertices it uses), for pointshells,
     // distance fields and rendering.
@@ -280,7 +280,7 @@ fn run_mesh(args: &MeshArgs) -> anyhow::Result<()> {
         .mesh
         .element_material
         .iter()
-        .filter(|&&m| m == haptics::mesh::fusiform::TENDON_MATERIAL)
+        .filter(|&&m| m == haptics::muscle::fusiform::TENDON_MATERIAL)
         .count();
     println!(
         "fusiform muscle {} m long, belly radius {} m: {} nodes, {} linear tets ({} tendon)",

@@ -9,11 +9,12 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use haptics::check::ompl::{format_path, read_path, State};
+use haptics::check::ompl::{format_path, read_path};
 use haptics::check::{Robot, World};
 use haptics::mesh::SurfaceMesh;
 use haptics::plan::space::Space;
 use haptics::plan::{plan_checked, CheckedPlan, Plan, PlanOptions, Problem, Sampler};
+use haptics::proximity::rigid::State;
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
 use super::check::scene_objects;
@@ -516,7 +517,7 @@ fn screenshot(png: &Path, l: &Loaded, path: &[State]) -> anyhow::Result<()> {
     };
     let space_len: Vec<f64> = path
         .windows(2)
-        .map(|w| haptics::check::motion_bound(&w[0], &w[1], l.robot.radius))
+        .map(|w| haptics::proximity::rigid::motion_bound(&w[0], &w[1], l.robot.radius))
         .collect();
     let total: f64 = space_len.iter().sum();
     let copies = 4;

@@ -263,6 +263,8 @@ pub fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
     } else if let Some(name) = a.device.strip_prefix("hid:") {
         let profile = builtin_profile(name)?;
         let settings = profile.safety.clone();
+        let mut sim = sim;
+        sim.set_clutch_button(settings.clutch_button);
         let device = SafeDevice::new(HidDevice::open(profile)?, settings)?;
         let duration = a.duration.unwrap_or(10.0);
         let label = format!("HID device ({name})");

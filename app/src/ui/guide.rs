@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use haptics::check::ompl::{format_path, State};
+use haptics::check::ompl::format_path;
+use haptics::proximity::rigid::State;
 use nalgebra::Isometry3;
 
 /// A guide being recorded.

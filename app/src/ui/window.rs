@@ -16,8 +16,8 @@ use crossbeam_channel::{Receiver, Sender};
 use haptics_devices::hid::{builtin_profile, list_devices, HidDevice};
 use haptics_devices::trajectory::TrajectoryWriter;
 use haptics_devices::{
-    Device, HandTarget, Pose, ReplayDevice, SafeDevice, SimConfig, SimulatedDevice, TapControl,
-    TapDevice, TargetSource, TrajectorySample, Wrench,
+    Device, HandTarget, Pose, ReplayDevice, SafeDevice, SafetySettings, SimConfig, SimulatedDevice,
+    TapControl, TapDevice, TargetSource, TrajectorySample, Wrench,
 };
 use nalgebra::UnitQuaternion;
 use thiserror::Error;
@@ -34,7 +34,6 @@ use super::input::{
 };
 use super::panels::{self, Action, Parameters, Plots, Status, UiState};
 use crate::render::{FrameState, OrbitCamera, RenderError, SceneRenderer};
-use haptics::haptic::thread::CLUTCH_BUTTON;
 use haptics::haptic::{Command, HapticSimulation, HapticThread};
 use haptics::scene::{Param, Scene};
 
@@ -148,14 +147,16 @@ impl Session {
         let rate = scene.rate_hz;
         let target = HandTarget::new(Pose::default());
         let mut target_tx = None;
-        let (device, device_name): (Box<dyn Device + Send>, String) = if let Some(path) = replay {
+        let default_clutch = SafetySettings::default().clutch_button;
+        let (device, device_name, clutch): NamedDevice = if let Some(path) = replay {
             (
                 Box::new(ReplayDevice::open(path).map_err(anyhow::Error::from)?),
                 format!("replay of {}", path.display()),
+                default_clutch,
             )
         } else {
             match open_hid(choice)? {
-                Some((d, name)) => (d, name),
+                Some(named) => named,
                 None => {
                     let (tx, rx) = crossbeam_channel::bounded(64);
                     target_tx = Some(tx);
@@ -174,6 +175,7 @@ impl Session {
                     (
                         Box::new(d),
                         "simulated hand (mouse and keyboard)".to_string(),
+                        default_clutch,
                     )
                 }
             }
@@ -191,6 +193,7 @@ impl Session {
         let debug = DebugContact::new(&scene);
         let workspace_scale = scene.workspace_scale;
         let mut sim = HapticSimulation::new(scene.clone());
+        sim.set_clutch_button(clutch);
         if let Some(f) = &fit {
             sim.set_caps(f.caps);
         }
@@ -227,21 +230,26 @@ impl Session {
     }
 }
 
-/// An opened device and the name shown for it.
-type NamedDevice = (Box<dyn Device + Send>, String);
+/// An opened device, the name shown for it and its clutch button.
+type NamedDevice = (Box<dyn Device + Send>, String, Option<u32>);
+
+/// The buttons of the simulated hand while the clutch key is held: the default clutch
+/// button ([`SafetySettings::clutch_button`]).
+const SIMULATED_CLUTCH: u32 = 1 << haptics_devices::safety::DEFAULT_CLUTCH_BUTTON;
 
 /// A HID device for `choice`, if it names one or `Auto` finds a SpaceMouse.
 fn open_hid(choice: &DeviceChoice) -> Result<Option<NamedDevice>, AppError> {
     let open = |name: &str, path: Option<&str>| -> Result<NamedDevice, AppError> {
         let profile = builtin_profile(name).map_err(anyhow::Error::from)?;
         let settings = profile.safety.clone();
+        let clutch = settings.clutch_button;
         let hid = match path {
             Some(p) => HidDevice::open_path(profile, p),
             None => HidDevice::open(profile),
         }
         .map_err(anyhow::Error::from)?;
         let device = SafeDevice::new(hid, settings).map_err(anyhow::Error::from)?;
-        Ok((Box::new(device), format!("HID device ({name})")))
+        Ok((Box::new(device), format!("HID device ({name})"), clutch))
     };
     match choice {
         DeviceChoice::Simulated => Ok(None),
@@ -250,7 +258,8 @@ fn open_hid(choice: &DeviceChoice) -> Result<Option<NamedDevice>, AppError> {
             if let Some(b) = deadman {
                 println!("{name}: hold button {b} to enable force");
             }
-            Ok(Some((Box::new(device), name)))
+            let clutch = device.settings().clutch_button;
+            Ok(Some((Box::new(device), name, clutch)))
         }
         DeviceChoice::Hid(name) => open(name, None).map(Some),
         DeviceChoice::Auto => {
@@ -623,7 +632,7 @@ impl App {
                     match code {
                         KeyCode::Space => {
                             self.input.clutch = down;
-                            s.target.buttons = if down { CLUTCH_BUTTON } else { 0 };
+                            s.target.buttons = if down { SIMULATED_CLUTCH } else { 0 };
                             moved = true;
                         }
                         KeyCode::KeyR if down && !event.repeat => {

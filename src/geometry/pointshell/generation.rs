@@ -35,33 +35,9 @@ use crate::geometry::sdf::{ClosestPoint, MeshDistance};
 use crate::geometry::triangle::normal_and_angles;
 use crate::mesh::SurfaceMesh;
 
-/// A deterministic 64-bit generator (SplitMix64, Steele, Lea and Flood 2014): small,
-/// fast, and good enough for sampling; the same seed gives the same sequence everywhere.
-#[derive(Debug, Clone)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    /// A generator starting from `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform number in [0, 1) with 53 random bits.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-}
+/// The seeded generator of the sampling: the project's one SplitMix64, kept in the
+/// devices crate (the lowest) so that every user draws the same sequence from a seed.
+pub use haptics_devices::rng::SplitMix64;
 
 /// Stratified area-weighted random sampling of a triangle mesh: the k-th of n samples
 /// falls at the area fraction (k + u) / n of the triangles laid end to end, so every

@@ -287,6 +287,7 @@ fn max_edge_difference(values: &[f32], cells: [usize; 3]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::pointshell::SplitMix64;
 
     /// A field holding an affine function a + g . x: trilinear interpolation reproduces
     /// it exactly, so lookups and gradients can be checked to rounding.
@@ -356,13 +357,8 @@ mod tests {
         let (f, _, _) = affine_field();
         let l = f.lipschitz_bound();
         let (lo, hi) = (f.origin, f.node_point(f.cells[0], f.cells[1], f.cells[2]));
-        let mut state = 12345u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = SplitMix64::new(12345);
+        let mut next = || rng.next_f64();
         let mut worst: f64 = 0.0;
         for _ in 0..200_000 {
             // Points in the box grown by its size on every side.
@@ -414,13 +410,8 @@ mod tests {
             assert!((grad - fd).norm() < 1e-8, "{grad} vs {fd}");
         }
         // A non-affine cell: random node values, gradient against central differences.
-        let mut s = 3u64;
-        let values: Vec<f32> = (0..27)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
-                (s >> 40) as f32 / (1u64 << 24) as f32
-            })
-            .collect();
+        let mut rng = SplitMix64::new(3);
+        let values: Vec<f32> = (0..27).map(|_| rng.next_f64() as f32).collect();
         let f = SignedDistanceField::from_values(Point3::origin(), 0.5, [2, 2, 2], values).unwrap();
         for p in [Point3::new(0.2, 0.3, 0.4), Point3::new(0.7, 0.9, 0.6)] {
             let grad = f.gradient(&p);

@@ -54,7 +54,7 @@
 //! `x = L`) are the vertices to fix.
 //!
 //! Sources: Piegl and Tiller, *The NURBS Book* (2nd ed., 1997), the circle and the
-//! evaluation algorithms ([`crate::mesh::nurbs`]); Zhou and Lu, "NURBS-based Galerkin
+//! evaluation algorithms ([`crate::geometry::nurbs`]); Zhou and Lu, "NURBS-based Galerkin
 //! method and application to skeletal muscle modeling" (ACM SPM 2005), the muscle as a
 //! trivariate NURBS solid; Teran et al. 2003 (above), the fibre field. The file layout is
 //! in docs/muscle-geometry.md.
@@ -63,15 +63,15 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::{Point3, Vector3};
 
-use super::bou::write_bou;
-use super::error::{ElementDefectKind, MeshError};
-use super::fibres::{fibres_path, write_fibres};
-use super::nurbs::{
+use crate::geometry::nurbs::{
     basis_functions, clamped_uniform_knots, find_span, greville_abscissae, NurbsError, NurbsSolid,
 };
-use super::veg::write_veg;
-use super::volume::{ElementKind, Material, VolumeMesh, HEX_CORNERS};
-use super::voxelize::hex_to_tets;
+use crate::mesh::bou::write_bou;
+use crate::mesh::error::{ElementDefectKind, MeshError};
+use crate::mesh::fibres::{fibres_path, write_fibres};
+use crate::mesh::veg::write_veg;
+use crate::mesh::volume::{ElementKind, Material, VolumeMesh, HEX_CORNERS};
+use crate::mesh::voxelize::hex_to_tets;
 
 /// Control layers of the cubic B-spline along the muscle's axis (10 knot spans).
 pub const AXIAL_CONTROL_LAYERS: usize = 13;
@@ -602,8 +602,8 @@ impl FusiformMuscle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::nurbs::Direction;
     use crate::mesh::fibres::read_fibres;
-    use crate::mesh::nurbs::Direction;
     use crate::mesh::{read_bou, read_veg};
 
     /// 4-point Gauss-Legendre nodes on [0, 1] and weights (exact for degree 7).

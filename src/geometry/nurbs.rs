@@ -32,7 +32,7 @@
 //! than `degree` times (which would make the solid discontinuous). A failure is a typed
 //! [`NurbsError`] naming the direction and the count or knot that is wrong.
 //!
-//! Use in this crate: the fusiform muscle ([`crate::mesh::fusiform`]) is such a solid, in
+//! Use in this crate: the fusiform muscle ([`crate::muscle::fusiform`]) is such a solid, in
 //! the spirit of Zhou and Lu ("NURBS-based Galerkin method and application to skeletal
 //! muscle modeling", ACM SPM 2005), who model a muscle as a trivariate NURBS solid, and
 //! of Teran et al. ("Finite volume methods for the simulation of skeletal muscle", SCA

@@ -1,0 +1,249 @@
+//! Contact intervals: where the meshes meet along the path, their ends bisected, and
+//! the deepest state of each with its penetration depth.
+
+use nalgebra::Vector3;
+
+use super::*;
+use crate::progress::{cancelled, Cancel};
+use crate::proximity::bvh::{self};
+
+/// The intervals where the meshes meet (runs of samples at clearance 0, their ends
+/// bisected between the free and the meeting side), each with its deepest state's
+/// depth, which joins the samples; and the path's deepest state, measured finely.
+pub(super) fn meeting_intervals(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    samples: &mut Vec<Sample>,
+    tol: f64,
+    first_only: bool,
+    cancel: &Option<Cancel>,
+) -> (Vec<Contact>, Option<Deepest>) {
+    let mut scratch = bvh::PairScratch::default();
+    let floor = FINEST_TOLERANCE * robot.diagonal;
+    let mut meets = |at: PathPos| {
+        !world
+            .bvh
+            .separated(
+                &robot.bvh,
+                &state_at(path, at).isometry(),
+                floor,
+                &mut scratch,
+            )
+            .clear
+    };
+    let meeting = |s: &Sample| s.clearance <= 0.0;
+    let mut contacts = Vec::new();
+    let mut depth_scratch = penetration::Scratch::default();
+    // Each interval's separating direction; the last one found is the next one's hint.
+    let mut directions: Vec<Vector3<f64>> = Vec::new();
+    let mut k = 0;
+    while k < samples.len() && !cancelled(cancel) {
+        if !meeting(&samples[k]) {
+            k += 1;
+            continue;
+        }
+        let begin = if k == 0 || samples[k - 1].at.segment != samples[k].at.segment {
+            samples[k].at
+        } else {
+            bisect(samples[k - 1].at, samples[k].at, &mut |at| meets(at))
+        };
+        let mut e = k;
+        while e + 1 < samples.len() && meeting(&samples[e + 1]) {
+            e += 1;
+        }
+        let end = if e + 1 < samples.len() && samples[e + 1].at.segment == samples[e].at.segment {
+            // The first free parameter after the contact.
+            bisect(samples[e].at, samples[e + 1].at, &mut |at| !meets(at))
+        } else {
+            samples[e].at
+        };
+        let state = state_at(path, begin);
+        if first_only {
+            // Where the first contact starts; the last state known to collide ends it.
+            contacts.push(Contact {
+                from: begin,
+                to: samples[e].at,
+                objects: world.objects_near(robot, &state.isometry(), tol),
+                depth: 0.0,
+                deepest_at: begin,
+            });
+            return (contacts, None);
+        }
+        let (depth, deepest_at, direction) = deepest_in(
+            robot,
+            world,
+            path,
+            &samples[k..=e],
+            &mut depth_scratch,
+            directions.last().copied(),
+        );
+        directions.push(direction);
+        contacts.push(Contact {
+            from: begin,
+            to: end,
+            objects: world.objects_near(robot, &state.isometry(), tol),
+            depth,
+            deepest_at,
+        });
+        k = e + 1;
+    }
+    // The deepest interval's depth, measured finely (again while the fine measure
+    // drops it below another interval's coarse one).
+    let mut fine = vec![false; contacts.len()];
+    let mut cut_short = depth_scratch.budget == 0;
+    while let Some(i) =
+        (0..contacts.len()).max_by(|&a, &b| contacts[a].depth.total_cmp(&contacts[b].depth))
+    {
+        if contacts[i].depth <= 0.0 || fine[i] || cancelled(cancel) {
+            break;
+        }
+        let d = penetration::penetration_depth(
+            &world.bvh,
+            &robot.bvh,
+            &state_at(path, contacts[i].deepest_at).isometry(),
+            penetration::Effort::FINE,
+            Some(directions[i]),
+            &mut depth_scratch,
+        );
+        fine[i] = true;
+        cut_short |= d.cut_short;
+        if d.depth < contacts[i].depth {
+            contacts[i].depth = d.depth;
+            directions[i] = d.direction;
+        }
+    }
+    let deepest = (0..contacts.len())
+        .max_by(|&a, &b| contacts[a].depth.total_cmp(&contacts[b].depth))
+        .filter(|&i| contacts[i].depth > 0.0)
+        .map(|i| Deepest {
+            at: contacts[i].deepest_at,
+            depth: contacts[i].depth,
+            direction: directions[i],
+            cut_short,
+        });
+    // The intervals' depths join the samples, in path order.
+    for c in contacts.iter().filter(|c| c.depth > 0.0) {
+        let at = c.deepest_at;
+        let i = samples.partition_point(|s| (s.at.segment, s.at.t) < (at.segment, at.t));
+        samples.insert(
+            i,
+            Sample {
+                at,
+                clearance: -c.depth,
+                lower: -c.depth,
+            },
+        );
+    }
+    (contacts, deepest)
+}
+
+/// The deepest state of a path that collides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Deepest {
+    /// Where.
+    pub at: PathPos,
+    /// The translational penetration depth there (an upper bound, measured finely).
+    pub depth: f64,
+    /// The direction of the separating translation (unit, world frame).
+    pub direction: Vector3<f64>,
+    /// Whether the depth searches ran out of their budget (the depth is then the least
+    /// separation over fewer directions: still an upper bound).
+    pub cut_short: bool,
+}
+
+/// States of one contact interval whose depth is measured coarsely: up to this many,
+/// evenly spread over its samples, then a local search about the deepest.
+pub(super) const DEPTH_PROBES: usize = 5;
+
+/// The deepest state of a contact interval (its samples, in order): the depth (coarse,
+/// an upper bound), where, and the separating direction.
+pub(super) fn deepest_in(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    samples: &[Sample],
+    scratch: &mut penetration::Scratch,
+    mut hint: Option<Vector3<f64>>,
+) -> (f64, PathPos, Vector3<f64>) {
+    let depth_at = |at: PathPos, hint: Option<Vector3<f64>>, scratch: &mut penetration::Scratch| {
+        penetration::penetration_depth(
+            &world.bvh,
+            &robot.bvh,
+            &state_at(path, at).isometry(),
+            penetration::Effort::COARSE,
+            hint,
+            scratch,
+        )
+    };
+    let n = samples.len();
+    let probes = n.min(DEPTH_PROBES);
+    let mut best = (0.0, samples[0].at, hint.unwrap_or(Vector3::z()));
+    for p in 0..probes {
+        let i = if probes == 1 {
+            0
+        } else {
+            p * (n - 1) / (probes - 1)
+        };
+        let d = depth_at(samples[i].at, hint, scratch);
+        if d.depth > 0.0 {
+            hint = Some(d.direction);
+        }
+        if d.depth > best.0 {
+            best = (d.depth, samples[i].at, d.direction);
+        }
+    }
+    // The probes' spacing on the deepest one's segment, halved about it.
+    if probes > 1 {
+        let seg: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.at.segment == best.1.segment)
+            .map(|s| s.at.t)
+            .collect();
+        if let (Some(lo), Some(hi)) = (seg.first(), seg.last()) {
+            let (lo, hi) = (*lo, *hi);
+            let mut spacing = (hi - lo) / probes as f64;
+            for _ in 0..2 {
+                spacing *= 0.5;
+                for t in [best.1.t - spacing, best.1.t + spacing] {
+                    if t < lo || t > hi {
+                        continue;
+                    }
+                    let at = PathPos {
+                        segment: best.1.segment,
+                        t,
+                    };
+                    let d = depth_at(at, Some(best.2), scratch);
+                    if d.depth > best.0 {
+                        best = (d.depth, at, d.direction);
+                    }
+                }
+            }
+        }
+    }
+    best
+}
+
+/// Bisects the parameter between `from` (where `hit` is false) and `to` (where it is
+/// true), on one segment, to 1e-6 of the segment; returns the first `hit` side.
+pub(super) fn bisect(from: PathPos, to: PathPos, hit: &mut dyn FnMut(PathPos) -> bool) -> PathPos {
+    let (mut a, mut b) = (from.t, to.t);
+    for _ in 0..40 {
+        if (b - a).abs() <= 1e-6 {
+            break;
+        }
+        let m = 0.5 * (a + b);
+        if hit(PathPos {
+            segment: to.segment,
+            t: m,
+        }) {
+            b = m;
+        } else {
+            a = m;
+        }
+    }
+    PathPos {
+        segment: to.segment,
+        t: b,
+    }
+}

@@ -1,0 +1,272 @@
+use super::rrt::Node;
+use super::*;
+use crate::mesh::shapes::box_surface;
+use nalgebra::{Point3, UnitQuaternion, Vector3};
+
+/// The sliding direction is the distance's gradient: `n` in translation and
+/// `(r - c) x n` in rotation (about world axes through the robot's origin), checked
+/// against central differences of the exact distance. A tilted cube's lowest corner
+/// is its unique closest point to a floor, so the distance is smooth there; steps of
+/// 1e-6 give differences good to about 1e-9, and 1e-6 leaves room for rounding.
+#[test]
+fn the_contact_gradient_matches_finite_differences() {
+    let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.1), 1));
+    let floor = box_surface(Point3::new(0.0, -1.0, 0.0), Vector3::new(2.0, 0.5, 2.0), 1);
+    let world = World::new(&floor);
+    let tilt = UnitQuaternion::from_euler_angles(0.3, 0.2, 0.4);
+    let s = State::new(Vector3::new(0.1, -0.25, 0.05), tilt);
+    let mut checker = Checker::new(&robot, &world, 1e-4);
+    let c = checker.clearance_at(&s);
+    let exact = |s: &State| crate::check::clearance(&robot, &world, s);
+    let d0 = exact(&s);
+    assert!(d0 > 0.0 && d0 < 0.2, "{d0}");
+    let n = c.normal().unwrap();
+    let (_, r) = c.closest.unwrap();
+    let m = (r.coords - s.position).cross(&n);
+    let h = 1e-6;
+    for k in 0..3 {
+        let e = Vector3::ith(k, h);
+        let moved = |sign: f64| State::new(s.position + e * sign, s.orientation);
+        let fd = (exact(&moved(1.0)) - exact(&moved(-1.0))) / (2.0 * h);
+        assert!(
+            (fd - n[k]).abs() < 1e-6,
+            "translation {k}: {fd} vs {}",
+            n[k]
+        );
+        let turned = |sign: f64| {
+            State::new(
+                s.position,
+                UnitQuaternion::from_scaled_axis(e * sign) * s.orientation,
+            )
+        };
+        let fd = (exact(&turned(1.0)) - exact(&turned(-1.0))) / (2.0 * h);
+        assert!((fd - m[k]).abs() < 1e-6, "rotation {k}: {fd} vs {}", m[k]);
+    }
+}
+
+/// The problem of moving `robot`, unturned, from `x0` to `x1` on the x axis.
+fn along_x<'a>(robot: &'a Robot, world: &'a World, space: Space, x0: f64, x1: f64) -> Problem<'a> {
+    let at = |x: f64| State::new(Vector3::new(x, 0.0, 0.0), UnitQuaternion::identity());
+    Problem {
+        robot,
+        world,
+        space,
+        start: at(x0),
+        goal: at(x1),
+    }
+}
+
+/// A wall with two slots between the start and the goal: a narrow one (0.2 wide) on
+/// the straight line, which the robot (a cube of side 0.24) cannot pass in any
+/// orientation, and a wide one (0.6) 1.3 to the side. The widest corridor goes
+/// through the wide slot and is long against the straight segment, so it guides the
+/// samples; the planned path goes through the wide slot and passes the independent
+/// check. Without the corridor the planner solves it too (the corridor only biases
+/// samples).
+#[test]
+fn a_winding_corridor_guides_the_trees_through_the_wide_slot() {
+    use crate::mesh::shapes::union;
+    let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.12), 1));
+    let piece = |y0: f64, y1: f64| {
+        box_surface(
+            Point3::new(0.0, 0.5 * (y0 + y1), 0.0),
+            Vector3::new(0.05, 0.5 * (y1 - y0), 1.2),
+            1,
+        )
+    };
+    let world = World::new(&union(&[
+        piece(-2.2, -0.1),
+        piece(0.1, 1.0),
+        piece(1.6, 2.2),
+    ]));
+    let space = Space {
+        min: Vector3::new(-1.0, -2.0, -1.0),
+        max: Vector3::new(1.0, 2.0, 1.0),
+        radius: robot.radius,
+    };
+    let problem = along_x(&robot, &world, space, -0.5, 0.5);
+    for corridor in [true, false] {
+        let options = PlanOptions {
+            corridor,
+            ..PlanOptions::default()
+        };
+        let r = plan(&problem, &options, &|_| {}).unwrap();
+        assert!(r.solved, "corridor {corridor}");
+        if corridor {
+            let c = r.corridor.expect("a corridor search");
+            assert!(c.found && c.guided, "{c:?}");
+            assert!(c.width > 0.1 && c.width <= 0.3, "{c:?}");
+        } else {
+            assert!(r.corridor.is_none());
+        }
+        let crossing = r
+            .path
+            .windows(2)
+            .find(|w| w[0].position.x < 0.0 && w[1].position.x >= 0.0)
+            .expect("the path crosses the wall");
+        let y = 0.5 * (crossing[0].position.y + crossing[1].position.y);
+        assert!(y > 1.0 && y < 1.6, "crosses at y = {y}");
+        let report = crate::check::check_path(
+            &robot,
+            &world,
+            &r.path,
+            &crate::check::CheckOptions::default(),
+            &mut |_| {},
+        );
+        assert!(report.collision_free, "corridor {corridor}");
+    }
+}
+
+/// In open space the steps double: a start and a goal 40 base steps apart (an
+/// obstacle far to the side) are joined in a few states with the doubling steps,
+/// where the base step alone needs at least 40 (one per step on the way). A longest
+/// step below the base step is refused.
+#[test]
+fn steps_double_in_open_space() {
+    let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.1), 1));
+    let block = box_surface(Point3::new(0.0, 20.0, 0.0), Vector3::repeat(0.5), 1);
+    let world = World::new(&block);
+    let space = Space {
+        min: Vector3::repeat(-25.0),
+        max: Vector3::repeat(25.0),
+        radius: robot.radius,
+    };
+    let problem = along_x(&robot, &world, space, -20.0, 20.0);
+    let run = |max_range: Option<f64>| {
+        let options = PlanOptions {
+            range: Some(1.0),
+            max_range,
+            shortcuts: 0,
+            ..PlanOptions::default()
+        };
+        plan(&problem, &options, &|_| {}).unwrap()
+    };
+    let doubling = run(None);
+    let base = run(Some(1.0));
+    assert!(doubling.solved && base.solved);
+    assert_eq!(doubling.max_range, space.extent());
+    assert!(doubling.states < 20, "{} states", doubling.states);
+    assert!(base.states >= 40, "{} states", base.states);
+    let options = PlanOptions {
+        range: Some(1.0),
+        max_range: Some(0.5),
+        ..PlanOptions::default()
+    };
+    assert!(matches!(
+        plan(&problem, &options, &|_| {}),
+        Err(PlanError::Options(_))
+    ));
+}
+
+/// The trees' metric weighs a turn by the rotation weight: a node a short way off but
+/// turned half a turn is the nearest with a quarter weight, and a node farther off
+/// with the target's orientation is the nearest with the full one. A weight that is
+/// not positive is refused.
+#[test]
+fn the_rotation_weight_sets_the_trees_metric() {
+    let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.1), 1));
+    let wall = box_surface(Point3::new(0.0, -1.5, 0.0), Vector3::new(2.0, 0.1, 2.0), 1);
+    let world = World::new(&wall);
+    let space = Space {
+        min: Vector3::repeat(-3.0),
+        max: Vector3::repeat(3.0),
+        radius: robot.radius,
+    };
+    let at = |x: f64, turn: f64| {
+        State::new(
+            Vector3::new(x, 0.0, 0.0),
+            UnitQuaternion::from_axis_angle(&Vector3::z_axis(), turn),
+        )
+    };
+    let problem = Problem {
+        robot: &robot,
+        world: &world,
+        space,
+        start: State::new(Vector3::repeat(2.0), UnitQuaternion::identity()),
+        goal: State::new(Vector3::repeat(-2.0), UnitQuaternion::identity()),
+    };
+    // R = 0.1 sqrt(3): turned by pi, 0.1 + R pi = 0.64 (w = 1) or 0.24 (w = 1/4)
+    // from the target; the unturned node is 0.3 away either way.
+    let nearest = |weight: f64| {
+        let options = PlanOptions {
+            rotation_weight: weight,
+            ..PlanOptions::default()
+        };
+        let mut search = Search::new(&problem, &options, &Guide::default(), 1e-3, 0.5, 0.5, 1, 0);
+        for state in [at(0.1, std::f64::consts::PI), at(0.3, 0.0)] {
+            search.trees[0].push(Node {
+                state,
+                parent: 0,
+                lower: 0.0,
+                contact: None,
+                step: 0.5,
+            });
+        }
+        assert!((search.metric.radius - weight * robot.radius).abs() < 1e-15);
+        search.nearest(0, &at(0.0, 0.0))
+    };
+    assert_eq!(nearest(1.0), 2);
+    assert_eq!(nearest(DEFAULT_ROTATION_WEIGHT), 1);
+    for weight in [0.0, -1.0, f64::NAN] {
+        let options = PlanOptions {
+            rotation_weight: weight,
+            ..PlanOptions::default()
+        };
+        assert!(matches!(
+            plan(&problem, &options, &|_| {}),
+            Err(PlanError::Options(_))
+        ));
+    }
+}
+
+/// A slid step has no component into the contact (to first order it moves away by a
+/// tenth of the clearance) and keeps the translation along the contact.
+#[test]
+fn a_slid_step_keeps_its_tangential_part() {
+    let robot = Robot::new(&box_surface(Point3::origin(), Vector3::repeat(0.1), 1));
+    let floor = box_surface(Point3::new(0.0, -1.0, 0.0), Vector3::new(2.0, 0.5, 2.0), 1);
+    let world = World::new(&floor);
+    let space = Space {
+        min: Vector3::repeat(-2.0),
+        max: Vector3::repeat(2.0),
+        radius: robot.radius,
+    };
+    let start = State::new(Vector3::new(0.0, -0.39, 0.0), UnitQuaternion::identity());
+    let problem = Problem {
+        robot: &robot,
+        world: &world,
+        space,
+        start,
+        goal: start,
+    };
+    let search = Search::new(
+        &problem,
+        &PlanOptions::default(),
+        &Guide::default(),
+        1e-3,
+        0.5,
+        0.5,
+        1,
+        0,
+    );
+    let mut checker = Checker::new(&robot, &world, 1e-3);
+    let contact = checker.clearance_at(&start);
+    // Down and sideways: the floor's normal is +y.
+    let to = State::new(Vector3::new(0.3, -0.6, 0.0), UnitQuaternion::identity());
+    let slid = search.slide(&start, &contact, &to).unwrap();
+    let dp = slid.position - start.position;
+    let dw = slid.orientation.scaled_axis();
+    let n = contact.normal().unwrap();
+    assert!((n - Vector3::y()).norm() < 1e-12, "{n}");
+    let (_, r) = contact.closest.unwrap();
+    let m = (r.coords - start.position).cross(&n);
+    // The first-order change of the distance along the slid step: the tenth of the
+    // clearance kept away from the contact.
+    let change = n.dot(&dp) + m.dot(&dw);
+    assert!((change - 1e-4).abs() < 1e-12, "{change}");
+    // The part of the translation along the floor is kept as it was.
+    assert!((dp.x - 0.3).abs() < 1e-12 && dp.z.abs() < 1e-12, "{dp}");
+    // Moving away already: nothing to remove.
+    let up = State::new(Vector3::new(0.3, 0.0, 0.0), UnitQuaternion::identity());
+    assert!(search.slide(&start, &contact, &up).is_none());
+}

@@ -1,0 +1,318 @@
+//! Distances between two hierarchies: best-first branch and bound, exact or within a
+//! [`Slack`], and the planner's decision ([`Bvh::separated`]).
+
+use nalgebra::{Isometry3, Point3};
+
+use super::bounds::box_box_distance;
+use super::motion::Sweep;
+use super::pairs::{descend, moved_node, scratch_moved, Entry, PairFrame, PairScratch};
+use super::{Bvh, Closest, Kind};
+use crate::proximity::exact::{edge_axes_separate, triangle_distance};
+
+/// How far a distance query may stop short of the exact distance: once its lower bound
+/// is within `absolute + relative * distance` of the best pair found, or has reached
+/// `enough`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slack {
+    /// Absolute slack (m).
+    pub absolute: f64,
+    /// Relative slack, in [0, 1).
+    pub relative: f64,
+    /// A lower bound that is enough for the caller (m; infinite: none is).
+    pub enough: f64,
+}
+
+impl Slack {
+    /// No slack: the exact distance.
+    pub const EXACT: Slack = Slack {
+        absolute: 0.0,
+        relative: 0.0,
+        enough: f64::INFINITY,
+    };
+}
+
+impl Bvh {
+    /// The least distance between this mesh and `other` placed by `pose` (other's frame
+    /// to this mesh's frame), if below `upper` (`None` otherwise). Stops early at zero.
+    pub fn distance_to(&self, other: &Bvh, pose: &Isometry3<f64>, upper: f64) -> Option<Closest> {
+        self.distance_with(
+            other,
+            pose,
+            upper,
+            Slack::EXACT,
+            &mut PairScratch::default(),
+        )
+        .map(|b| b.closest)
+    }
+
+    /// [`Bvh::distance_to`] with a scratch kept between queries of the same pair: the
+    /// other mesh's triangles are moved lazily (once per query, only where the search
+    /// goes), and the previous query's closest pair of triangles gives the first upper
+    /// bound (consecutive states of a path are close, so it is usually nearly tight).
+    ///
+    /// The search is best-first: pairs of nodes in order of their lower bound. The
+    /// smallest bound still queued is a lower bound of the distance, the best pair found
+    /// an upper bound; the search ends when they are within the slack of each other
+    /// ([`Slack::EXACT`]: exact), which saves most of the work on nearly parallel surfaces,
+    /// where many pairs of triangles lie within a hair of the minimum.
+    pub fn distance_with(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        upper: f64,
+        slack: Slack,
+        scratch: &mut PairScratch,
+    ) -> Option<Bounded> {
+        if self.is_empty() || other.is_empty() {
+            return None;
+        }
+        scratch.prepare(other.triangles.len());
+        let mut best = Closest {
+            distance: upper,
+            on_a: Point3::origin(),
+            on_b: Point3::origin(),
+        };
+        let mut best_pair = None;
+        if let Some((ia, ib)) = scratch.hint {
+            if ia < self.triangles.len() && ib < other.triangles.len() {
+                let tb = scratch.moved(other, pose, ib).0;
+                let found = triangle_distance(&self.triangles[ia], &tb);
+                if improve(&mut best, &mut best_pair, (ia, ib), found) {
+                    return Some(Bounded::exact(best));
+                }
+            }
+        }
+        let frame = PairFrame::new(pose);
+        scratch.prepare_nodes(other.nodes.len());
+        let (node_cache, node_stamp, generation) = (
+            &mut scratch.node_cache,
+            &mut scratch.node_stamp,
+            scratch.generation,
+        );
+        let mut bound = |i: usize, j: usize| -> f64 {
+            let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
+            frame.gaps(&self.nodes[i], &other.nodes[j], mb).value()
+        };
+        let heap = &mut scratch.heap;
+        heap.clear();
+        heap.push(Entry::new(bound(0, 0), 0, 0));
+        let mut lower = best.distance;
+        while let Some(e) = heap.pop() {
+            if e.bound() >= best.distance - slack.absolute - slack.relative * best.distance
+                || e.bound() >= slack.enough
+            {
+                lower = e.bound().min(best.distance);
+                break;
+            }
+            let (i, j) = (e.i as usize, e.j as usize);
+            let (a, b) = (&self.nodes[i], &other.nodes[j]);
+            match (a.kind, b.kind) {
+                (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
+                    for ib in s2..e2 {
+                        let (tb, bb, pb) = scratch_moved(
+                            &mut scratch.cache,
+                            &mut scratch.stamp,
+                            scratch.generation,
+                            other,
+                            pose,
+                            ib,
+                        );
+                        for ia in start..end {
+                            if box_box_distance(&self.boxes[ia], bb) >= best.distance
+                                || self.planes[ia].gap(tb) >= best.distance
+                                || pb.gap(&self.triangles[ia]) >= best.distance
+                            {
+                                continue;
+                            }
+                            let found = triangle_distance(&self.triangles[ia], tb);
+                            if improve(&mut best, &mut best_pair, (ia, ib), found) {
+                                scratch.hint = best_pair;
+                                return Some(Bounded::exact(best));
+                            }
+                        }
+                    }
+                }
+                (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
+                    heap.push(Entry::new(bound(left, j), left, j));
+                    heap.push(Entry::new(bound(right, j), right, j));
+                }
+                (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
+                    heap.push(Entry::new(bound(i, left), i, left));
+                    heap.push(Entry::new(bound(i, right), i, right));
+                }
+                (
+                    Kind::Inner { left, right },
+                    Kind::Inner {
+                        left: l2,
+                        right: r2,
+                    },
+                ) => {
+                    // Split the larger sphere.
+                    if a.radius >= b.radius {
+                        heap.push(Entry::new(bound(left, j), left, j));
+                        heap.push(Entry::new(bound(right, j), right, j));
+                    } else {
+                        heap.push(Entry::new(bound(i, l2), i, l2));
+                        heap.push(Entry::new(bound(i, r2), i, r2));
+                    }
+                }
+            }
+        }
+        if best_pair.is_some() {
+            scratch.hint = best_pair;
+            return Some(Bounded {
+                closest: best,
+                lower: lower.min(best.distance),
+            });
+        }
+        // No pair below `upper`: either the search ended there (the distance is at
+        // least `upper`), or it stopped early on `enough` before meeting any pair (the
+        // distance is at least `lower`, with no upper bound but infinity).
+        (lower < upper).then_some(Bounded {
+            closest: Closest {
+                distance: f64::INFINITY,
+                ..best
+            },
+            lower,
+        })
+    }
+
+    /// Whether `other`, placed by `pose`, is at least `floor` from this mesh: a decision,
+    /// as [`Bvh::clear_over`] with no motion, but with the static bounds only (a sphere
+    /// test, then the oriented boxes' face axes), depth first, the nearer pair first,
+    /// ending at the first pair of triangles closer than `floor`. This is the planner's
+    /// state validity query; it visits far fewer pairs than a distance query (a pair
+    /// farther than `floor` is never opened) and costs a fraction of a sweep per pair.
+    /// The returned sweep's `upper` is the least triangle distance met.
+    pub fn separated(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        floor: f64,
+        scratch: &mut PairScratch,
+    ) -> Sweep {
+        let mut sweep = Sweep {
+            clear: true,
+            upper: f64::INFINITY,
+        };
+        if self.is_empty() || other.is_empty() {
+            return sweep;
+        }
+        scratch.prepare(other.triangles.len());
+        // The pair that ended the previous decision first: the planner's decisions come
+        // in runs about one place (a step, a shorter one, a slide), and a state in
+        // collision is most often refused by the same two triangles.
+        if let Some((ia, ib)) = scratch.blocker {
+            let (ia, ib) = (ia as usize, ib as usize);
+            if ia < self.triangles.len() && ib < other.triangles.len() {
+                let (tb, _, _) = scratch.placed(other, pose, ib);
+                let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
+                if d < floor {
+                    return Sweep {
+                        clear: false,
+                        upper: d,
+                    };
+                }
+            }
+        }
+        let frame = PairFrame::new(pose);
+        scratch.prepare_nodes(other.nodes.len());
+        let (node_cache, node_stamp, generation) = (
+            &mut scratch.node_cache,
+            &mut scratch.node_stamp,
+            scratch.generation,
+        );
+        let mut bound = |i: usize, j: usize| {
+            let (a, b) = (&self.nodes[i], &other.nodes[j]);
+            let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
+            // The spheres and the axis-aligned boxes first: most pairs far apart end
+            // here.
+            let sphere = (a.center - mb.center).norm() - a.radius - b.radius;
+            if sphere >= floor {
+                return sphere;
+            }
+            let boxes = box_box_distance(&a.aabb, &mb.aabb);
+            if boxes >= floor {
+                return boxes;
+            }
+            sphere.max(boxes).max(frame.box_gap(a, b, mb, floor))
+        };
+        let (cache, stamp, blocker) =
+            (&mut scratch.cache, &mut scratch.stamp, &mut scratch.blocker);
+        scratch.stack.clear();
+        scratch.stack.push((0, 0));
+        descend(
+            self,
+            other,
+            floor,
+            &mut scratch.stack,
+            &mut bound,
+            &mut |_, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
+                for ib in leaf_b.0..leaf_b.1 {
+                    let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
+                    for ia in leaf_a.0..leaf_a.1 {
+                        if box_box_distance(&self.boxes[ia], bb) >= floor
+                            || pb.gap(&self.triangles[ia]) >= floor
+                            || self.planes[ia].gap(tb) >= floor
+                            || edge_axes_separate(&self.triangles[ia], tb, |_| floor)
+                        {
+                            continue;
+                        }
+                        let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
+                        sweep.upper = sweep.upper.min(d);
+                        if d < floor {
+                            sweep.clear = false;
+                            *blocker = Some((ia as u32, ib as u32));
+                            return false;
+                        }
+                    }
+                }
+                true
+            },
+        );
+        sweep
+    }
+}
+
+/// Keeps triangle pair `pair` at `(distance, on_a, on_b)` if it is closer than `best`;
+/// returns true when the meshes touch (nothing can be closer).
+pub(super) fn improve(
+    best: &mut Closest,
+    best_pair: &mut Option<(usize, usize)>,
+    pair: (usize, usize),
+    (distance, on_a, on_b): (f64, Point3<f64>, Point3<f64>),
+) -> bool {
+    if distance < best.distance {
+        *best = Closest {
+            distance,
+            on_a,
+            on_b,
+        };
+        *best_pair = Some(pair);
+    }
+    best_pair.is_some() && best.distance == 0.0
+}
+
+/// The result of a query with slack: the best pair found (an upper bound of the
+/// distance) and a lower bound, at most the slack below it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounded {
+    /// The closest pair found; its distance is an upper bound.
+    pub closest: Closest,
+    /// A lower bound of the distance.
+    pub lower: f64,
+}
+
+impl Bounded {
+    pub(super) fn exact(closest: Closest) -> Bounded {
+        Bounded {
+            closest,
+            lower: closest.distance,
+        }
+    }
+
+    /// The upper bound (the distance of the closest pair found).
+    pub fn upper(&self) -> f64 {
+        self.closest.distance
+    }
+}
