@@ -3,6 +3,7 @@
 //! bad input (the `haptics bake` command line is tested in the application crate).
 
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
+use haptics::geometry::pointshell::SplitMix64;
 use haptics::mesh::read_veg;
 use haptics::progress::NoProgress;
 use haptics::reduction::bake::{
@@ -169,13 +170,8 @@ fn snapshot_basis_render_basis_and_material_groups_are_written() {
         Precision::F64,
     )
     .unwrap();
-    let mut seed = 11u64;
-    let mix = nalgebra::DMatrix::from_fn(10, 14, |_, _| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-    });
+    let mut rng = SplitMix64::new(11);
+    let mix = nalgebra::DMatrix::from_fn(10, 14, |_, _| rng.next_f64() - 0.5);
     let snaps = dir.path().join("snaps.U");
     write_matrix(&snaps, &(&u * mix), Precision::F64).unwrap();
     // A render mesh embedded in the beam: the beam's own surface.

@@ -10,6 +10,7 @@ use haptics::contact::{
     Lookup, Poses, ShellModes, Traversal,
 };
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
+use haptics::geometry::pointshell::SplitMix64;
 use haptics::geometry::{MeshDistance, SignedDistanceField};
 use haptics::mesh::{embed, read_bou, read_obj, read_veg, SurfaceMesh, VolumeMesh};
 use haptics::reduction::modes::{linear_modes, ModesOptions};
@@ -20,24 +21,17 @@ fn model_path(rel: &str) -> PathBuf {
     haptics::assets::asset("models").join(rel)
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn sym(&mut self) -> f64 {
-        2.0 * self.next() - 1.0
-    }
-    fn unit(&mut self) -> Vector3<f64> {
-        loop {
-            let v = Vector3::new(self.sym(), self.sym(), self.sym());
-            if v.norm() > 0.1 && v.norm() < 1.0 {
-                return v.normalize();
-            }
+/// A uniform number in [-1, 1).
+fn sym(rng: &mut SplitMix64) -> f64 {
+    2.0 * rng.next_f64() - 1.0
+}
+
+/// A random unit vector (a uniform point of the unit ball, away from its centre, normalized).
+fn unit(rng: &mut SplitMix64) -> Vector3<f64> {
+    loop {
+        let v = Vector3::new(sym(rng), sym(rng), sym(rng));
+        if v.norm() > 0.1 && v.norm() < 1.0 {
+            return v.normalize();
         }
     }
 }
@@ -51,12 +45,12 @@ fn sphere_shell_points(
     radius: f64,
     seed: u64,
 ) -> (Vec<Point3<f64>>, Vec<Vector3<f64>>, Vec<usize>) {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut pts = Vec::new();
     let mut offsets = vec![0];
     let mut add = n0;
     for _ in 0..levels {
-        let rot = UnitQuaternion::from_scaled_axis(rng.unit() * 3.0 * rng.next());
+        let rot = UnitQuaternion::from_scaled_axis(unit(&mut rng) * 3.0 * rng.next_f64());
         let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
         for i in 0..add {
             let z = 1.0 - 2.0 * (i as f64 + 0.5) / add as f64;
@@ -102,14 +96,18 @@ fn tree_traversal_equals_treeless_traversal() {
     let (_, sdf) = beam_sdf(48);
     let (p, n, off) = sphere_shell_points(40, 4, 0.03, 1);
     let shell = ContactShell::new(p, n, off, None).unwrap();
-    let mut rng = Rng(7);
+    let mut rng = SplitMix64::new(7);
     let mut checked_partial = 0;
     let mut total_contacts = 0;
     for trial in 0..60 {
         // Centres near the beam's surface (x = 0.06 face), so some points touch.
-        let c = Vector3::new(0.06 + 0.03 * rng.sym(), rng.next(), 0.02 * rng.sym());
+        let c = Vector3::new(
+            0.06 + 0.03 * sym(&mut rng),
+            rng.next_f64(),
+            0.02 * sym(&mut rng),
+        );
         let poses = Poses {
-            shell: pose(c, rng.unit() * rng.next()),
+            shell: pose(c, unit(&mut rng) * rng.next_f64()),
             field: Isometry3::identity(),
             grasp: Point3::new(0.0, 0.5, 0.0),
         };
@@ -166,9 +164,9 @@ fn bd_spheres_hold_their_subtrees_for_random_q() {
     let surf = read_obj(&model_path("beam3/beam3.obj")).unwrap();
     let (points, normals, offsets) = surface_shell(&surf, 30, 3, 5);
     let r = 6;
-    let mut rng = Rng(11);
+    let mut rng = SplitMix64::new(11);
     let coeffs: Vec<[f64; 6]> = (0..3 * r)
-        .map(|_| std::array::from_fn(|_| rng.sym()))
+        .map(|_| std::array::from_fn(|_| sym(&mut rng)))
         .collect();
     let basis = DMatrix::from_fn(mesh.num_dofs(), r, |row, j| {
         let x = mesh.vertices[row / 3];
@@ -184,7 +182,7 @@ fn bd_spheres_hold_their_subtrees_for_random_q() {
     let shell = ContactShell::new(points, normals, offsets, Some(modes)).unwrap();
     let tree = &shell.tree;
     for _ in 0..20 {
-        let q: Vec<f64> = (0..r).map(|_| 3.0 * rng.sym()).collect();
+        let q: Vec<f64> = (0..r).map(|_| 3.0 * sym(&mut rng)).collect();
         let qa: Vec<f64> = q.iter().map(|x| x.abs()).collect();
         let mut worst: f64 = 0.0;
         for node in 0..tree.depth_offsets[tree.depths() - 1] {
@@ -213,7 +211,7 @@ fn surface_shell(
     levels: usize,
     seed: u64,
 ) -> (Vec<Point3<f64>>, Vec<Vector3<f64>>, Vec<usize>) {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let areas: Vec<f64> = (0..m.triangles.len())
         .map(|t| {
             let [a, b, c] = m.triangle(t);
@@ -227,14 +225,14 @@ fn surface_shell(
     let mut add = n0;
     for _ in 0..levels {
         for _ in 0..add {
-            let mut x = rng.next() * total;
+            let mut x = rng.next_f64() * total;
             let mut t = 0;
             while t + 1 < areas.len() && x > areas[t] {
                 x -= areas[t];
                 t += 1;
             }
             let [a, b, c] = m.triangle(t);
-            let (mut u, mut v) = (rng.next(), rng.next());
+            let (mut u, mut v) = (rng.next_f64(), rng.next_f64());
             if u + v > 1.0 {
                 u = 1.0 - u;
                 v = 1.0 - v;
@@ -385,7 +383,7 @@ fn node_budget_is_never_exceeded() {
     let (p, n, off) = sphere_shell_points(50, 4, 0.04, 9);
     let shell = ContactShell::new(p, n, off, None).unwrap();
     let roots = shell.tree.depth_offsets[1];
-    let mut rng = Rng(5);
+    let mut rng = SplitMix64::new(5);
     for budget in [10, 50, 200, 700, 3000] {
         let params = ContactParams {
             warm_budget: budget,
@@ -397,8 +395,12 @@ fn node_budget_is_never_exceeded() {
         for _ in 0..200 {
             let poses = Poses {
                 shell: pose(
-                    Vector3::new(0.06 + 0.04 * rng.sym(), rng.next(), 0.03 * rng.sym()),
-                    rng.unit(),
+                    Vector3::new(
+                        0.06 + 0.04 * sym(&mut rng),
+                        rng.next_f64(),
+                        0.03 * sym(&mut rng),
+                    ),
+                    unit(&mut rng),
                 ),
                 field: Isometry3::identity(),
                 grasp: Point3::origin(),
@@ -426,12 +428,12 @@ fn node_budget_is_never_exceeded() {
 #[test]
 fn contact_gradients_against_finite_differences() {
     // A flat patch whose inward normal is the plane's normal, so dd/dp = N exactly.
-    let mut rng = Rng(13);
+    let mut rng = SplitMix64::new(13);
     let plane_n = Vector3::new(0.1, 0.2, 1.0).normalize();
     let (mut p, mut off) = (Vec::new(), vec![0]);
     for count in [30, 90, 360] {
         for _ in 0..count {
-            p.push(Point3::new(0.05 * rng.sym(), 0.05 * rng.sym(), 0.0));
+            p.push(Point3::new(0.05 * sym(&mut rng), 0.05 * sym(&mut rng), 0.0));
         }
         off.push(p.len());
     }
@@ -673,11 +675,12 @@ fn deformed_distance_field_is_continuous_and_accurate() {
     let exact = MeshDistance::new(&deformed).unwrap();
 
     // Accuracy near the deformed surface: points at +-5 mm along the exact normal.
-    let mut rng = Rng(21);
+    let mut rng = SplitMix64::new(21);
     let (mut worst, mut sum, mut count) = (0f64, 0.0, 0);
     for _ in 0..400 {
-        let v = (rng.next() * deformed.vertices.len() as f64) as usize % deformed.vertices.len();
-        let x = deformed.vertices[v] + rng.unit() * 0.005;
+        let v =
+            (rng.next_f64() * deformed.vertices.len() as f64) as usize % deformed.vertices.len();
+        let x = deformed.vertices[v] + unit(&mut rng) * 0.005;
         let e = exact.signed_distance(&x);
         let a = field.distance(&x);
         worst = worst.max((a - e).abs());
@@ -735,9 +738,15 @@ fn deformed_distance_field_is_continuous_and_accurate() {
 #[test]
 fn proxy_free_bound_is_a_lower_bound() {
     let (.., mut field) = beam_field(48);
-    let mut rng = Rng(17);
+    let mut rng = SplitMix64::new(17);
     let mut points: Vec<Point3<f64>> = (0..200)
-        .map(|_| Point3::new(0.5 * rng.sym(), -0.3 + 2.1 * rng.next(), 0.5 * rng.sym()))
+        .map(|_| {
+            Point3::new(
+                0.5 * sym(&mut rng),
+                -0.3 + 2.1 * rng.next_f64(),
+                0.5 * sym(&mut rng),
+            )
+        })
         .collect();
     let mut caches = vec![haptics::contact::ProxyCache::default(); points.len()];
     // Undeformed, a fresh cache: the rest field, less the rounding margin.
@@ -762,11 +771,11 @@ fn proxy_free_bound_is_a_lower_bound() {
             _ => 0.002,
         };
         for v in q.iter_mut() {
-            *v = (*v + jolt * rng.sym()).clamp(-3.0, 3.0);
+            *v = (*v + jolt * sym(&mut rng)).clamp(-3.0, 3.0);
         }
         field.update(&q);
         for (x, cache) in points.iter_mut().zip(&mut caches) {
-            *x += rng.unit() * 10f64.powf(-5.0 + 4.0 * rng.next());
+            *x += unit(&mut rng) * 10f64.powf(-5.0 + 4.0 * rng.next_f64());
             let d = field.distance(x);
             let b = field.proxy_free_bound(x, cache).unwrap();
             assert!(
@@ -781,7 +790,7 @@ fn proxy_free_bound_is_a_lower_bound() {
                 }
             }
             // Refill now and then, as the traversal's exact lookups do.
-            if rng.next() < 0.1 {
+            if rng.next_f64() < 0.1 {
                 field.distance_cached(x, cache);
             }
         }
@@ -807,9 +816,15 @@ fn proxy_free_bound_is_a_lower_bound() {
 fn proxy_cache_answers_bit_for_bit() {
     let (.., mut field) = beam_field(48);
     assert!(field.uses_proxy_cache());
-    let mut rng = Rng(5);
+    let mut rng = SplitMix64::new(5);
     let mut points: Vec<Point3<f64>> = (0..200)
-        .map(|_| Point3::new(0.1 * rng.sym(), 1.5 * rng.next(), 0.1 * rng.sym()))
+        .map(|_| {
+            Point3::new(
+                0.1 * sym(&mut rng),
+                1.5 * rng.next_f64(),
+                0.1 * sym(&mut rng),
+            )
+        })
         .collect();
     let mut caches = vec![haptics::contact::ProxyCache::default(); points.len()];
     let mut q = [0.0f64; 4];
@@ -818,12 +833,12 @@ fn proxy_cache_answers_bit_for_bit() {
         // The beam bends slowly, with an occasional jolt.
         let jolt = if step % 97 == 0 { 0.5 } else { 0.001 };
         for v in q.iter_mut() {
-            *v = (*v + jolt * rng.sym()).clamp(-3.0, 3.0);
+            *v = (*v + jolt * sym(&mut rng)).clamp(-3.0, 3.0);
         }
         field.update(&q);
         for (x, cache) in points.iter_mut().zip(&mut caches) {
-            let size = 10f64.powf(-5.0 + 4.0 * rng.next());
-            *x += rng.unit() * size;
+            let size = 10f64.powf(-5.0 + 4.0 * rng.next_f64());
+            *x += unit(&mut rng) * size;
             let before = cache.anchor();
             let d = field.distance_cached(x, cache);
             assert_eq!(
@@ -832,7 +847,7 @@ fn proxy_cache_answers_bit_for_bit() {
                 "step {step} at {x}"
             );
             // The one-lookup lower bound: below the distance, above what was asked.
-            let above = d - 10f64.powf(-5.0 + 4.0 * rng.next());
+            let above = d - 10f64.powf(-5.0 + 4.0 * rng.next_f64());
             match field.distance_above_cached(x, above, cache) {
                 Lookup::Exact(e) => assert_eq!(e.to_bits(), d.to_bits()),
                 Lookup::Above(b) => {
@@ -848,7 +863,7 @@ fn proxy_cache_answers_bit_for_bit() {
             } else {
                 scans += 1;
             }
-            let f = rng.unit();
+            let f = unit(&mut rng);
             let (mut a, mut b) = (vec![0.0; 4], vec![0.0; 4]);
             field.add_reduced_force_cached(x, &f, &mut a, cache);
             field.add_reduced_force(x, &f, &mut b);
@@ -920,7 +935,7 @@ fn sweep_shares_the_traversals_lookups_bit_for_bit() {
         params: ContactParams,
         seed: u64,
     ) -> (usize, usize) {
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let mut slides = 0;
         let mut tr = Traversal::for_field(shell, params, field);
         let mut out = Traversal::output(shell, field.reduced_dim());
@@ -930,18 +945,18 @@ fn sweep_shares_the_traversals_lookups_bit_for_bit() {
         for trial in 0..300 {
             // The held beam's body at `from`, the ball near its x = 0.06 face.
             let from = pose(
-                Vector3::new(0.01 * rng.sym(), 0.5 + 0.01 * rng.sym(), 0.0),
-                rng.unit() * 0.02 * rng.next(),
+                Vector3::new(0.01 * sym(&mut rng), 0.5 + 0.01 * sym(&mut rng), 0.0),
+                unit(&mut rng) * 0.02 * rng.next_f64(),
             );
             let ball = pose(
-                Vector3::new(0.085 + 0.01 * rng.sym(), 0.5 + 0.3 * rng.sym(), 0.0),
+                Vector3::new(0.085 + 0.01 * sym(&mut rng), 0.5 + 0.3 * sym(&mut rng), 0.0),
                 Vector3::zeros(),
             );
             let grasp = Point3::new(0.0, 0.5, 0.0);
             let motion = Motion {
                 from: from * Translation3::from(grasp.coords),
-                dx: rng.unit() * 0.02 * rng.next(),
-                dw: rng.unit() * 0.2 * rng.next(),
+                dx: unit(&mut rng) * 0.02 * rng.next_f64(),
+                dw: unit(&mut rng) * 0.2 * rng.next_f64(),
                 grasp,
             };
             let poses = Poses {

@@ -6,23 +6,19 @@
 use haptics::fem::edge::EdgeStvk;
 use haptics::fem::fvm::FvmTets;
 use haptics::fem::{FemModel, HexQuadrature, MassKind, MaterialLaw};
+use haptics::geometry::pointshell::SplitMix64;
 use haptics::mesh::generate::{box_hex_mesh, box_tet_mesh};
 use haptics::mesh::{Material, VolumeMesh};
 use nalgebra::{Point3, Rotation3, Vector3};
 
-/// Deterministic pseudo-random numbers in [-1, 1) (a 64-bit LCG; tests need no rand crate).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
-    fn vec(&mut self, n: usize, scale: f64) -> Vec<f64> {
-        (0..n).map(|_| scale * self.next()).collect()
-    }
+/// A deterministic pseudo-random number in [-1, 1).
+fn signed(rng: &mut SplitMix64) -> f64 {
+    rng.next_f64() * 2.0 - 1.0
+}
+
+/// `n` deterministic pseudo-random numbers in [-scale, scale).
+fn signed_vec(rng: &mut SplitMix64, n: usize, scale: f64) -> Vec<f64> {
+    (0..n).map(|_| scale * signed(rng)).collect()
 }
 
 fn material() -> Material {
@@ -33,9 +29,9 @@ fn material() -> Material {
 fn meshes() -> Vec<(&'static str, VolumeMesh)> {
     let size = Vector3::new(0.2, 0.3, 0.2);
     let mut hex = box_hex_mesh(size, [2, 3, 2], Point3::origin(), material());
-    let mut rng = Lcg(7);
+    let mut rng = SplitMix64::new(7);
     for p in &mut hex.vertices {
-        *p += Vector3::new(rng.next(), rng.next(), rng.next()) * 0.01;
+        *p += Vector3::new(signed(&mut rng), signed(&mut rng), signed(&mut rng)) * 0.01;
     }
     let mut tet = box_tet_mesh(size, [2, 3, 2], Point3::origin(), material());
     tet.vertices = hex.vertices.clone();
@@ -59,13 +55,13 @@ fn stiffness_matches_finite_differences_of_forces() {
         for law in [MaterialLaw::StVK, MaterialLaw::Linear] {
             let model = FemModel::new(&mesh, law).unwrap();
             let n = model.num_dofs();
-            let mut rng = Lcg(11);
+            let mut rng = SplitMix64::new(11);
             // Large deformation: displacements up to 20% of the element size.
-            let u = rng.vec(n, 0.02);
+            let u = signed_vec(&mut rng, n, 0.02);
             let mut k = model.new_matrix();
             let mut f = vec![0.0; n];
             model.forces_and_stiffness(&u, &mut f, &mut k);
-            let dir = rng.vec(n, 1.0);
+            let dir = signed_vec(&mut rng, n, 1.0);
             let h = 1e-6;
             let (mut fp, mut fm) = (vec![0.0; n], vec![0.0; n]);
             let up: Vec<f64> = u.iter().zip(&dir).map(|(a, b)| a + h * b).collect();
@@ -96,11 +92,11 @@ fn forces_are_the_energy_gradient() {
     for (name, mesh) in meshes() {
         let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
         let n = model.num_dofs();
-        let mut rng = Lcg(5);
-        let u = rng.vec(n, 0.02);
+        let mut rng = SplitMix64::new(5);
+        let u = signed_vec(&mut rng, n, 0.02);
         let mut f = vec![0.0; n];
         model.internal_forces(&u, &mut f);
-        let dir = rng.vec(n, 1.0);
+        let dir = signed_vec(&mut rng, n, 1.0);
         let h = 1e-6;
         let up: Vec<f64> = u.iter().zip(&dir).map(|(a, b)| a + h * b).collect();
         let um: Vec<f64> = u.iter().zip(&dir).map(|(a, b)| a - h * b).collect();
@@ -116,10 +112,10 @@ fn hessian_contraction_matches_finite_differences_of_stiffness() {
     for (name, mesh) in meshes() {
         let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
         let n = model.num_dofs();
-        let mut rng = Lcg(3);
-        for u in [vec![0.0; n], rng.vec(n, 0.02)] {
-            let v = rng.vec(n, 1.0);
-            let w = rng.vec(n, 1.0);
+        let mut rng = SplitMix64::new(3);
+        for u in [vec![0.0; n], signed_vec(&mut rng, n, 0.02)] {
+            let v = signed_vec(&mut rng, n, 1.0);
+            let w = signed_vec(&mut rng, n, 1.0);
             let mut hvw = vec![0.0; n];
             model.hessian_contraction(&u, &v, &w, &mut hvw);
             let h = 1e-4;
@@ -150,9 +146,9 @@ fn stvk_force_is_exactly_cubic() {
     for (name, mesh) in meshes() {
         let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
         let n = model.num_dofs();
-        let mut rng = Lcg(17);
-        let u = rng.vec(n, 0.02);
-        let dir = rng.vec(n, 1.0);
+        let mut rng = SplitMix64::new(17);
+        let u = signed_vec(&mut rng, n, 0.02);
+        let dir = signed_vec(&mut rng, n, 1.0);
         // A large step: the fourth difference of a cubic vanishes for any h.
         let h = 0.02;
         let eval = |s: f64| {
@@ -210,8 +206,8 @@ fn rigid_motions_give_zero_force_and_net_force_torque_vanish() {
             norm(&f) / norm(&fs)
         );
 
-        let mut rng = Lcg(23);
-        let u = rng.vec(n, 0.03);
+        let mut rng = SplitMix64::new(23);
+        let u = signed_vec(&mut rng, n, 0.03);
         model.internal_forces(&u, &mut f);
         let mut net = Vector3::zeros();
         let mut torque = Vector3::zeros();
@@ -242,11 +238,11 @@ fn total_lagrangian_edge_based_and_fvm_tet_kernels_agree() {
     let edge = EdgeStvk::new(&model).unwrap();
     let fvm = FvmTets::new(&model).unwrap();
     let n = model.num_dofs();
-    let mut rng = Lcg(29);
+    let mut rng = SplitMix64::new(29);
     for trial in 0..4 {
         // A large rotation (different per trial) plus a random deformation.
         let rot = Rotation3::from_euler_angles(1.0 + trial as f64, -0.7 * trial as f64, 2.5);
-        let noise = rng.vec(n, 0.03);
+        let noise = signed_vec(&mut rng, n, 0.03);
         let u: Vec<f64> = mesh
             .vertices
             .iter()
@@ -314,7 +310,7 @@ fn hex_quadrature_2x2x2_is_inexact_for_stvk_but_exact_for_linear() {
         material(),
     );
     let n = 3 * mesh.vertices.len();
-    let u = Lcg(41).vec(n, 0.02);
+    let u = signed_vec(&mut SplitMix64::new(41), n, 0.02);
     for (law, should_match) in [(MaterialLaw::Linear, true), (MaterialLaw::StVK, false)] {
         let g3 = FemModel::with_quadrature(&mesh, law, HexQuadrature::Gauss3).unwrap();
         let g2 = FemModel::with_quadrature(&mesh, law, HexQuadrature::Gauss2).unwrap();

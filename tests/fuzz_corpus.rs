@@ -277,7 +277,7 @@ fn seeds() -> Vec<(Format, Vec<Vec<u8>>)> {
                 asset("check/slot/pass.path"),
                 asset("check/slot/collide.path"),
                 text(&haptics::check::ompl::format_path(&[
-                    haptics::check::ompl::State::new(
+                    haptics::proximity::rigid::State::new(
                         Vector3::new(0.25, -1.5, 3e-7),
                         nalgebra::UnitQuaternion::from_euler_angles(0.3, -0.2, 1.1),
                     ),

@@ -2,7 +2,7 @@
 //! independent homogeneous solution, FVM = FEM with the muscle material, the tangent of
 //! the assembled model against finite differences, and inverted tets that recover.
 
-use haptics::fem::muscle::{FibreParams, MuscleMaterial};
+use haptics::fem::blemker::{FibreParams, MuscleMaterial};
 use haptics::fem::TetKernel;
 use haptics::muscle::{homogeneous_uniaxial, isometric_block, run_isometric, IsometricSetup};
 use haptics::progress::NoProgress;
@@ -185,7 +185,7 @@ fn inverted_tets_recover() {
 
 #[test]
 fn activation_stiffens_the_fusiform_muscle_and_changes_its_volume_slightly() {
-    use haptics::mesh::fusiform::FusiformSpec;
+    use haptics::muscle::fusiform::FusiformSpec;
     use haptics::muscle::{contract, FusiformModel, MaterialFile};
     let spec = FusiformSpec {
         cells_radial: 4,
@@ -270,7 +270,7 @@ fn contracted<F: haptics::reduction::evaluator::ReducedInternalForces>(
 
 #[test]
 fn reduced_muscle_palpation_matches_full_space() {
-    use haptics::mesh::fusiform::FusiformSpec;
+    use haptics::muscle::fusiform::FusiformSpec;
     use haptics::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
     use haptics::muscle::statics::{solve_static, StaticOptions};
     use haptics::muscle::{FusiformModel, MaterialFile};

@@ -10,12 +10,13 @@ mod independent;
 
 use std::path::Path;
 
-use haptics::check::ompl::{read_problem, State};
+use haptics::check::ompl::read_problem;
 use haptics::check::{check_path, robot_origin, CheckOptions, Robot, World};
 use haptics::mesh::collada::distinct_vertex_sum;
 use haptics::mesh::{read_obj, SurfaceMesh};
 use haptics::plan::space::Space;
 use haptics::plan::{plan, Plan, PlanOptions, Problem};
+use haptics::proximity::rigid::State;
 use nalgebra::{Point3, UnitQuaternion, Vector3};
 
 fn root() -> &'static Path {
@@ -221,7 +222,7 @@ fn the_peg_is_planned_into_the_shipped_shaft() {
     );
     assert!(c.collision_free, "{:?}", c.first_collision);
     let meshes: Vec<SurfaceMesh> = objects.iter().map(|(_, m)| m.clone()).collect();
-    let world_mesh = haptics::check::shapes::union(&meshes);
+    let world_mesh = haptics::mesh::shapes::union(&meshes);
     let independent = independently_free(&scene.haptic.surface, &world_mesh, &plan.path);
     assert!(independent <= 0.02 + 1e-9, "{independent}");
     // In the shaft the play is 2 cm per side: the path's clearance is at most that.

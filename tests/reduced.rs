@@ -4,6 +4,7 @@
 
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams, StepEvent};
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
+use haptics::geometry::pointshell::SplitMix64;
 use haptics::mesh::{box_tet_mesh, vertices_where, Material};
 use haptics::reduction::evaluator::ReducedForces;
 use haptics::reduction::modes::{linear_modes, ModesOptions};
@@ -50,13 +51,8 @@ fn reduced_forces_and_stiffness_equal_projected_full_ones() {
     let (poly, _) = reduced_polynomial(&model, &u, faer::Par::Seq).unwrap();
     let ev = ReducedForces::new(&poly, r).unwrap();
     let n = model.num_dofs();
-    let mut seed = 5u64;
-    let mut rnd = || {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((seed >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-    };
+    let mut rng = SplitMix64::new(5);
+    let mut rnd = || rng.next_f64() - 0.5;
     for trial in 0..5 {
         // Scale q so the largest vertex displacement is 30% of the beam length: large
         // deformation, where the cubic and quadratic terms dominate.

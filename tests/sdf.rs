@@ -4,6 +4,7 @@
 //! fast band-and-propagation field against the exact one; the polygon-soup path; the
 //! stages reported through `Progress`.
 
+use haptics::geometry::pointshell::SplitMix64;
 use haptics::geometry::sdf::stage;
 use haptics::geometry::triangle::distance_squared;
 use haptics::geometry::{
@@ -44,13 +45,8 @@ fn winding_number(m: &SurfaceMesh, p: &Point3<f64>) -> f64 {
 fn random_points(m: &SurfaceMesh, count: usize, enlarge: f64, seed: u64) -> Vec<Point3<f64>> {
     let b = m.bounding_box();
     let (c, e) = (b.center(), b.extent() * enlarge);
-    let mut s = seed;
-    let mut rnd = || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-    };
+    let mut rng = SplitMix64::new(seed);
+    let mut rnd = || rng.next_f64() - 0.5;
     (0..count)
         .map(|_| c + Vector3::new(rnd() * e.x, rnd() * e.y, rnd() * e.z))
         .collect()
@@ -99,13 +95,8 @@ fn grid_field_interpolates_within_its_spacing_and_bounds_outside_conservatively(
     let tol = 3f64.sqrt() * h;
     let half = sdf.spacing * sdf.cells[0] as f64 / 2.0;
     let centre = sdf.origin + Vector3::repeat(half);
-    let mut s = 5u64;
-    let mut rnd = || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-    };
+    let mut rng = SplitMix64::new(5);
+    let mut rnd = || rng.next_f64() - 0.5;
     for _ in 0..2000 {
         let p = centre + Vector3::new(rnd(), rnd(), rnd()) * (1.98 * half);
         let (l, e) = (sdf.lookup(&p), md.signed_distance(&p));

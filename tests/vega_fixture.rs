@@ -2,6 +2,7 @@
 //! Vega FEM 4.0 computed for that basis (assets/models/vega-beam3-fixture).
 
 use haptics::fem::{FemModel, MaterialLaw};
+use haptics::geometry::pointshell::SplitMix64;
 use haptics::mesh::read_veg;
 use haptics::reduction::vega::{read_cub, read_matrix, Precision};
 use nalgebra::DVector;
@@ -14,13 +15,8 @@ fn projected_hex_forces_reproduce_vega_cub() {
     assert_eq!((u.nrows(), u.ncols(), cub.r), (624, 10, 10));
     let mesh = read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
     let model = FemModel::new(&mesh, MaterialLaw::StVK).unwrap();
-    let mut seed = 1u64;
-    let mut rnd = || {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    };
+    let mut rng = SplitMix64::new(1);
+    let mut rnd = || rng.next_f64() * 2.0 - 1.0;
     let mut worst: f64 = 0.0;
     for _ in 0..10 {
         let q = DVector::from_fn(10, |_, _| rnd() * 2.0);

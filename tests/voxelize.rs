@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+use haptics::geometry::pointshell::SplitMix64;
 use haptics::mesh::volume::{hex_shape, HEX_CORNERS};
 use haptics::mesh::voxelize::{triangle_box_overlap, triangle_box_overlap_by_clipping};
 use haptics::mesh::{
@@ -53,18 +54,9 @@ fn box_surface(lo: Point3<f64>, hi: Point3<f64>, rot: Rotation3<f64>) -> Surface
     }
 }
 
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn range(&mut self, a: f64, b: f64) -> f64 {
-        a + (b - a) * self.next()
-    }
+/// A uniform number in [a, b).
+fn uniform(rng: &mut SplitMix64, a: f64, b: f64) -> f64 {
+    a + (b - a) * rng.next_f64()
 }
 
 fn voxel_center(v: &Voxelization, c: [usize; 3]) -> Point3<f64> {
@@ -82,24 +74,24 @@ fn opts(resolution: usize, fill_interior: bool) -> VoxelizeOptions {
 
 #[test]
 fn triangle_box_sat_matches_clipping() {
-    let mut rng = Lcg(2024);
+    let mut rng = SplitMix64::new(2024);
     let (mut hits, mut misses) = (0, 0);
     for _ in 0..100_000 {
         let c = Point3::new(
-            rng.range(-1.0, 1.0),
-            rng.range(-1.0, 1.0),
-            rng.range(-1.0, 1.0),
+            uniform(&mut rng, -1.0, 1.0),
+            uniform(&mut rng, -1.0, 1.0),
+            uniform(&mut rng, -1.0, 1.0),
         );
         let h = Vector3::new(
-            rng.range(0.05, 1.0),
-            rng.range(0.05, 1.0),
-            rng.range(0.05, 1.0),
+            uniform(&mut rng, 0.05, 1.0),
+            uniform(&mut rng, 0.05, 1.0),
+            uniform(&mut rng, 0.05, 1.0),
         );
         let tri: [Point3<f64>; 3] = std::array::from_fn(|_| {
             c + Vector3::new(
-                rng.range(-2.0, 2.0) * h.x,
-                rng.range(-2.0, 2.0) * h.y,
-                rng.range(-2.0, 2.0) * h.z,
+                uniform(&mut rng, -2.0, 2.0) * h.x,
+                uniform(&mut rng, -2.0, 2.0) * h.y,
+                uniform(&mut rng, -2.0, 2.0) * h.z,
             )
         });
         let sat = triangle_box_overlap(&tri, &c, &h);
@@ -465,21 +457,25 @@ fn embedding_in_distorted_hex_mesh() {
     let el = mesh.element(5);
     let x: Vec<_> = el.iter().map(|&v| mesh.vertices[v]).collect();
     assert!(((x[6] - x[7]) - (x[2] - x[3])).norm() > 1e-3);
-    let mut rng = Lcg(99);
+    let mut rng = SplitMix64::new(99);
     let mut points = Vec::new();
     let mut expect = Vec::new();
     for e in 0..mesh.num_elements() {
         for _ in 0..5 {
             let xi = [
-                rng.range(0.01, 0.99),
-                rng.range(0.01, 0.99),
-                rng.range(0.01, 0.99),
+                uniform(&mut rng, 0.01, 0.99),
+                uniform(&mut rng, 0.01, 0.99),
+                uniform(&mut rng, 0.01, 0.99),
             ];
             points.push(hex_point(&mesh, e, xi));
             expect.push(Some(e));
         }
         // Slightly outside the element (inside a neighbour, or outside the mesh).
-        let xi = [rng.range(-0.1, 1.1), rng.range(-0.1, 1.1), -0.05];
+        let xi = [
+            uniform(&mut rng, -0.1, 1.1),
+            uniform(&mut rng, -0.1, 1.1),
+            -0.05,
+        ];
         points.push(hex_point(&mesh, e, xi));
         expect.push(None);
     }
@@ -494,17 +490,17 @@ fn embedding_in_tet_mesh() {
         *v = distort(v);
     }
     assert!(mesh.element_defects().is_empty());
-    let mut rng = Lcg(5);
+    let mut rng = SplitMix64::new(5);
     let mut points = Vec::new();
     let mut expect = Vec::new();
     for e in 0..mesh.num_elements() {
         let el = mesh.element(e);
         let x: Vec<_> = el.iter().map(|&v| mesh.vertices[v]).collect();
         let mut b = [
-            rng.range(0.02, 1.0),
-            rng.range(0.02, 1.0),
-            rng.range(0.02, 1.0),
-            rng.range(0.02, 1.0),
+            uniform(&mut rng, 0.02, 1.0),
+            uniform(&mut rng, 0.02, 1.0),
+            uniform(&mut rng, 0.02, 1.0),
+            uniform(&mut rng, 0.02, 1.0),
         ];
         let s: f64 = b.iter().sum();
         b.iter_mut().for_each(|w| *w /= s);

@@ -9,7 +9,7 @@ mod cli;
 use std::path::Path;
 
 use cli::{haptics, stderr, stdout};
-use haptics::check::shapes::{box_surface, union};
+use haptics::mesh::shapes::{box_surface, union};
 use nalgebra::{Point3, Vector3};
 
 const CFG: &str = "assets/check/slot/slot.cfg";
