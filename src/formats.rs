@@ -118,7 +118,8 @@ impl Format {
     }
 
     /// The format with this [`Format::name`].
-    pub fn from_name(name: &str) -> Option<Format> {
+    #[cfg(test)]
+    pub(crate) fn from_name(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name() == name)
     }
 

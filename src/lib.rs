@@ -3,24 +3,35 @@
 //! application live in the `haptics-app` crate on top of it.
 //!
 //! One module per stage of the data flow:
-//! - [`mesh`]: surface and volumetric meshes and their file formats (OBJ, STL, Vega
-//!   `.veg`/`.bou`/`.interp`, TetGen), voxelization and embedding;
+//! - [`mesh`]: surface and volumetric meshes and their file formats (OBJ, STL, glTF,
+//!   COLLADA, Vega `.veg`/`.bou`/`.interp`, TetGen), voxelization, embedding, generated
+//!   solids;
 //! - [`fem`]: StVK hexahedra and tetrahedra (3x3x3 Gauss), edge-based StVK, FVM forces,
-//!   mass and stiffness assembly;
+//!   hyperelastic tets, the Blemker muscle material, mass and stiffness assembly;
 //! - [`reduction`]: linear modes, modal derivatives, the mass-PCA basis, the cubic
-//!   reduced-force polynomials and the baked-model directory (thesis Ch. 2);
+//!   reduced-force polynomials, optimized cubature and the baked-model directory (thesis
+//!   Ch. 2);
 //! - [`dynamics`]: implicit Newmark in full space and reduced (thesis 2.9);
-//! - [`geometry`]: signed distance fields and multi-resolution pointshells (3.6-3.11);
+//! - [`geometry`]: signed distance fields, multi-resolution pointshells (3.6-3.11) and
+//!   NURBS solids;
 //! - [`contact`]: the nested point tree, its traversal with graceful degradation and
-//!   temporal coherence, the penalty contact model and the deformed distance field
-//!   (3.5-3.12);
-//! - [`coupling`]: static virtual coupling with saturation and degenerate directions
-//!   (Ch. 4);
-//! - [`haptic`]: the allocation-free haptic cycle, the 1 kHz thread, its log;
+//!   temporal coherence, the penalty contact model, the deformed distance field and
+//!   continuous contact (3.5-3.12);
+//! - [`coupling`]: static virtual coupling with saturation and degenerate directions,
+//!   the workspace and friction (Ch. 4);
+//! - [`haptic`]: the allocation-free haptic cycle, the 1 kHz thread, its log and replay;
 //! - [`scene`]: TOML scenes loaded into runtime objects with a baked cache, and the
 //!   tunable parameters ([`scene::Param`]) defined once;
+//! - [`muscle`]: active skeletal muscle: the fusiform muscle, its isometric experiment,
+//!   statics, contraction and the reduced real-time muscle;
+//! - [`proximity`]: mesh-mesh distances and sweeps (a bounding-volume hierarchy), exact
+//!   triangle distances and SE(3) motions, for the offline tools;
+//! - [`check`]: continuous collision checks of a rigid (or compliant) part along a path,
+//!   on OMPL.app's problems and scenes;
+//! - [`plan`]: collision-free paths for a rigid part (RRT-Connect on exact distances);
+//! - [`formats`]: every file format the engine reads, behind one entry point (fuzzed);
 //! - [`assets`], [`io`], [`progress`], [`plot`]: bundled files, atomic writes and binary
-//!   readers, progress reports, PNG plots.
+//!   readers, progress reports and cancellation, PNG plots.
 //!
 //! The equations and their sources are in `docs/equations.md`, the architecture in
 //! `docs/architecture.md`.

@@ -590,7 +590,13 @@ fn contact_gradients_against_finite_differences() {
             .max((fd - base.contact.dforce_dx.column(a)).norm() / base.contact.dforce_dx.norm());
     }
     println!("ball: relative error of dF/dx from dd/dp ~ N: {worst:.3}");
-    assert!(worst < 0.5, "dF/dx relative error {worst}");
+    // The model takes dd/dp as the pointshell normal N and drops the field's curvature.
+    // Here N turns up to 29 degrees from the ball's radial gradient, at the rim of the
+    // contact patch, where the depth and so the force vanish; the curvature term is
+    // depth / R = 0.005 / 0.2 = 0.025 relative. Force-weighted, the two come to 0.059;
+    // 0.1 holds that with margin, while a wrong sign or a missing term (an error of
+    // order 1) fails.
+    assert!(worst < 0.1, "dF/dx relative error {worst}");
 }
 
 /// Linear modes of the cantilevered beam, and the beam's rest SDF.
@@ -693,8 +699,15 @@ fn deformed_distance_field_is_continuous_and_accurate() {
     );
     // Grid spacing of the rest field is 1.5/64 m ~ 0.023 m; the pull-back through a
     // local affine map is first-order in the strain, and the beam's strains are small:
-    // errors of a few mm near the surface (well under the 0.1 m displacement).
-    assert!(worst < 0.15 * max_disp, "max error {worst}");
+    // 9.3 mm at worst and 3.0 mm on average within 5 mm of the 0.104 m deflected surface,
+    // under half a grid cell. Held to a tenth of the displacement at worst and 4% on
+    // average (a field that ignored the deformation would be off by the displacement).
+    assert!(worst < 0.1 * max_disp, "max error {worst}");
+    assert!(
+        sum / (count as f64) < 0.04 * max_disp,
+        "mean error {}",
+        sum / count as f64
+    );
 
     // Continuity along a line through the beam (in x) and along a path in q.
     let a = Point3::new(-0.1, 0.7, 0.0);

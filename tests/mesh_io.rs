@@ -334,8 +334,14 @@ fn truncated_bou_reads_the_vertices_before_the_cut() {
                 "{rel} cut at {cut}: {} vertices",
                 v.len()
             );
-            let foreign: Vec<_> = v.iter().filter(|i| full.binary_search(i).is_err()).collect();
-            assert!(foreign.len() <= 1, "{rel} cut at {cut}: not in the file {foreign:?}");
+            let foreign: Vec<_> = v
+                .iter()
+                .filter(|i| full.binary_search(i).is_err())
+                .collect();
+            assert!(
+                foreign.len() <= 1,
+                "{rel} cut at {cut}: not in the file {foreign:?}"
+            );
         }
     }
 }

@@ -190,7 +190,15 @@ fn activation_flag_stiffens_the_palpated_muscle() {
     };
     let relaxed = force_at_end("0");
     let active = force_at_end("0.6");
-    assert!(relaxed > 0.05 && relaxed < 1.0, "relaxed {relaxed} N");
+    // The same 16 mm press as the first 0.8 s of the shipped golden replay
+    // (muscle-palpate-press), whose relaxed force has settled by then: 0.35909 N at 0.7 s
+    // and at 0.8 s alike. 2% holds it across CPUs' rounding, far inside what a changed
+    // basis, contact or coupling would move.
+    let golden = 0.35909;
+    assert!(
+        (relaxed - golden).abs() < 0.02 * golden,
+        "relaxed {relaxed} N, the golden replay's {golden} N"
+    );
     assert!(
         active > 2.0 * relaxed,
         "activated {active} N vs relaxed {relaxed} N"

@@ -212,15 +212,7 @@ pub fn read_trajectory(path: &Path) -> Result<Trajectory, TrajectoryError> {
 
 /// Parses trajectory CSV bytes; `path` names the source in errors.
 pub fn parse_trajectory(bytes: &[u8], path: &Path) -> Result<Trajectory, TrajectoryError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| TrajectoryError::Encoding {
-        path: path.to_path_buf(),
-        line: 1 + bytes[..e.valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count(),
-        offset: e.valid_up_to(),
-        byte: bytes[e.valid_up_to()],
-    })?;
+    let text = decode_utf8(bytes, path)?;
     let mut lines = text
         .lines()
         .enumerate()
@@ -231,6 +223,59 @@ pub fn parse_trajectory(bytes: &[u8], path: &Path) -> Result<Trajectory, Traject
             path: path.to_path_buf(),
         });
     };
+    let layout = read_header(header, hline, path)?;
+    let mut out = Trajectory::default();
+    let mut prev_time: Option<f64> = None;
+    let mut fields = [0.0f64; 16];
+    for (line, text) in lines {
+        let buttons = parse_row(text, line, &layout, path, &mut fields)?;
+        let t = fields[0];
+        check_time(prev_time, t, line, path)?;
+        prev_time = Some(t);
+        let q = unit_quaternion(&fields, line, path)?;
+        let pose = Pose::new(
+            Vector3::new(fields[1], fields[2], fields[3]),
+            UnitQuaternion::new_normalize(q),
+        );
+        out.samples.push(TrajectorySample::new(t, pose, buttons));
+        if layout.with_wrench {
+            out.wrenches.push(Wrench::new(
+                Vector3::new(fields[9], fields[10], fields[11]),
+                Vector3::new(fields[12], fields[13], fields[14]),
+            ));
+        }
+        if layout.with_activation {
+            out.activation.push(fields[layout.ncol - 1]);
+        }
+    }
+    Ok(out)
+}
+
+/// Checks that the bytes are UTF-8 text (an invalid byte is named with its line).
+fn decode_utf8<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a str, TrajectoryError> {
+    std::str::from_utf8(bytes).map_err(|e| TrajectoryError::Encoding {
+        path: path.to_path_buf(),
+        line: 1 + bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
+        offset: e.valid_up_to(),
+        byte: bytes[e.valid_up_to()],
+    })
+}
+
+/// The column layout a header declares.
+struct Layout {
+    /// The six wrench columns follow the required ones.
+    with_wrench: bool,
+    /// The activation column comes last.
+    with_activation: bool,
+    /// Number of columns.
+    ncol: usize,
+}
+
+/// Reads the header line `header` (line `hline`) into the column layout it declares.
+fn read_header(header: &str, hline: usize, path: &Path) -> Result<Layout, TrajectoryError> {
     let (with_wrench, with_activation) =
         parse_header(header).map_err(|(column, found)| TrajectoryError::Header {
             path: path.to_path_buf(),
@@ -246,105 +291,130 @@ pub fn parse_trajectory(bytes: &[u8], path: &Path) -> Result<Trajectory, Traject
     let ncol = COLUMNS.len()
         + if with_wrench { WRENCH_COLUMNS.len() } else { 0 }
         + usize::from(with_activation);
-    let mut out = Trajectory::default();
-    let mut prev_time: Option<f64> = None;
-    let mut fields = [0.0f64; 16];
-    for (line, text) in lines {
-        let found = text.split(',').count();
-        if found != ncol {
-            return Err(TrajectoryError::ColumnCount {
-                path: path.to_path_buf(),
-                line,
-                expected: ncol,
-                found,
-            });
-        }
-        let mut buttons = 0u32;
-        for (i, raw) in text.split(',').enumerate() {
-            let raw = raw.trim();
-            let name = if with_activation && i + 1 == ncol {
-                ACTIVATION_COLUMN
-            } else {
-                column_name(i)
-            };
-            if i == 8 {
-                buttons = raw.parse::<u32>().map_err(|_| TrajectoryError::Value {
-                    path: path.to_path_buf(),
-                    line,
-                    column: i + 1,
-                    name,
-                    expected: "an unsigned integer bitmask (0 to 4294967295)",
-                    found: excerpt(raw),
-                })?;
-                continue;
-            }
-            let v = raw.parse::<f64>().map_err(|_| TrajectoryError::Value {
+    Ok(Layout {
+        with_wrench,
+        with_activation,
+        ncol,
+    })
+}
+
+/// Parses a data line's numbers into `fields` (by column index) and returns its buttons.
+fn parse_row(
+    text: &str,
+    line: usize,
+    layout: &Layout,
+    path: &Path,
+    fields: &mut [f64; 16],
+) -> Result<u32, TrajectoryError> {
+    let ncol = layout.ncol;
+    let found = text.split(',').count();
+    if found != ncol {
+        return Err(TrajectoryError::ColumnCount {
+            path: path.to_path_buf(),
+            line,
+            expected: ncol,
+            found,
+        });
+    }
+    let mut buttons = 0u32;
+    for (i, raw) in text.split(',').enumerate() {
+        let raw = raw.trim();
+        let name = if layout.with_activation && i + 1 == ncol {
+            ACTIVATION_COLUMN
+        } else {
+            column_name(i)
+        };
+        if i == 8 {
+            buttons = raw.parse::<u32>().map_err(|_| TrajectoryError::Value {
                 path: path.to_path_buf(),
                 line,
                 column: i + 1,
                 name,
-                expected: "a number",
+                expected: "an unsigned integer bitmask (0 to 4294967295)",
                 found: excerpt(raw),
             })?;
-            if !v.is_finite() {
-                return Err(TrajectoryError::NonFinite {
-                    path: path.to_path_buf(),
-                    line,
-                    column: i + 1,
-                    name,
-                    found: excerpt(raw),
-                });
-            }
-            if name == ACTIVATION_COLUMN && !(0.0..=1.0).contains(&v) {
-                return Err(TrajectoryError::Value {
-                    path: path.to_path_buf(),
-                    line,
-                    column: i + 1,
-                    name,
-                    expected: "a control input in [0, 1]",
-                    found: excerpt(raw),
-                });
-            }
-            fields[i] = v;
+            continue;
         }
-        let t = fields[0];
-        if let Some(p) = prev_time {
-            if t <= p {
-                return Err(TrajectoryError::NonMonotonicTime {
-                    path: path.to_path_buf(),
-                    line,
-                    previous: p,
-                    found: t,
-                });
-            }
-        }
-        prev_time = Some(t);
-        let q = Quaternion::new(fields[4], fields[5], fields[6], fields[7]);
-        let norm = q.norm();
-        if (norm - 1.0).abs() > QUATERNION_NORM_TOLERANCE {
-            return Err(TrajectoryError::NonUnitQuaternion {
+        fields[i] = parse_number(raw, line, i + 1, name, path)?;
+    }
+    Ok(buttons)
+}
+
+/// Parses the finite number in column `column` (named `name`; activation in [0, 1]).
+fn parse_number(
+    raw: &str,
+    line: usize,
+    column: usize,
+    name: &'static str,
+    path: &Path,
+) -> Result<f64, TrajectoryError> {
+    let v = raw.parse::<f64>().map_err(|_| TrajectoryError::Value {
+        path: path.to_path_buf(),
+        line,
+        column,
+        name,
+        expected: "a number",
+        found: excerpt(raw),
+    })?;
+    if !v.is_finite() {
+        return Err(TrajectoryError::NonFinite {
+            path: path.to_path_buf(),
+            line,
+            column,
+            name,
+            found: excerpt(raw),
+        });
+    }
+    if name == ACTIVATION_COLUMN && !(0.0..=1.0).contains(&v) {
+        return Err(TrajectoryError::Value {
+            path: path.to_path_buf(),
+            line,
+            column,
+            name,
+            expected: "a control input in [0, 1]",
+            found: excerpt(raw),
+        });
+    }
+    Ok(v)
+}
+
+/// Checks that time `t` comes after the previous sample's time, if any.
+fn check_time(
+    prev_time: Option<f64>,
+    t: f64,
+    line: usize,
+    path: &Path,
+) -> Result<(), TrajectoryError> {
+    if let Some(p) = prev_time {
+        if t <= p {
+            return Err(TrajectoryError::NonMonotonicTime {
                 path: path.to_path_buf(),
                 line,
-                norm,
-                tolerance: QUATERNION_NORM_TOLERANCE,
+                previous: p,
+                found: t,
             });
         }
-        let pose = Pose::new(
-            Vector3::new(fields[1], fields[2], fields[3]),
-            UnitQuaternion::new_normalize(q),
-        );
-        out.samples.push(TrajectorySample::new(t, pose, buttons));
-        if with_wrench {
-            out.wrenches.push(Wrench::new(
-                Vector3::new(fields[9], fields[10], fields[11]),
-                Vector3::new(fields[12], fields[13], fields[14]),
-            ));
-        }
-        if with_activation {
-            out.activation.push(fields[ncol - 1]);
-        }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The quaternion of columns qw, qx, qy, qz, checked to be unit within the tolerance.
+fn unit_quaternion(
+    fields: &[f64; 16],
+    line: usize,
+    path: &Path,
+) -> Result<Quaternion<f64>, TrajectoryError> {
+    let q = Quaternion::new(fields[4], fields[5], fields[6], fields[7]);
+    let norm = q.norm();
+    if (norm - 1.0).abs() > QUATERNION_NORM_TOLERANCE {
+        return Err(TrajectoryError::NonUnitQuaternion {
+            path: path.to_path_buf(),
+            line,
+            norm,
+            tolerance: QUATERNION_NORM_TOLERANCE,
+        });
+    }
+    Ok(q)
 }
 
 fn column_name(i: usize) -> &'static str {

@@ -5,7 +5,7 @@ use nalgebra::Vector3;
 
 use super::*;
 use crate::progress::{cancelled, Cancel};
-use crate::proximity::bvh::{self};
+use crate::proximity::bvh;
 
 /// The intervals where the meshes meet (runs of samples at clearance 0, their ends
 /// bisected between the free and the meeting side), each with its deepest state's
@@ -19,6 +19,64 @@ pub(super) fn meeting_intervals(
     first_only: bool,
     cancel: &Option<Cancel>,
 ) -> (Vec<Contact>, Option<Deepest>) {
+    let mut depth_scratch = penetration::Scratch::default();
+    let (mut contacts, mut directions) = match find_intervals(
+        robot,
+        world,
+        path,
+        samples,
+        tol,
+        first_only,
+        cancel,
+        &mut depth_scratch,
+    ) {
+        Found::First(contact) => return (vec![contact], None),
+        Found::All(contacts, directions) => (contacts, directions),
+    };
+    let cut_short = depth_scratch.budget == 0;
+    let cut_short = refine_deepest(
+        robot,
+        world,
+        path,
+        &mut contacts,
+        &mut directions,
+        &mut depth_scratch,
+        cancel,
+    ) || cut_short;
+    let deepest = (0..contacts.len())
+        .max_by(|&a, &b| contacts[a].depth.total_cmp(&contacts[b].depth))
+        .filter(|&i| contacts[i].depth > 0.0)
+        .map(|i| Deepest {
+            at: contacts[i].deepest_at,
+            depth: contacts[i].depth,
+            direction: directions[i],
+            cut_short,
+        });
+    insert_depth_samples(samples, &contacts);
+    (contacts, deepest)
+}
+
+/// What [`find_intervals`] found: the first contact alone, or every interval with its
+/// separating direction.
+enum Found {
+    First(Contact),
+    All(Vec<Contact>, Vec<Vector3<f64>>),
+}
+
+/// The runs of meeting samples as contact intervals, their ends bisected, each with its
+/// deepest state's depth measured coarsely (and its separating direction); with
+/// `first_only`, the first interval's start alone.
+#[allow(clippy::too_many_arguments)]
+fn find_intervals(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    samples: &[Sample],
+    tol: f64,
+    first_only: bool,
+    cancel: &Option<Cancel>,
+    depth_scratch: &mut penetration::Scratch,
+) -> Found {
     let mut scratch = bvh::PairScratch::default();
     let floor = FINEST_TOLERANCE * robot.diagonal;
     let mut meets = |at: PathPos| {
@@ -34,7 +92,6 @@ pub(super) fn meeting_intervals(
     };
     let meeting = |s: &Sample| s.clearance <= 0.0;
     let mut contacts = Vec::new();
-    let mut depth_scratch = penetration::Scratch::default();
     // Each interval's separating direction; the last one found is the next one's hint.
     let mut directions: Vec<Vector3<f64>> = Vec::new();
     let mut k = 0;
@@ -52,30 +109,29 @@ pub(super) fn meeting_intervals(
         while e + 1 < samples.len() && meeting(&samples[e + 1]) {
             e += 1;
         }
-        let end = if e + 1 < samples.len() && samples[e + 1].at.segment == samples[e].at.segment {
-            // The first free parameter after the contact.
-            bisect(samples[e].at, samples[e + 1].at, &mut |at| !meets(at))
-        } else {
-            samples[e].at
-        };
         let state = state_at(path, begin);
         if first_only {
             // Where the first contact starts; the last state known to collide ends it.
-            contacts.push(Contact {
+            return Found::First(Contact {
                 from: begin,
                 to: samples[e].at,
                 objects: world.objects_near(robot, &state.isometry(), tol),
                 depth: 0.0,
                 deepest_at: begin,
             });
-            return (contacts, None);
         }
+        let end = if e + 1 < samples.len() && samples[e + 1].at.segment == samples[e].at.segment {
+            // The first free parameter after the contact.
+            bisect(samples[e].at, samples[e + 1].at, &mut |at| !meets(at))
+        } else {
+            samples[e].at
+        };
         let (depth, deepest_at, direction) = deepest_in(
             robot,
             world,
             path,
             &samples[k..=e],
-            &mut depth_scratch,
+            depth_scratch,
             directions.last().copied(),
         );
         directions.push(direction);
@@ -88,10 +144,22 @@ pub(super) fn meeting_intervals(
         });
         k = e + 1;
     }
-    // The deepest interval's depth, measured finely (again while the fine measure
-    // drops it below another interval's coarse one).
+    Found::All(contacts, directions)
+}
+
+/// The deepest interval's depth, measured finely (again while the fine measure drops it
+/// below another interval's coarse one). Returns whether a search spent its budget.
+fn refine_deepest(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    contacts: &mut [Contact],
+    directions: &mut [Vector3<f64>],
+    depth_scratch: &mut penetration::Scratch,
+    cancel: &Option<Cancel>,
+) -> bool {
     let mut fine = vec![false; contacts.len()];
-    let mut cut_short = depth_scratch.budget == 0;
+    let mut cut_short = false;
     while let Some(i) =
         (0..contacts.len()).max_by(|&a, &b| contacts[a].depth.total_cmp(&contacts[b].depth))
     {
@@ -104,7 +172,7 @@ pub(super) fn meeting_intervals(
             &state_at(path, contacts[i].deepest_at).isometry(),
             penetration::Effort::FINE,
             Some(directions[i]),
-            &mut depth_scratch,
+            depth_scratch,
         );
         fine[i] = true;
         cut_short |= d.cut_short;
@@ -113,16 +181,11 @@ pub(super) fn meeting_intervals(
             directions[i] = d.direction;
         }
     }
-    let deepest = (0..contacts.len())
-        .max_by(|&a, &b| contacts[a].depth.total_cmp(&contacts[b].depth))
-        .filter(|&i| contacts[i].depth > 0.0)
-        .map(|i| Deepest {
-            at: contacts[i].deepest_at,
-            depth: contacts[i].depth,
-            direction: directions[i],
-            cut_short,
-        });
-    // The intervals' depths join the samples, in path order.
+    cut_short
+}
+
+/// The intervals' depths join the samples, in path order.
+fn insert_depth_samples(samples: &mut Vec<Sample>, contacts: &[Contact]) {
     for c in contacts.iter().filter(|c| c.depth > 0.0) {
         let at = c.deepest_at;
         let i = samples.partition_point(|s| (s.at.segment, s.at.t) < (at.segment, at.t));
@@ -135,7 +198,6 @@ pub(super) fn meeting_intervals(
             },
         );
     }
-    (contacts, deepest)
 }
 
 /// The deepest state of a path that collides.

@@ -33,7 +33,7 @@
 //! the Lipschitz bound `B` would cut into thousands.
 //!
 //! **Exact near contact.** Distances are exact triangle-mesh distances ([`bvh`],
-//! [`exact`]).
+//! [`crate::proximity::exact`]).
 //!
 //! **An exact verdict.** Within `tol` of the world the check steps by decisions; a
 //! stretch there in which the meshes never meet is checked again on its own at a quarter
@@ -52,7 +52,9 @@ pub mod compliant;
 pub mod ompl;
 pub mod penetration;
 pub mod problem;
-pub mod puzzles;
+// The generators of the shipped puzzles (`assets/check`), run by their tests only.
+#[cfg(test)]
+mod puzzles;
 pub mod report;
 
 mod certify;

@@ -27,6 +27,9 @@ use nalgebra::{Unit, UnitQuaternion, Vector3};
 
 use crate::proximity::rigid::{State, QUATERNION_NORM_TOLERANCE};
 
+/// The lower and upper corners of a box.
+type Corners = (Vector3<f64>, Vector3<f64>);
+
 /// Why an OMPL file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum OmplError {
@@ -152,96 +155,158 @@ pub fn parse_problem(bytes: &[u8], path: &Path) -> Result<Problem, OmplError> {
     let text = utf8(bytes, path)?;
     let sections = parse_ini(text, path)?;
     let empty = (1, Section::new());
-    let (header, problem) = sections.get("problem").unwrap_or(&empty);
-    let get = |key: &'static str| -> Result<&(String, usize), OmplError> {
-        problem.get(key).ok_or(OmplError::Missing {
-            path: path.to_path_buf(),
-            line: *header,
+    let (header, keys) = sections.get("problem").unwrap_or(&empty);
+    let problem = ProblemSection {
+        path,
+        header: *header,
+        keys,
+    };
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let volume = problem.volume()?;
+    let extra = extra_keys(&sections);
+    Ok(Problem {
+        path: path.to_path_buf(),
+        name: problem.name(),
+        robot: problem.file(dir, "robot")?,
+        world: problem.file(dir, "world")?,
+        start: problem.state("start")?,
+        goal: problem.state("goal")?,
+        volume,
+        extra,
+    })
+}
+
+/// The keys of the sampling volume, min x, y, z then max x, y, z.
+const VOLUME_KEYS: [&str; 6] = [
+    "volume.min.x",
+    "volume.min.y",
+    "volume.min.z",
+    "volume.max.x",
+    "volume.max.y",
+    "volume.max.z",
+];
+
+/// The `[problem]` section of a `.cfg`, with what its errors name.
+struct ProblemSection<'a> {
+    /// The `.cfg` file.
+    path: &'a Path,
+    /// The line of the `[problem]` header (1 when the section is absent).
+    header: usize,
+    /// The section's keys.
+    keys: &'a Section,
+}
+
+impl ProblemSection<'_> {
+    /// The value and line of a required key.
+    fn get(&self, key: &'static str) -> Result<&(String, usize), OmplError> {
+        self.keys.get(key).ok_or(OmplError::Missing {
+            path: self.path.to_path_buf(),
+            line: self.header,
             key,
         })
-    };
-    let num = |key: &'static str| -> Result<f64, OmplError> {
-        let (v, line) = get(key)?;
-        number(v, *line, path, key)
-    };
-    let state = |prefix: &'static str| -> Result<State, OmplError> {
-        let k = |s: &'static str| -> &'static str {
-            match (prefix, s) {
-                ("start", "x") => "start.x",
-                ("start", "y") => "start.y",
-                ("start", "z") => "start.z",
-                ("start", "ax") => "start.axis.x",
-                ("start", "ay") => "start.axis.y",
-                ("start", "az") => "start.axis.z",
-                ("start", _) => "start.theta",
-                (_, "x") => "goal.x",
-                (_, "y") => "goal.y",
-                (_, "z") => "goal.z",
-                (_, "ax") => "goal.axis.x",
-                (_, "ay") => "goal.axis.y",
-                (_, "az") => "goal.axis.z",
-                (_, _) => "goal.theta",
-            }
-        };
-        let p = Vector3::new(num(k("x"))?, num(k("y"))?, num(k("z"))?);
-        let axis = Vector3::new(num(k("ax"))?, num(k("ay"))?, num(k("az"))?);
-        let theta = num(k("theta"))?;
+    }
+
+    /// A required key's value as a finite number.
+    fn num(&self, key: &'static str) -> Result<f64, OmplError> {
+        let (v, line) = self.get(key)?;
+        number(v, *line, self.path, key)
+    }
+
+    /// The state whose keys start with `prefix` (`start` or `goal`).
+    fn state(&self, prefix: &'static str) -> Result<State, OmplError> {
+        let k = |s: &'static str| state_key(prefix, s);
+        let p = Vector3::new(self.num(k("x"))?, self.num(k("y"))?, self.num(k("z"))?);
+        let axis = Vector3::new(self.num(k("ax"))?, self.num(k("ay"))?, self.num(k("az"))?);
+        let theta = self.num(k("theta"))?;
         let q = if theta == 0.0 {
             UnitQuaternion::identity()
         } else if axis.norm() > 0.0 {
             UnitQuaternion::from_axis_angle(&Unit::new_normalize(axis), theta)
         } else {
-            let line = get(k("ax"))?.1;
+            let line = self.get(k("ax"))?.1;
             return Err(OmplError::syntax(
-                path,
+                self.path,
                 line,
                 format!("a nonzero {prefix}.axis for a nonzero {prefix}.theta"),
                 "0 0 0",
             ));
         };
         Ok(State::new(p, q))
-    };
-    let dir = path.parent().unwrap_or(Path::new(""));
-    let file = |key: &'static str| -> Result<PathBuf, OmplError> {
-        let (v, line) = get(key)?;
+    }
+
+    /// A required mesh file, resolved against `dir`.
+    fn file(&self, dir: &Path, key: &'static str) -> Result<PathBuf, OmplError> {
+        let (v, line) = self.get(key)?;
         if v.is_empty() {
             return Err(OmplError::syntax(
-                path,
+                self.path,
                 *line,
                 format!("a mesh file for {key}"),
                 v,
             ));
         }
         Ok(dir.join(v))
-    };
-    let volume_keys = [
-        "volume.min.x",
-        "volume.min.y",
-        "volume.min.z",
-        "volume.max.x",
-        "volume.max.y",
-        "volume.max.z",
-    ];
-    let volume = if volume_keys.iter().all(|k| problem.contains_key(*k)) {
-        let v: Vec<f64> = volume_keys
+    }
+
+    /// The sampling volume (its lower and upper corners), when all six of its keys are
+    /// given.
+    fn volume(&self) -> Result<Option<Corners>, OmplError> {
+        if !VOLUME_KEYS.iter().all(|k| self.keys.contains_key(*k)) {
+            return Ok(None);
+        }
+        let v: Vec<f64> = VOLUME_KEYS
             .iter()
-            .map(|k| num(k))
+            .map(|k| self.num(k))
             .collect::<Result<_, _>>()?;
-        Some((
+        Ok(Some((
             Vector3::new(v[0], v[1], v[2]),
             Vector3::new(v[3], v[4], v[5]),
-        ))
-    } else {
-        None
-    };
+        )))
+    }
+
+    /// The `name` key, else the file stem.
+    fn name(&self) -> String {
+        self.keys.get("name").map_or_else(
+            || {
+                self.path
+                    .file_stem()
+                    .map_or("problem".into(), |s| s.to_string_lossy().into_owned())
+            },
+            |(v, _)| v.clone(),
+        )
+    }
+}
+
+/// The full key of a state component (`x`, `y`, `z`, `ax`, `ay`, `az`, else theta).
+fn state_key(prefix: &'static str, s: &'static str) -> &'static str {
+    match (prefix, s) {
+        ("start", "x") => "start.x",
+        ("start", "y") => "start.y",
+        ("start", "z") => "start.z",
+        ("start", "ax") => "start.axis.x",
+        ("start", "ay") => "start.axis.y",
+        ("start", "az") => "start.axis.z",
+        ("start", _) => "start.theta",
+        (_, "x") => "goal.x",
+        (_, "y") => "goal.y",
+        (_, "z") => "goal.z",
+        (_, "ax") => "goal.axis.x",
+        (_, "ay") => "goal.axis.y",
+        (_, "az") => "goal.axis.z",
+        (_, _) => "goal.theta",
+    }
+}
+
+/// Every key that [`Problem`] does not interpret, as `section.key` -> value.
+fn extra_keys(sections: &BTreeMap<String, (usize, Section)>) -> BTreeMap<String, String> {
     let known = |k: &str| {
         matches!(k, "name" | "robot" | "world")
             || k.starts_with("start.")
             || k.starts_with("goal.")
-            || volume_keys.contains(&k)
+            || VOLUME_KEYS.contains(&k)
     };
     let mut extra = BTreeMap::new();
-    for (section, (_, keys)) in &sections {
+    for (section, (_, keys)) in sections {
         for (k, (v, _)) in keys {
             if section == "problem" && known(k) {
                 continue;
@@ -254,22 +319,7 @@ pub fn parse_problem(bytes: &[u8], path: &Path) -> Result<Problem, OmplError> {
             extra.insert(name, v.clone());
         }
     }
-    Ok(Problem {
-        path: path.to_path_buf(),
-        name: problem.get("name").map_or_else(
-            || {
-                path.file_stem()
-                    .map_or("problem".into(), |s| s.to_string_lossy().into_owned())
-            },
-            |(v, _)| v.clone(),
-        ),
-        robot: file("robot")?,
-        world: file("world")?,
-        start: state("start")?,
-        goal: state("goal")?,
-        volume,
-        extra,
-    })
+    extra
 }
 
 fn utf8<'a>(bytes: &'a [u8], path: &Path) -> Result<&'a str, OmplError> {

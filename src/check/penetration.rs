@@ -289,7 +289,7 @@ pub fn penetration_depth(
 }
 
 /// `n` unit vectors spread evenly over the sphere (the spherical Fibonacci set).
-pub fn fibonacci_sphere(n: usize) -> Vec<Vector3<f64>> {
+pub(crate) fn fibonacci_sphere(n: usize) -> Vec<Vector3<f64>> {
     let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
     (0..n)
         .map(|i| {

@@ -81,7 +81,7 @@ fn helix(s: f64) -> Point3<f64> {
 }
 
 /// The alpha puzzle (see the module docs).
-pub fn alpha_puzzle() -> Puzzle {
+pub(crate) fn alpha_puzzle() -> Puzzle {
     use std::f64::consts::{PI, TAU};
     let c = alpha::PITCH / TAU;
     // The robot: the helix arc, sampled every degree.
@@ -171,7 +171,7 @@ pub mod hose {
 }
 
 /// The hose (see [`Hose`]).
-pub fn hose_model() -> Hose {
+pub(crate) fn hose_model() -> Hose {
     use std::f64::consts::TAU;
     let [nr, nt, nz] = hose::CELLS;
     let material = Material::new(
@@ -228,7 +228,7 @@ pub fn hose_model() -> Hose {
 /// part, a 0.5-thick plate, pulled straight up from below the two hoses of
 /// `assets/scenes/hose-disassembly.toml` through the 0.3-wide gap between them, 0.1 too
 /// narrow on each side, and out above them.
-pub fn hose_pull() -> Vec<State> {
+pub(crate) fn hose_pull() -> Vec<State> {
     (0..=60)
         .map(|k| {
             State::new(
@@ -241,7 +241,7 @@ pub fn hose_pull() -> Vec<State> {
 
 /// The `.cfg` of a puzzle in OMPL.app's format: robot `robot.obj`, world `world.obj`,
 /// start and goal from the solution's ends, the volume bounding both paths' positions.
-pub fn problem_cfg(p: &Puzzle) -> String {
+pub(crate) fn problem_cfg(p: &Puzzle) -> String {
     let (start, goal) = (p.solution[0], p.solution[p.solution.len() - 1]);
     let axis_angle = |s: &State| {
         s.orientation

@@ -35,7 +35,7 @@ pub fn num(v: f64) -> Value {
 }
 
 /// The report as a JSON value.
-pub fn report_value(r: &Report, c: &ReportContext) -> Value {
+pub(crate) fn report_value(r: &Report, c: &ReportContext) -> Value {
     let contacts: Vec<Value> = r
         .contacts
         .iter()

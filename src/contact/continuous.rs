@@ -242,6 +242,26 @@ pub struct Sweep {
     normals_from: Option<Isometry3<f64>>,
 }
 
+/// What the sweep of one motion works with.
+struct SweepInput<'a, D> {
+    shell: &'a ContactShell,
+    field: &'a D,
+    shell_pose: &'a Isometry3<f64>,
+    q: &'a [f64],
+    motion: &'a Motion,
+    params: &'a SweepParams,
+    /// The field's Lipschitz constant.
+    lip: f64,
+}
+
+impl<D> Clone for SweepInput<'_, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<D> Copy for SweepInput<'_, D> {}
+
 impl Sweep {
     /// Allocates every buffer for `shell`.
     pub fn new(shell: &ContactShell) -> Self {
@@ -328,7 +348,7 @@ impl Sweep {
             &mut result,
         );
         self.normals_from = Some(motion.from);
-        self.advance(
+        let input = SweepInput {
             shell,
             field,
             shell_pose,
@@ -336,9 +356,8 @@ impl Sweep {
             motion,
             params,
             lip,
-            true,
-            &mut result,
-        );
+        };
+        self.advance(&input, true, &mut result);
         result
     }
 
@@ -379,7 +398,7 @@ impl Sweep {
             result.evaluations += self.near.len();
             result.shared += self.near.len();
         }
-        self.advance(
+        let input = SweepInput {
             shell,
             field,
             shell_pose,
@@ -387,28 +406,43 @@ impl Sweep {
             motion,
             params,
             lip,
-            fresh,
-            &mut result,
-        );
+        };
+        self.advance(&input, fresh, &mut result);
         self.near_from = Some(motion.from);
         result
     }
 
-    /// Classifies the gathered points for `motion` (distance at its `t = 0` stored by the
-    /// gather if `fresh`, else evaluated) and runs the conservative advancement.
-    #[allow(clippy::too_many_arguments)]
+    /// Classifies the gathered points for the motion and runs the conservative
+    /// advancement over the candidates.
     fn advance<D: DistanceQuery>(
         &mut self,
-        shell: &ContactShell,
-        field: &D,
-        shell_pose: &Isometry3<f64>,
-        q: &[f64],
-        motion: &Motion,
-        params: &SweepParams,
-        lip: f64,
+        input: &SweepInput<'_, D>,
         fresh: bool,
         result: &mut SweepResult,
     ) {
+        self.classify(input, fresh, result);
+        result.candidates = self.candidates.len();
+        self.advance_events(input, result);
+    }
+
+    /// Classifies the gathered points for the motion (distance at its `t = 0` stored by
+    /// the gather if `fresh`, else evaluated): those at the limit that the motion takes
+    /// deeper block at once, those that could reach the limit become candidates.
+    fn classify<D: DistanceQuery>(
+        &mut self,
+        input: &SweepInput<'_, D>,
+        fresh: bool,
+        result: &mut SweepResult,
+    ) {
+        let SweepInput {
+            shell,
+            field,
+            shell_pose,
+            q,
+            motion,
+            params,
+            lip,
+        } = *input;
         let limit = params.penetration_limit;
         self.candidates.clear();
         self.at_limit.clear();
@@ -477,9 +511,26 @@ impl Sweep {
                 });
             }
         }
-        result.candidates = self.candidates.len();
-        // Event-driven conservative advancement: the candidate safe for the least time is
-        // re-tested next (a binary heap; each candidate is in it once).
+    }
+
+    /// Event-driven conservative advancement over the candidates: the candidate safe for
+    /// the least time is re-tested next (a binary heap; each candidate is in it once),
+    /// until the motion ends, a candidate blocks or the evaluation budget is spent.
+    fn advance_events<D: DistanceQuery>(
+        &mut self,
+        input: &SweepInput<'_, D>,
+        result: &mut SweepResult,
+    ) {
+        let SweepInput {
+            shell,
+            field,
+            shell_pose,
+            q,
+            motion,
+            params,
+            lip,
+        } = *input;
+        let limit = params.penetration_limit;
         self.events.clear();
         self.events.extend(
             self.candidates

@@ -229,11 +229,6 @@ impl DeformedDistanceField {
         self.proxies.len()
     }
 
-    /// Rest positions of the proxies.
-    pub fn proxy_rest_positions(&self) -> impl Iterator<Item = &Point3<f64>> {
-        self.proxies.iter().map(|p| &p.rest)
-    }
-
     /// The rest field.
     pub fn rest_field(&self) -> &SignedDistanceField {
         &self.rest

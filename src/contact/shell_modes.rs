@@ -86,7 +86,7 @@ impl ShellModes {
 
     /// Row-major `dN_s`.
     #[inline]
-    pub fn dn_row(&self, s: usize) -> &[f32] {
+    pub(crate) fn dn_row(&self, s: usize) -> &[f32] {
         &self.dn[3 * self.r * s..3 * self.r * (s + 1)]
     }
 

@@ -143,7 +143,7 @@ impl ContactFrame {
 /// The contact frame of a contact wrench, if it presses (`|F_C| > 0` and a positive
 /// normal stiffness), with `patch(n)` the patch for the net normal `n` (`None`: a point at
 /// `fallback`, the grasp point).
-pub fn contact_frame(
+pub(crate) fn contact_frame(
     contact: &PointContact,
     fallback: &Point3<f64>,
     patch: impl FnOnce(&Vector3<f64>) -> Option<Patch>,
@@ -176,7 +176,7 @@ pub fn contact_frame(
 /// point `x` and orientation `rotation`, anchored at `anchor`; and its gradients, as a
 /// [`PointContact`] (force, torque about the grasp point, derivatives in a world
 /// translation and rotation vector).
-pub fn stick_wrench(
+pub(crate) fn stick_wrench(
     frame: &ContactFrame,
     x: &Vector3<f64>,
     rotation: &UnitQuaternion<f64>,
@@ -225,7 +225,7 @@ pub const RESTICK: f64 = 0.9;
 /// a small sideways wobble would turn the friction sideways and feed the wobble, an
 /// instability of the quasi-static step; along the pull the object slides toward the
 /// hand, which damps any wobble.
-pub fn coulomb_update(
+pub(crate) fn coulomb_update(
     friction: &Friction,
     frame: &ContactFrame,
     (x, rotation): (&Vector3<f64>, &UnitQuaternion<f64>),
@@ -292,18 +292,14 @@ pub struct FrictionProxy {
 }
 
 impl FrictionProxy {
-    /// Whether the contact is sliding.
-    pub fn slipping(&self) -> bool {
-        self.slipping
-    }
-
     /// The anchor of the grasp point, while in contact.
     pub fn anchor(&self) -> Option<Vector3<f64>> {
         self.anchor.map(|a| a.0)
     }
 
     /// The anchor's orientation, while in contact.
-    pub fn anchor_rotation(&self) -> Option<UnitQuaternion<f64>> {
+    #[cfg(test)]
+    pub(crate) fn anchor_rotation(&self) -> Option<UnitQuaternion<f64>> {
         self.anchor.map(|a| a.1)
     }
 

@@ -78,7 +78,7 @@ impl Default for CouplingParams {
 }
 
 /// The saturated coupling force magnitude `f(r)` and its derivative (4.40).
-pub fn saturated_magnitude(r: f64, k: f64, fmax: Option<f64>) -> (f64, f64) {
+pub(crate) fn saturated_magnitude(r: f64, k: f64, fmax: Option<f64>) -> (f64, f64) {
     match fmax {
         Some(fmax) if r > fmax / (2.0 * k) => {
             let r_lin = fmax / (2.0 * k);
@@ -108,7 +108,7 @@ pub fn coupling_force(
 }
 
 /// `q` or `-q`, whichever has a non-negative scalar part (the shorter rotation).
-pub fn positive_hemisphere(q: UnitQuaternion<f64>) -> UnitQuaternion<f64> {
+pub(crate) fn positive_hemisphere(q: UnitQuaternion<f64>) -> UnitQuaternion<f64> {
     if q.w < 0.0 {
         UnitQuaternion::new_unchecked(-q.into_inner())
     } else {
@@ -150,7 +150,7 @@ pub const SVD_MAX_ITERATIONS: usize = 6 * 6 * 6;
 /// finite (an unbounded SVD never converges on such input), and `None` if the SVD does
 /// not converge within [`SVD_MAX_ITERATIONS`] or yields a non-finite step. Bounded time,
 /// allocation-free.
-pub fn solve_degenerate(
+pub(crate) fn solve_degenerate(
     a: &Matrix6<f64>,
     b: &Vector6<f64>,
     toward: &Vector6<f64>,
@@ -189,7 +189,7 @@ pub fn solve_degenerate(
 }
 
 /// Rotation vector of `q` (angle times axis, the angle in `[0, pi]`).
-pub fn rotation_vector(q: &UnitQuaternion<f64>) -> Vector3<f64> {
+pub(crate) fn rotation_vector(q: &UnitQuaternion<f64>) -> Vector3<f64> {
     positive_hemisphere(*q).scaled_axis()
 }
 
@@ -411,7 +411,7 @@ pub fn pose_is_finite(pose: &Isometry3<f64>) -> bool {
 }
 
 /// `v` shortened to at most `max` (zero if `v` is not finite).
-pub fn clamp_norm(v: Vector3<f64>, max: f64) -> Vector3<f64> {
+pub(crate) fn clamp_norm(v: Vector3<f64>, max: f64) -> Vector3<f64> {
     let n = v.norm();
     if !n.is_finite() {
         Vector3::zeros()

@@ -123,7 +123,7 @@ pub enum AccuracyError {
 
 /// Mean period of the oscillation of `x` (upward crossings of its mean) and its
 /// peak-to-peak amplitude, over samples `from..`.
-pub fn period_and_amplitude(x: &[f64], dt: f64, from: usize) -> (f64, f64) {
+pub(crate) fn period_and_amplitude(x: &[f64], dt: f64, from: usize) -> (f64, f64) {
     let w = &x[from.min(x.len())..];
     if w.len() < 3 {
         return (f64::NAN, 0.0);
@@ -165,10 +165,54 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
         ));
     }
     let model = FemModel::new(&cfg.mesh, MaterialLaw::StVK)?;
-    let n = model.num_dofs();
+    let loads = impulse_loads(cfg);
+    // Full-space reference, with snapshots for the PCA basis.
+    let full = simulate_full(&model, cfg, &loads)?;
+    // Bases.
+    let [u_linear, u_md, u_pca] = reduced_bases(&model, cfg, &full.snapshots)?;
+    let reference = Reference::new(&full.trajectory, cfg);
+
+    let mut reduced = Vec::new();
+    for (name, u) in [
+        (format!("{} linear modes", cfg.r), &u_linear),
+        (
+            format!(
+                "modal derivatives (k = {}, r = {})",
+                cfg.linear_modes, cfg.r
+            ),
+            &u_md,
+        ),
+        (format!("PCA of the full motion (r = {})", cfg.r), &u_pca),
+    ] {
+        let traj = reduced_trajectory(&model, cfg, &name, u, &full.forces)?;
+        let errors = reference.errors(&traj, cfg.dt);
+        reduced.push((
+            Trajectory {
+                name,
+                displacement: traj,
+            },
+            errors,
+        ));
+    }
+    Ok(AccuracyReport {
+        dt: cfg.dt,
+        axis: reference.axis,
+        full: Trajectory {
+            name: "full space".into(),
+            displacement: full.trajectory,
+        },
+        full_period: reference.period,
+        full_amplitude: reference.amplitude,
+        full_peak_time: reference.peak_time,
+        reduced,
+    })
+}
+
+/// The impulse: the total force shared equally by the load vertices during
+/// [0, load_duration).
+fn impulse_loads(cfg: &AccuracyConfig) -> Vec<Load> {
     let per_vertex = cfg.force / cfg.load_vertices.len() as f64;
-    let loads: Vec<Load> = cfg
-        .load_vertices
+    cfg.load_vertices
         .iter()
         .map(|&v| Load::Vertex {
             vertex: v,
@@ -176,8 +220,26 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
             start: 0.0,
             end: cfg.load_duration,
         })
-        .collect();
-    // Full-space reference, with snapshots for the PCA basis.
+        .collect()
+}
+
+/// The full-space run: the observed vertex's trajectory, snapshots of the displacement,
+/// and the external forces of every step.
+struct FullRun {
+    /// Displacement of the observed vertex after each step.
+    trajectory: Vec<Vector3<f64>>,
+    /// The whole displacement every `steps / 200` steps (at least every step).
+    snapshots: Vec<DVector<f64>>,
+    /// The external force vector of each step.
+    forces: Vec<Vec<f64>>,
+}
+
+/// Simulates the full-space model under `loads` for `cfg.steps` steps.
+fn simulate_full(
+    model: &FemModel,
+    cfg: &AccuracyConfig,
+    loads: &[Load],
+) -> Result<FullRun, AccuracyError> {
     let params = FullSimParams {
         newmark: NewmarkParams::average_acceleration(cfg.dt),
         damping_stiffness: cfg.damping_stiffness,
@@ -192,7 +254,7 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
     let mut snapshots: Vec<DVector<f64>> = Vec::new();
     let mut forces_t: Vec<Vec<f64>> = Vec::with_capacity(cfg.steps);
     for s in 1..=cfg.steps {
-        let f = full.loads_at(&loads, s as f64 * cfg.dt);
+        let f = full.loads_at(loads, s as f64 * cfg.dt);
         full.step(&f)?;
         full_traj.push(Vector3::new(
             full.u[3 * ov],
@@ -204,7 +266,21 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
         }
         forces_t.push(f);
     }
-    // Bases.
+    Ok(FullRun {
+        trajectory: full_traj,
+        snapshots,
+        forces: forces_t,
+    })
+}
+
+/// The r-dimensional bases: the first r linear modes, mass-PCA of k linear modes and
+/// their modal derivatives, and mass-PCA of the full-space snapshots.
+fn reduced_bases(
+    model: &FemModel,
+    cfg: &AccuracyConfig,
+    snapshots: &[DVector<f64>],
+) -> Result<[DMatrix<f64>; 3], AccuracyError> {
+    let n = model.num_dofs();
     let mut fixed = vec![false; n];
     for &v in &cfg.fixed_vertices {
         fixed[3 * v..3 * v + 3].iter_mut().for_each(|f| *f = true);
@@ -226,90 +302,111 @@ pub fn run_accuracy_experiment(cfg: &AccuracyConfig) -> Result<AccuracyReport, A
     )?;
     let u_linear = lm.vectors.columns(0, cfg.r).into_owned();
     let k_vectors = lm.vectors.columns(0, cfg.linear_modes).into_owned();
-    let phis = modal_derivatives(&model, &k0, &fixed, &k_vectors)?;
+    let phis = modal_derivatives(model, &k0, &fixed, &k_vectors)?;
     let y = scaled_modes_and_derivatives(&lm.eigenvalues[..cfg.linear_modes], &k_vectors, &phis);
     let (u_md, _) = mass_pca(&mass, &y, cfg.r)?;
-    let snap = DMatrix::from_columns(&snapshots);
+    let snap = DMatrix::from_columns(snapshots);
     let (u_pca, _) = mass_pca(&mass, &snap, cfg.r)?;
+    Ok([u_linear, u_md, u_pca])
+}
 
-    let axis = (0..3)
-        .max_by(|&a, &b| {
-            let ma = full_traj.iter().map(|d| d[a].abs()).fold(0.0, f64::max);
-            let mb = full_traj.iter().map(|d| d[b].abs()).fold(0.0, f64::max);
-            ma.total_cmp(&mb)
-        })
-        .unwrap_or(0);
-    let after = (cfg.load_duration / cfg.dt).ceil() as usize;
-    let xf: Vec<f64> = full_traj.iter().map(|d| d[axis]).collect();
-    let (tf, af) = period_and_amplitude(&xf, cfg.dt, after);
-    let pf = peak_time(&xf, cfg.dt);
-
-    let mut reduced = Vec::new();
-    for (name, u) in [
-        (format!("{} linear modes", cfg.r), &u_linear),
-        (
-            format!(
-                "modal derivatives (k = {}, r = {})",
-                cfg.linear_modes, cfg.r
-            ),
-            &u_md,
-        ),
-        (format!("PCA of the full motion (r = {})", cfg.r), &u_pca),
-    ] {
-        let (poly, _) = reduced_polynomial(&model, u, faer::Par::rayon(0))?;
-        let forces = ReducedForces::new(&poly, cfg.r).map_err(AccuracyError::Setup)?;
-        let mut sim = ReducedNewmark::new(
-            forces,
-            ReducedParams {
-                newmark: NewmarkParams::average_acceleration(cfg.dt),
-                damping_stiffness: cfg.damping_stiffness,
-                newton_iterations: 5,
-                ..ReducedParams::default()
-            },
-        );
-        let ut = u.transpose();
-        let uv = u.rows(3 * ov, 3).into_owned();
-        let mut traj = Vec::with_capacity(cfg.steps);
-        for f in &forces_t {
-            let fr = &ut * DVector::from_column_slice(f);
-            if sim.step(fr.as_slice()) == StepEvent::DivergedAndReset {
-                return Err(AccuracyError::Setup(format!(
-                    "{name}: the reduced simulation diverged"
-                )));
-            }
-            let d = &uv * DVector::from_column_slice(&sim.q);
-            traj.push(Vector3::new(d[0], d[1], d[2]));
+/// The observed vertex's trajectory in the reduced model of basis `u` under the full
+/// run's external forces `forces` (`name` labels a divergence).
+fn reduced_trajectory(
+    model: &FemModel,
+    cfg: &AccuracyConfig,
+    name: &str,
+    u: &DMatrix<f64>,
+    forces: &[Vec<f64>],
+) -> Result<Vec<Vector3<f64>>, AccuracyError> {
+    let (poly, _) = reduced_polynomial(model, u, faer::Par::rayon(0))?;
+    let reduced_forces = ReducedForces::new(&poly, cfg.r).map_err(AccuracyError::Setup)?;
+    let mut sim = ReducedNewmark::new(
+        reduced_forces,
+        ReducedParams {
+            newmark: NewmarkParams::average_acceleration(cfg.dt),
+            damping_stiffness: cfg.damping_stiffness,
+            newton_iterations: 5,
+            ..ReducedParams::default()
+        },
+    );
+    let ut = u.transpose();
+    let uv = u.rows(3 * cfg.observed_vertex, 3).into_owned();
+    let mut traj = Vec::with_capacity(cfg.steps);
+    for f in forces {
+        let fr = &ut * DVector::from_column_slice(f);
+        if sim.step(fr.as_slice()) == StepEvent::DivergedAndReset {
+            return Err(AccuracyError::Setup(format!(
+                "{name}: the reduced simulation diverged"
+            )));
         }
-        let x: Vec<f64> = traj.iter().map(|d| d[axis]).collect();
-        let (t, a) = period_and_amplitude(&x, cfg.dt, after);
-        let rms = (x.iter().zip(&xf).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / x.len() as f64)
+        let d = &uv * DVector::from_column_slice(&sim.q);
+        traj.push(Vector3::new(d[0], d[1], d[2]));
+    }
+    Ok(traj)
+}
+
+/// The full-space motion on its dominant axis, which the reduced runs are measured
+/// against.
+struct Reference {
+    /// Dominant axis: the largest full-space excursion of the vertex.
+    axis: usize,
+    /// The first step after the impulse.
+    after: usize,
+    /// The full-space displacement on the axis.
+    x: Vec<f64>,
+    /// Period (s) after the impulse.
+    period: f64,
+    /// Peak-to-peak amplitude (m) after the impulse.
+    amplitude: f64,
+    /// Time (s) of the largest excursion.
+    peak_time: f64,
+}
+
+impl Reference {
+    /// The reference of the full-space trajectory `full_traj`.
+    fn new(full_traj: &[Vector3<f64>], cfg: &AccuracyConfig) -> Self {
+        let axis = (0..3)
+            .max_by(|&a, &b| {
+                let ma = full_traj.iter().map(|d| d[a].abs()).fold(0.0, f64::max);
+                let mb = full_traj.iter().map(|d| d[b].abs()).fold(0.0, f64::max);
+                ma.total_cmp(&mb)
+            })
+            .unwrap_or(0);
+        let after = (cfg.load_duration / cfg.dt).ceil() as usize;
+        let xf: Vec<f64> = full_traj.iter().map(|d| d[axis]).collect();
+        let (tf, af) = period_and_amplitude(&xf, cfg.dt, after);
+        let pf = peak_time(&xf, cfg.dt);
+        Reference {
+            axis,
+            after,
+            x: xf,
+            period: tf,
+            amplitude: af,
+            peak_time: pf,
+        }
+    }
+
+    /// The errors of the trajectory `traj` (time step `dt`) against the reference.
+    fn errors(&self, traj: &[Vector3<f64>], dt: f64) -> TrajectoryErrors {
+        let (tf, af, pf) = (self.period, self.amplitude, self.peak_time);
+        let x: Vec<f64> = traj.iter().map(|d| d[self.axis]).collect();
+        let (t, a) = period_and_amplitude(&x, dt, self.after);
+        let rms = (x
+            .iter()
+            .zip(&self.x)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            / x.len() as f64)
             .sqrt()
             / af;
-        reduced.push((
-            Trajectory {
-                name,
-                displacement: traj,
-            },
-            TrajectoryErrors {
-                period: (t - tf).abs() / tf,
-                amplitude: (a - af).abs() / af,
-                rms,
-                peak_time: (peak_time(&x, cfg.dt) - pf).abs() / pf,
-            },
-        ));
+        TrajectoryErrors {
+            period: (t - tf).abs() / tf,
+            amplitude: (a - af).abs() / af,
+            rms,
+            peak_time: (peak_time(&x, dt) - pf).abs() / pf,
+        }
     }
-    Ok(AccuracyReport {
-        dt: cfg.dt,
-        axis,
-        full: Trajectory {
-            name: "full space".into(),
-            displacement: full_traj,
-        },
-        full_period: tf,
-        full_amplitude: af,
-        full_peak_time: pf,
-        reduced,
-    })
 }
 
 impl AccuracyReport {

@@ -284,7 +284,7 @@ impl<F: ReducedInternalForces> ReducedNewmark<F> {
 /// by its Cholesky factor), x overwriting b. Returns false if A is not positive
 /// definite. Hand-written: the 1 kHz loop needs an in-place solve on preallocated
 /// memory, which nalgebra's owned decompositions do not offer. n <= MAX_R (255).
-pub fn cholesky_solve_in_place(a: &mut [f64], n: usize, b: &mut [f64]) -> bool {
+pub(crate) fn cholesky_solve_in_place(a: &mut [f64], n: usize, b: &mut [f64]) -> bool {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2.

@@ -161,13 +161,13 @@ impl FibreParams {
 
     /// x* = lambda* / l_opt, where the passive curve turns linear.
     #[inline(always)]
-    pub fn x_star(&self) -> f64 {
+    pub(crate) fn x_star(&self) -> f64 {
         self.lambda_star / self.lambda_opt
     }
 
     /// dW_f/dl and d2W_f/dl2 at deviatoric fibre stretch `l` and activation `alpha`.
     #[inline(always)]
-    pub fn fibre_derivatives(&self, l: f64, alpha: f64) -> (f64, f64) {
+    pub(crate) fn fibre_derivatives(&self, l: f64, alpha: f64) -> (f64, f64) {
         let x = l / self.lambda_opt;
         let (fl, dfl) = active_force_length(x);
         let (fp, dfp) = passive_force_length(x, self.p1, self.p2, self.x_star());
@@ -179,7 +179,7 @@ impl FibreParams {
     }
 
     /// Fibre energy W_f(l) = sigma_max (alpha int_0^x f_L + int_0^x f_P).
-    pub fn fibre_energy(&self, l: f64, alpha: f64) -> f64 {
+    pub(crate) fn fibre_energy(&self, l: f64, alpha: f64) -> f64 {
         let x = l / self.lambda_opt;
         self.sigma_max
             * (alpha * active_integral(x) + passive_integral(x, self.p1, self.p2, self.x_star()))
@@ -206,7 +206,7 @@ pub struct ParamError {
 
 /// Blemker's active force-length curve f_L(x) and its derivative.
 #[inline(always)]
-pub fn active_force_length(x: f64) -> (f64, f64) {
+pub(crate) fn active_force_length(x: f64) -> (f64, f64) {
     if (0.4..=0.6).contains(&x) {
         (9.0 * (x - 0.4).powi(2), 18.0 * (x - 0.4))
     } else if x > 0.6 && x < 1.4 {
@@ -238,7 +238,7 @@ pub fn active_integral(x: f64) -> f64 {
 /// Blemker's passive fibre curve f_P(x) and its derivative: zero for x <= 1,
 /// P1 (e^{P2 (x - 1)} - 1) up to x*, then linear with value and slope continuous at x*.
 #[inline(always)]
-pub fn passive_force_length(x: f64, p1: f64, p2: f64, x_star: f64) -> (f64, f64) {
+pub(crate) fn passive_force_length(x: f64, p1: f64, p2: f64, x_star: f64) -> (f64, f64) {
     if x <= 1.0 {
         (0.0, 0.0)
     } else if x < x_star {

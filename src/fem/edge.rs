@@ -79,125 +79,33 @@ impl EdgeStvk {
             return None;
         }
         let nv = model.num_vertices();
-        let mut edge_index: HashMap<[u32; 2], u32> = HashMap::new();
-        let mut edges: Vec<[u32; 2]> = Vec::new();
-        let mut pair_l: HashMap<(u32, u32), f64> = HashMap::new();
-        for e in 0..model.num_elements() {
-            let el = model.element(e);
-            let x: Vec<Point3<f64>> = el.iter().map(|&v| model.rest_positions[v]).collect();
-            let (alpha, vol) = tet_gradients(&x);
-            let (lam, mu) = model.lame(e);
-            let g = |i: usize, j: usize| alpha[i].dot(&alpha[j]);
-            // Global edge ids of the tet's edges, and the sign flip when the global edge
-            // runs the other way (d_E = x_first - x_second, so a flip negates d, leaving
-            // zeta unchanged and L(E,F) invariant; signs enter only through s_E(v)).
-            let ids: [u32; 6] = TET_EDGES.map(|(i, j)| {
-                let (a, b) = (el[i].min(el[j]) as u32, el[i].max(el[j]) as u32);
-                *edge_index.entry([a, b]).or_insert_with(|| {
-                    edges.push([a, b]);
-                    (edges.len() - 1) as u32
-                })
-            });
-            for (p, &(i, j)) in TET_EDGES.iter().enumerate() {
-                for (q, &(k, m)) in TET_EDGES.iter().enumerate().skip(p) {
-                    let l = vol / 4.0
-                        * (lam * g(i, j) * g(k, m) + mu * (g(i, k) * g(j, m) + g(i, m) * g(j, k)));
-                    let key = (ids[p].min(ids[q]), ids[p].max(ids[q]));
-                    *pair_l.entry(key).or_insert(0.0) += l;
-                }
-            }
-        }
-        let ne = edges.len();
-        let rest_sq: Vec<f64> = edges
+        let couplings = edge_couplings(model);
+        let ne = couplings.edges.len();
+        let rest_sq: Vec<f64> = couplings
+            .edges
             .iter()
             .map(|&[a, b]| {
                 (model.rest_positions[a as usize] - model.rest_positions[b as usize]).norm_squared()
             })
             .collect();
-        let mut l_diag = vec![0.0; ne];
-        let mut tseps = Vec::new();
-        let mut pairs: Vec<((u32, u32), f64)> = pair_l.into_iter().collect();
-        pairs.sort_unstable_by_key(|p| p.0);
-        for &((e, f), l) in &pairs {
-            if e == f {
-                l_diag[e as usize] = l;
-            } else {
-                tseps.push((e, f, l));
-            }
-        }
-        // Stiffness recipes: every ordered pair (E, F) with L(E,F) != 0 adds
-        // 4 L s_E(a) s_F(b) d_E d_F^T to block (a, b) for a in E, b in F, a < b.
-        let sign = |edge: [u32; 2], v: u32| if edge[0] == v { 1.0 } else { -1.0 };
-        let mut recipes: Vec<HashMap<u32, Vec<(u32, f64)>>> = vec![HashMap::new(); ne];
-        let mut add = |e: u32, f: u32, l: f64| {
-            let (ee, ff) = (edges[e as usize], edges[f as usize]);
-            for a in ee {
-                for b in ff {
-                    if a < b {
-                        let k = edge_index[&[a, b]];
-                        let c = 4.0 * l * sign(ee, a) * sign(ff, b);
-                        recipes[k as usize].entry(e).or_default().push((f, c));
-                    }
-                }
-            }
-        };
-        for &((e, f), l) in &pairs {
-            add(e, f, l);
-            if e != f {
-                add(f, e, l);
-            }
-        }
-        let mut group_ptr = vec![0u32];
-        let (mut group_edge, mut term_ptr, mut term_edge, mut term_coef) =
-            (Vec::new(), vec![0u32], Vec::new(), Vec::new());
-        for rec in recipes {
-            let mut groups: Vec<(u32, Vec<(u32, f64)>)> = rec.into_iter().collect();
-            groups.sort_unstable_by_key(|g| g.0);
-            for (e, mut terms) in groups {
-                terms.sort_unstable_by_key(|t| t.0);
-                group_edge.push(e);
-                for (f, c) in terms {
-                    term_edge.push(f);
-                    term_coef.push(c);
-                }
-                term_ptr.push(term_edge.len() as u32);
-            }
-            group_ptr.push(group_edge.len() as u32);
-        }
+        let (l_diag, tseps) = diagonal_and_tseps(&couplings.pairs, ne);
+        let recipes = RecipeTable::new(stiffness_recipes(&couplings));
         let pattern = model.new_matrix();
-        let offsets_ab = edges
-            .iter()
-            .map(|&[a, b]| {
-                pattern
-                    .block_offsets(b as usize, a as usize)
-                    .expect("edge in pattern")
-            })
-            .collect();
-        let offsets_ba = edges
-            .iter()
-            .map(|&[a, b]| {
-                pattern
-                    .block_offsets(a as usize, b as usize)
-                    .expect("edge in pattern")
-            })
-            .collect();
-        let offsets_diag = (0..nv)
-            .map(|v| pattern.block_offsets(v, v).expect("diagonal in pattern"))
-            .collect();
+        let offsets = BlockOffsets::new(&pattern, &couplings.edges, nv);
         Some(EdgeStvk {
             num_vertices: nv,
-            edges,
+            edges: couplings.edges,
             rest_sq,
             l_diag,
             tseps,
-            group_ptr,
-            group_edge,
-            term_ptr,
-            term_edge,
-            term_coef,
-            offsets_ab,
-            offsets_ba,
-            offsets_diag,
+            group_ptr: recipes.group_ptr,
+            group_edge: recipes.group_edge,
+            term_ptr: recipes.term_ptr,
+            term_edge: recipes.term_edge,
+            term_coef: recipes.term_coef,
+            offsets_ab: offsets.ab,
+            offsets_ba: offsets.ba,
+            offsets_diag: offsets.diag,
             pattern,
         })
     }
@@ -341,5 +249,173 @@ impl EdgeStvk {
                 }
             }
         }
+    }
+}
+
+/// The unique edges of a tet mesh and the couplings L(E,F) of its edge pairs.
+struct EdgeCouplings {
+    /// The id of every unique edge (a < b).
+    edge_index: HashMap<[u32; 2], u32>,
+    /// Unique edges (a < b), by id.
+    edges: Vec<[u32; 2]>,
+    /// L(E,F) of every pair E <= F of edges in a common tet, summed over those tets and
+    /// sorted by (E, F).
+    pairs: Vec<((u32, u32), f64)>,
+}
+
+/// The unique edges of the tets of `model` and L(E,F) of every pair of edges in a tet.
+fn edge_couplings(model: &FemModel) -> EdgeCouplings {
+    let mut edge_index: HashMap<[u32; 2], u32> = HashMap::new();
+    let mut edges: Vec<[u32; 2]> = Vec::new();
+    let mut pair_l: HashMap<(u32, u32), f64> = HashMap::new();
+    for e in 0..model.num_elements() {
+        let el = model.element(e);
+        let x: Vec<Point3<f64>> = el.iter().map(|&v| model.rest_positions[v]).collect();
+        let (alpha, vol) = tet_gradients(&x);
+        let (lam, mu) = model.lame(e);
+        let g = |i: usize, j: usize| alpha[i].dot(&alpha[j]);
+        // Global edge ids of the tet's edges, and the sign flip when the global edge
+        // runs the other way (d_E = x_first - x_second, so a flip negates d, leaving
+        // zeta unchanged and L(E,F) invariant; signs enter only through s_E(v)).
+        let ids: [u32; 6] = TET_EDGES.map(|(i, j)| {
+            let (a, b) = (el[i].min(el[j]) as u32, el[i].max(el[j]) as u32);
+            *edge_index.entry([a, b]).or_insert_with(|| {
+                edges.push([a, b]);
+                (edges.len() - 1) as u32
+            })
+        });
+        for (p, &(i, j)) in TET_EDGES.iter().enumerate() {
+            for (q, &(k, m)) in TET_EDGES.iter().enumerate().skip(p) {
+                let l = vol / 4.0
+                    * (lam * g(i, j) * g(k, m) + mu * (g(i, k) * g(j, m) + g(i, m) * g(j, k)));
+                let key = (ids[p].min(ids[q]), ids[p].max(ids[q]));
+                *pair_l.entry(key).or_insert(0.0) += l;
+            }
+        }
+    }
+    let mut pairs: Vec<((u32, u32), f64)> = pair_l.into_iter().collect();
+    pairs.sort_unstable_by_key(|p| p.0);
+    EdgeCouplings {
+        edge_index,
+        edges,
+        pairs,
+    }
+}
+
+/// L(E,E) of each of the `ne` edges, and the TSEPs (E < F) with L(E,F), from the sorted
+/// pairs.
+fn diagonal_and_tseps(pairs: &[((u32, u32), f64)], ne: usize) -> (Vec<f64>, Vec<(u32, u32, f64)>) {
+    let mut l_diag = vec![0.0; ne];
+    let mut tseps = Vec::new();
+    for &((e, f), l) in pairs {
+        if e == f {
+            l_diag[e as usize] = l;
+        } else {
+            tseps.push((e, f, l));
+        }
+    }
+    (l_diag, tseps)
+}
+
+/// Per edge block (a, b), its stiffness terms (F, 4 L(E,F) s_E(a) s_F(b)) grouped by the
+/// row-side edge E.
+fn stiffness_recipes(couplings: &EdgeCouplings) -> Vec<HashMap<u32, Vec<(u32, f64)>>> {
+    let (edges, edge_index) = (&couplings.edges, &couplings.edge_index);
+    // Stiffness recipes: every ordered pair (E, F) with L(E,F) != 0 adds
+    // 4 L s_E(a) s_F(b) d_E d_F^T to block (a, b) for a in E, b in F, a < b.
+    let sign = |edge: [u32; 2], v: u32| if edge[0] == v { 1.0 } else { -1.0 };
+    let mut recipes: Vec<HashMap<u32, Vec<(u32, f64)>>> = vec![HashMap::new(); edges.len()];
+    let mut add = |e: u32, f: u32, l: f64| {
+        let (ee, ff) = (edges[e as usize], edges[f as usize]);
+        for a in ee {
+            for b in ff {
+                if a < b {
+                    let k = edge_index[&[a, b]];
+                    let c = 4.0 * l * sign(ee, a) * sign(ff, b);
+                    recipes[k as usize].entry(e).or_default().push((f, c));
+                }
+            }
+        }
+    };
+    for &((e, f), l) in &couplings.pairs {
+        add(e, f, l);
+        if e != f {
+            add(f, e, l);
+        }
+    }
+    recipes
+}
+
+/// The stiffness recipes as flat arrays ([`EdgeStvk`]'s `group_ptr` to `term_coef`).
+struct RecipeTable {
+    group_ptr: Vec<u32>,
+    group_edge: Vec<u32>,
+    term_ptr: Vec<u32>,
+    term_edge: Vec<u32>,
+    term_coef: Vec<f64>,
+}
+
+impl RecipeTable {
+    /// The table of `recipes`, groups and terms each sorted by edge.
+    fn new(recipes: Vec<HashMap<u32, Vec<(u32, f64)>>>) -> Self {
+        let mut group_ptr = vec![0u32];
+        let (mut group_edge, mut term_ptr, mut term_edge, mut term_coef) =
+            (Vec::new(), vec![0u32], Vec::new(), Vec::new());
+        for rec in recipes {
+            let mut groups: Vec<(u32, Vec<(u32, f64)>)> = rec.into_iter().collect();
+            groups.sort_unstable_by_key(|g| g.0);
+            for (e, mut terms) in groups {
+                terms.sort_unstable_by_key(|t| t.0);
+                group_edge.push(e);
+                for (f, c) in terms {
+                    term_edge.push(f);
+                    term_coef.push(c);
+                }
+                term_ptr.push(term_edge.len() as u32);
+            }
+            group_ptr.push(group_edge.len() as u32);
+        }
+        RecipeTable {
+            group_ptr,
+            group_edge,
+            term_ptr,
+            term_edge,
+            term_coef,
+        }
+    }
+}
+
+/// Matrix offsets of the blocks an edge-based assembly writes ([`EdgeStvk`]'s
+/// `offsets_ab`, `offsets_ba` and `offsets_diag`).
+struct BlockOffsets {
+    ab: Vec<[usize; 3]>,
+    ba: Vec<[usize; 3]>,
+    diag: Vec<[usize; 3]>,
+}
+
+impl BlockOffsets {
+    /// The offsets in `pattern` of both blocks of every edge and the diagonal block of
+    /// each of the `nv` vertices.
+    fn new(pattern: &BlockSparseMatrix, edges: &[[u32; 2]], nv: usize) -> Self {
+        let ab = edges
+            .iter()
+            .map(|&[a, b]| {
+                pattern
+                    .block_offsets(b as usize, a as usize)
+                    .expect("edge in pattern")
+            })
+            .collect();
+        let ba = edges
+            .iter()
+            .map(|&[a, b]| {
+                pattern
+                    .block_offsets(a as usize, b as usize)
+                    .expect("edge in pattern")
+            })
+            .collect();
+        let diag = (0..nv)
+            .map(|v| pattern.block_offsets(v, v).expect("diagonal in pattern"))
+            .collect();
+        BlockOffsets { ab, ba, diag }
     }
 }

@@ -13,7 +13,7 @@
 //! The two force kernels are algebraically identical (Bm's columns are -V g_a); the test
 //! `fvm_equals_total_lagrangian` proves it to round-off. The StVK kernel of
 //! [`super::FemModel`] stays the fast path for StVK; this module serves materials that
-//! are not polynomial in F (the muscle of [`super::muscle`]) and the cubature of
+//! are not polynomial in F (the muscle of [`super::blemker`]) and the cubature of
 //! [`crate::reduction`].
 
 use nalgebra::{Matrix3, Point3, Vector3};
@@ -32,7 +32,7 @@ pub trait TetMaterial: Send + Sync {
     fn first_pk(&self, e: usize, f: &Matrix3<f64>) -> Matrix3<f64>;
     /// Directional derivative dP\[dF\] at F.
     fn first_pk_differential(&self, e: usize, f: &Matrix3<f64>, df: &Matrix3<f64>) -> Matrix3<f64>;
-    /// Sets the run-time activation in [0, 1] (active muscle, [`super::muscle`]);
+    /// Sets the run-time activation in [0, 1] (active muscle, [`super::blemker`]);
     /// passive materials ignore it.
     fn set_activation(&mut self, _alpha: f64) {}
     /// The run-time activation in force (0 for passive materials).
@@ -218,7 +218,7 @@ impl TetKernel {
 
     /// Element internal forces R_a = V P(F) g_a of tet `e` at F.
     #[inline]
-    pub fn element_forces<M: TetMaterial + ?Sized>(
+    pub(crate) fn element_forces<M: TetMaterial + ?Sized>(
         &self,
         material: &M,
         e: usize,
@@ -229,7 +229,7 @@ impl TetKernel {
     }
 
     /// Element stiffness blocks K_ab = dR_a/dx_b of tet `e` at F.
-    pub fn element_stiffness<M: TetMaterial + ?Sized>(
+    pub(crate) fn element_stiffness<M: TetMaterial + ?Sized>(
         &self,
         material: &M,
         e: usize,

@@ -638,18 +638,6 @@ impl FemModel {
         m
     }
 
-    /// External forces of gravity g (m/s^2) on every vertex: M (g, g, ..., g).
-    pub fn gravity_forces(&self, g: Vector3<f64>) -> Vec<f64> {
-        let masses = self.lumped_vertex_masses();
-        let mut f = vec![0.0; self.num_dofs()];
-        for (v, m) in masses.iter().enumerate() {
-            for i in 0..3 {
-                f[3 * v + i] = m * g[i];
-            }
-        }
-        f
-    }
-
     /// Total rest volume (sum of the quadrature weights).
     pub fn rest_volume(&self) -> f64 {
         self.qw.iter().sum()

@@ -7,7 +7,7 @@
 //! stiffness need only n = 2.
 
 /// Points and weights of the n-point Gauss-Legendre rule on [0, 1] (n = 1, 2 or 3).
-pub fn gauss_legendre_unit(n: usize) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn gauss_legendre_unit(n: usize) -> (Vec<f64>, Vec<f64>) {
     match n {
         1 => (vec![0.5], vec![1.0]),
         2 => {

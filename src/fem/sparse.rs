@@ -92,7 +92,7 @@ impl BlockSparseMatrix {
 
     /// Position of vertex `b` in the neighbor list of vertex `a` (`None` if they share no
     /// element).
-    pub fn neighbor_slot(&self, a: usize, b: usize) -> Option<usize> {
+    pub(crate) fn neighbor_slot(&self, a: usize, b: usize) -> Option<usize> {
         let nb = &self.neighbors[self.neighbors_ptr[a]..self.neighbors_ptr[a + 1]];
         nb.binary_search(&b).ok()
     }

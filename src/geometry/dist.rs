@@ -167,18 +167,80 @@ pub fn read_dist(path: &Path) -> Result<SignedDistanceField, DistError> {
 
 /// Parses the bytes of a `.dist` file (`path` names it in errors).
 pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, DistError> {
+    let mut c = ByteReader::new(bytes);
+    let header = read_header(&mut c, path)?;
+    check_value_bytes(bytes.len(), &header, path)?;
+    let values = read_values(&mut c, &header, path)?;
+    SignedDistanceField::from_values(
+        Point3::from(header.bmin),
+        header.spacing[0],
+        header.res,
+        values,
+    )
+    .map_err(|e| DistError::Unwritable {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
+/// The error for a read past the end of the file.
+fn truncated(path: &Path, t: Truncated) -> DistError {
     // A value past the end: the offset is the file's length, the value's own offset
     // goes into the expectation.
-    let truncated = |t: Truncated| DistError::Truncated {
+    DistError::Truncated {
         path: path.to_path_buf(),
         offset: t.offset + t.available as u64,
         expected: format!(
             "{} ({} bytes at byte offset {})",
             t.what, t.needed, t.offset
         ),
-    };
-    let mut c = ByteReader::new(bytes);
-    let mut resolution = |what| c.i32(what).map(i64::from).map_err(truncated);
+    }
+}
+
+/// The checked header of a `.dist` file.
+struct DistHeader {
+    /// True when the values are f64 (negative x resolution), else they are f32.
+    double: bool,
+    /// Cells per axis.
+    res: [usize; 3],
+    /// The box minimum corner.
+    bmin: [f64; 3],
+    /// Cell spacing per axis (equal up to rounding).
+    spacing: [f64; 3],
+}
+
+impl DistHeader {
+    /// Number of grid nodes.
+    fn nodes(&self) -> u64 {
+        self.res.iter().map(|&r| r as u64 + 1).product()
+    }
+
+    /// Bytes per stored value.
+    fn value_size(&self) -> u64 {
+        if self.double {
+            8
+        } else {
+            4
+        }
+    }
+}
+
+/// Reads and checks the header: resolutions, box corners and cell spacing.
+fn read_header(c: &mut ByteReader, path: &Path) -> Result<DistHeader, DistError> {
+    let (double, res) = read_resolutions(c, path)?;
+    let [bmin, bmax] = read_box(c, path)?;
+    let spacing = cubic_spacing(&bmin, &bmax, &res, path)?;
+    Ok(DistHeader {
+        double,
+        res,
+        bmin,
+        spacing,
+    })
+}
+
+/// Reads the three resolutions: whether the values are f64, and the cells per axis.
+fn read_resolutions(c: &mut ByteReader, path: &Path) -> Result<(bool, [usize; 3]), DistError> {
+    let mut resolution = |what| c.i32(what).map(i64::from).map_err(|t| truncated(path, t));
     let raw = [
         resolution("the x resolution (int32)")?,
         resolution("the y resolution (int32)")?,
@@ -204,13 +266,18 @@ pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, Dist
         }
         res[a] = r as usize;
     }
+    Ok((double, res))
+}
+
+/// Reads the box corners `[bmin, bmax]`, each finite, with the maximum above the minimum.
+fn read_box(c: &mut ByteReader, path: &Path) -> Result<[[f64; 3]; 2], DistError> {
     let mut corner = [[0.0; 3]; 2];
     for (m, name) in ["bmin", "bmax"].iter().enumerate() {
         for a in 0..3 {
             let offset = c.offset() as u64;
             let v = c
                 .f64(&format!("{name} {} (f64)", AXES[a]))
-                .map_err(truncated)?;
+                .map_err(|t| truncated(path, t))?;
             if !v.is_finite() {
                 return Err(DistError::NonFiniteBox {
                     path: path.to_path_buf(),
@@ -233,6 +300,16 @@ pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, Dist
             });
         }
     }
+    Ok(corner)
+}
+
+/// The cell spacing per axis, which must be the same on every axis.
+fn cubic_spacing(
+    bmin: &[f64; 3],
+    bmax: &[f64; 3],
+    res: &[usize; 3],
+    path: &Path,
+) -> Result<[f64; 3], DistError> {
     let spacing: [f64; 3] = std::array::from_fn(|a| (bmax[a] - bmin[a]) / res[a] as f64);
     // Vega's cubic boxes give equal spacings up to rounding of the corners.
     if spacing
@@ -244,17 +321,21 @@ pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, Dist
             spacing,
         });
     }
-    let nodes: u64 = res.iter().map(|&r| r as u64 + 1).product();
-    let size: u64 = if double { 8 } else { 4 };
-    let need = nodes * size;
-    let have = (bytes.len() - HEADER_BYTES) as u64;
+    Ok(spacing)
+}
+
+/// Checks that the `len` bytes of the file hold exactly the header's values after it.
+fn check_value_bytes(len: usize, header: &DistHeader, path: &Path) -> Result<(), DistError> {
+    let nodes = header.nodes();
+    let need = nodes * header.value_size();
+    let have = (len - HEADER_BYTES) as u64;
     if have < need {
         return Err(DistError::Truncated {
             path: path.to_path_buf(),
-            offset: bytes.len() as u64,
+            offset: len as u64,
             expected: format!(
                 "{nodes} {} values ({need} bytes from byte offset {HEADER_BYTES}), found {have} bytes",
-                if double { "f64" } else { "f32" }
+                if header.double { "f64" } else { "f32" }
             ),
         });
     }
@@ -266,15 +347,27 @@ pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, Dist
             extra: have - need,
         });
     }
+    Ok(())
+}
+
+/// Reads the node values, each finite and within the f32 range.
+fn read_values(
+    c: &mut ByteReader,
+    header: &DistHeader,
+    path: &Path,
+) -> Result<Vec<f32>, DistError> {
+    let nodes = header.nodes();
+    let size = header.value_size();
+    let double = header.double;
     let mut values = Vec::with_capacity(nodes as usize);
     for i in 0..nodes as usize {
-        // The size check above guarantees every value is there.
+        // The size check in `check_value_bytes` guarantees every value is there.
         let v = if double {
             c.f64("a distance value (f64)")
         } else {
             c.f32("a distance value (f32)").map(f64::from)
         }
-        .map_err(truncated)?;
+        .map_err(|t| truncated(path, t))?;
         if !v.is_finite() || (double && v.abs() > f32::MAX as f64) {
             return Err(DistError::NonFiniteValue {
                 path: path.to_path_buf(),
@@ -284,12 +377,7 @@ pub fn parse_dist(bytes: &[u8], path: &Path) -> Result<SignedDistanceField, Dist
         }
         values.push(v as f32);
     }
-    SignedDistanceField::from_values(Point3::from(bmin), spacing[0], res, values).map_err(|e| {
-        DistError::Unwritable {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        }
-    })
+    Ok(values)
 }
 
 /// The first non-finite box coordinate (bmin x, y, z, bmax x, y, z) or node value of
@@ -314,7 +402,7 @@ fn first_non_finite(field: &SignedDistanceField) -> Option<(&'static str, usize,
 
 /// The bytes of `field` as a `.dist` file with f32 values; refuses non-finite box
 /// corners and node values (naming the index).
-pub fn encode_dist(field: &SignedDistanceField) -> Result<Vec<u8>, String> {
+pub(crate) fn encode_dist(field: &SignedDistanceField) -> Result<Vec<u8>, String> {
     if let Some((what, index, found)) = first_non_finite(field) {
         return Err(format!("non-finite {what} {found} (index {index})"));
     }

@@ -170,7 +170,7 @@ pub fn read_log(path: &Path) -> Result<Log, LogError> {
 }
 
 /// Parses a haptic log (see [`read_log`]).
-pub fn parse_log(text: &str, path: &Path) -> Result<Log, LogError> {
+pub(crate) fn parse_log(text: &str, path: &Path) -> Result<Log, LogError> {
     let err = |line: usize, message: String| LogError::Format {
         path: path.to_path_buf(),
         line,

@@ -236,7 +236,7 @@ impl HapticSimulation {
     }
 
     /// Edits the contact parameters of every traversal.
-    pub fn set_contact_params(&mut self, edit: impl Fn(&mut crate::contact::ContactParams)) {
+    pub(crate) fn set_contact_params(&mut self, edit: impl Fn(&mut crate::contact::ContactParams)) {
         edit(&mut self.scene.contact);
         for t in &mut self.traversals {
             edit(&mut t.params);
@@ -244,7 +244,7 @@ impl HapticSimulation {
     }
 
     /// Edits the integrator settings of every reduced-deformable object.
-    pub fn edit_dynamics(&mut self, edit: impl Fn(&mut crate::dynamics::ReducedParams)) {
+    pub(crate) fn edit_dynamics(&mut self, edit: impl Fn(&mut crate::dynamics::ReducedParams)) {
         for d in self.scene.dynamics_mut() {
             edit(&mut d.params);
         }

@@ -84,7 +84,7 @@ impl CycleStats {
 
     /// The duration below which a fraction `p` of cycles fall (upper bin edge, so the
     /// percentile is never understated), in microseconds.
-    pub fn percentile_us(&self, p: f64) -> f64 {
+    pub(crate) fn percentile_us(&self, p: f64) -> f64 {
         if self.count == 0 {
             return 0.0;
         }

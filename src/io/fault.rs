@@ -54,7 +54,7 @@ impl Drop for FaultGuard {
 }
 
 /// Parses a fault as written in `HAPTICS_INJECT_FAULT`.
-pub fn parse_fault(text: &str) -> Result<WriteFault, String> {
+pub(crate) fn parse_fault(text: &str) -> Result<WriteFault, String> {
     let expected = "expected nospace:BYTES, readonly or rename";
     match text.trim() {
         "readonly" => Ok(WriteFault::ReadOnly),

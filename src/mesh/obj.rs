@@ -87,8 +87,7 @@ pub fn parse_obj(text: &str, path: &Path) -> Result<SurfaceMesh, MeshError> {
     let mut vertices: Vec<Point3<f64>> = Vec::new();
     let mut triangles: Vec<[usize; 3]> = Vec::new();
     let mut num_faces = 0usize;
-    let mut declared_vertices: Option<(usize, usize)> = None; // (count, line)
-    let mut declared_faces: Option<(usize, usize)> = None;
+    let mut declared = DeclaredCounts::default();
     let mut last_line = 0;
     let mut face: Vec<usize> = Vec::with_capacity(8);
 
@@ -97,65 +96,15 @@ pub fn parse_obj(text: &str, path: &Path) -> Result<SurfaceMesh, MeshError> {
         let mut toks = line.split_ascii_whitespace();
         let Some(key) = toks.next() else { continue };
         match key {
-            "v" => {
-                let mut c = [0.0; 3];
-                for (k, ck) in c.iter_mut().enumerate() {
-                    let tok = toks.next().ok_or_else(|| {
-                        MeshError::syntax(
-                            path,
-                            Location::Line(ln),
-                            "three vertex coordinates 'v x y z'",
-                            format!("{k} coordinates"),
-                        )
-                    })?;
-                    *ck = parse_f64(tok, path, ln, "a vertex coordinate")?;
-                }
-                vertices.push(Point3::new(c[0], c[1], c[2]));
-            }
+            "v" => vertices.push(parse_vertex(&mut toks, path, ln)?),
             "f" => {
-                face.clear();
-                for tok in toks {
-                    let v = tok.split('/').next().unwrap_or(tok);
-                    let i = parse_i64(
-                        v,
-                        path,
-                        ln,
-                        "a vertex index 'v', 'v/vt', 'v//vn' or 'v/vt/vn'",
-                    )?;
-                    let n = vertices.len() as i64;
-                    let idx = if i > 0 { i - 1 } else { n.saturating_add(i) };
-                    if i == 0 || idx < 0 || idx >= n {
-                        return Err(MeshError::IndexOutOfRange {
-                            path: path.to_path_buf(),
-                            location: Location::Line(ln),
-                            index: i,
-                            count: vertices.len(),
-                        });
-                    }
-                    face.push(idx as usize);
-                }
-                if face.len() < 3 {
-                    return Err(MeshError::syntax(
-                        path,
-                        Location::Line(ln),
-                        "a face with at least 3 vertices",
-                        format!("{} vertices", face.len()),
-                    ));
-                }
+                parse_face(toks, vertices.len(), path, ln, &mut face)?;
                 num_faces += 1;
                 for k in 1..face.len() - 1 {
                     triangles.push([face[0], face[k], face[k + 1]]);
                 }
             }
-            _ if key.starts_with('#') => {
-                let body = line.trim_start().trim_start_matches('#').trim();
-                if let Some(n) = body.strip_prefix("Number of vertices:") {
-                    declared_vertices =
-                        Some((parse_usize(n.trim(), path, ln, "a vertex count")?, ln));
-                } else if let Some(n) = body.strip_prefix("Number of faces:") {
-                    declared_faces = Some((parse_usize(n.trim(), path, ln, "a face count")?, ln));
-                }
-            }
+            _ if key.starts_with('#') => declared.read_comment(line, path, ln)?,
             _ if IGNORED.contains(&key) => {}
             _ => {
                 return Err(MeshError::syntax(
@@ -168,28 +117,7 @@ pub fn parse_obj(text: &str, path: &Path) -> Result<SurfaceMesh, MeshError> {
         }
     }
 
-    for (declared, found, what) in [
-        (declared_vertices, vertices.len(), "vertices"),
-        (declared_faces, num_faces, "faces"),
-    ] {
-        if let Some((n, decl_line)) = declared {
-            if found < n {
-                return Err(MeshError::truncated(
-                    path,
-                    Location::Line(last_line + 1),
-                    format!("{n} {what} as declared on line {decl_line} (found {found})"),
-                ));
-            }
-            if found > n {
-                return Err(MeshError::syntax(
-                    path,
-                    Location::Line(decl_line),
-                    format!("the number of {what} in the file ({found})"),
-                    n.to_string(),
-                ));
-            }
-        }
-    }
+    declared.check(vertices.len(), num_faces, last_line, path)?;
     if triangles.is_empty() {
         return Err(MeshError::syntax(
             path,
@@ -202,6 +130,122 @@ pub fn parse_obj(text: &str, path: &Path) -> Result<SurfaceMesh, MeshError> {
         vertices,
         triangles,
     })
+}
+
+/// Parses the three coordinates of a `v` line (any further tokens are ignored).
+fn parse_vertex<'a>(
+    toks: &mut impl Iterator<Item = &'a str>,
+    path: &Path,
+    ln: usize,
+) -> Result<Point3<f64>, MeshError> {
+    let mut c = [0.0; 3];
+    for (k, ck) in c.iter_mut().enumerate() {
+        let tok = toks.next().ok_or_else(|| {
+            MeshError::syntax(
+                path,
+                Location::Line(ln),
+                "three vertex coordinates 'v x y z'",
+                format!("{k} coordinates"),
+            )
+        })?;
+        *ck = parse_f64(tok, path, ln, "a vertex coordinate")?;
+    }
+    Ok(Point3::new(c[0], c[1], c[2]))
+}
+
+/// Parses an `f` line's vertex references into `face` as 0-based indices (at least three).
+fn parse_face<'a>(
+    toks: impl Iterator<Item = &'a str>,
+    vertex_count: usize,
+    path: &Path,
+    ln: usize,
+    face: &mut Vec<usize>,
+) -> Result<(), MeshError> {
+    face.clear();
+    for tok in toks {
+        let v = tok.split('/').next().unwrap_or(tok);
+        let i = parse_i64(
+            v,
+            path,
+            ln,
+            "a vertex index 'v', 'v/vt', 'v//vn' or 'v/vt/vn'",
+        )?;
+        let n = vertex_count as i64;
+        let idx = if i > 0 { i - 1 } else { n.saturating_add(i) };
+        if i == 0 || idx < 0 || idx >= n {
+            return Err(MeshError::IndexOutOfRange {
+                path: path.to_path_buf(),
+                location: Location::Line(ln),
+                index: i,
+                count: vertex_count,
+            });
+        }
+        face.push(idx as usize);
+    }
+    if face.len() < 3 {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            "a face with at least 3 vertices",
+            format!("{} vertices", face.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// The vertex and face counts declared by Vega-style header comments, each with its line.
+#[derive(Default)]
+struct DeclaredCounts {
+    /// `# Number of vertices: N`: (count, line).
+    vertices: Option<(usize, usize)>,
+    /// `# Number of faces: M`: (count, line).
+    faces: Option<(usize, usize)>,
+}
+
+impl DeclaredCounts {
+    /// Records the count that a comment line declares, if it declares one.
+    fn read_comment(&mut self, line: &str, path: &Path, ln: usize) -> Result<(), MeshError> {
+        let body = line.trim_start().trim_start_matches('#').trim();
+        if let Some(n) = body.strip_prefix("Number of vertices:") {
+            self.vertices = Some((parse_usize(n.trim(), path, ln, "a vertex count")?, ln));
+        } else if let Some(n) = body.strip_prefix("Number of faces:") {
+            self.faces = Some((parse_usize(n.trim(), path, ln, "a face count")?, ln));
+        }
+        Ok(())
+    }
+
+    /// Checks the counts found against the declared ones (fewer: truncated, more: miscounted).
+    fn check(
+        &self,
+        vertices: usize,
+        faces: usize,
+        last_line: usize,
+        path: &Path,
+    ) -> Result<(), MeshError> {
+        for (declared, found, what) in [
+            (self.vertices, vertices, "vertices"),
+            (self.faces, faces, "faces"),
+        ] {
+            if let Some((n, decl_line)) = declared {
+                if found < n {
+                    return Err(MeshError::truncated(
+                        path,
+                        Location::Line(last_line + 1),
+                        format!("{n} {what} as declared on line {decl_line} (found {found})"),
+                    ));
+                }
+                if found > n {
+                    return Err(MeshError::syntax(
+                        path,
+                        Location::Line(decl_line),
+                        format!("the number of {what} in the file ({found})"),
+                        n.to_string(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Writes `mesh` as OBJ with Vega-style count comments; coordinates use Rust's shortest

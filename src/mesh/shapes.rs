@@ -1,7 +1,7 @@
 //! Closed triangle meshes of simple solids, for the analytic test cases and the shipped
 //! problems: boxes (with subdivided faces, so that contact is not only at corners),
 //! unions of boxes (walls with slots), and swept tubes, closed loops or capped (the
-//! puzzles of [`crate::check::puzzles`]).
+//! generated puzzles of `src/check/puzzles.rs`).
 
 use nalgebra::{Point3, Vector3};
 

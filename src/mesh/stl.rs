@@ -114,7 +114,7 @@ fn no_triangles(path: &Path) -> MeshError {
 }
 
 /// Parses binary STL.
-pub fn parse_stl_binary(bytes: &[u8], path: &Path) -> Result<SurfaceMesh, MeshError> {
+pub(crate) fn parse_stl_binary(bytes: &[u8], path: &Path) -> Result<SurfaceMesh, MeshError> {
     let len = bytes.len() as u64;
     let Some(c) = bytes.get(80..84) else {
         return Err(MeshError::truncated(
@@ -174,7 +174,7 @@ pub fn parse_stl_binary(bytes: &[u8], path: &Path) -> Result<SurfaceMesh, MeshEr
 }
 
 /// Parses ASCII STL text.
-pub fn parse_stl_ascii(text: &str, path: &Path) -> Result<SurfaceMesh, MeshError> {
+pub(crate) fn parse_stl_ascii(text: &str, path: &Path) -> Result<SurfaceMesh, MeshError> {
     #[derive(PartialEq, Clone, Copy)]
     enum S {
         Outside,

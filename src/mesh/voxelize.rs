@@ -157,7 +157,58 @@ pub fn voxelize(
     progress: &dyn Progress,
 ) -> Result<Voxelization, VoxelizeError> {
     let res = opts.resolution;
-    if res == 0 {
+    check_input(surface, opts)?;
+
+    // Memory of the grid work, before allocating anything.
+    let grid_bytes = grid_bytes(res, opts.fill_interior);
+    if grid_bytes > MAX_VOXELIZE_BYTES as u128 {
+        return Err(too_large(res, grid_bytes));
+    }
+    let grid_bytes = grid_bytes as u64;
+
+    let (grid_origin, voxel_size) = grid_frame(surface, opts)?;
+
+    // 1. Shell: voxels that intersect a triangle.
+    progress.stage("voxelizing triangles", surface.triangles.len() as u64);
+    let mut kept = mark_shell(surface, res, grid_origin, voxel_size, progress);
+
+    // 2. Interior: whatever a fill from the grid boundary does not reach.
+    if opts.fill_interior {
+        progress.stage("filling interior", 0);
+        keep_interior(&mut kept, res);
+    }
+
+    // 3. Number voxels and vertices; check the memory of the output before building it.
+    progress.stage("building hex mesh", 0);
+    let n_vox: usize = kept.iter().map(|w| w.count_ones() as usize).sum();
+    let numbering = VertexNumbering::new(&kept, res);
+    let out_bytes = output_bytes(n_vox, numbering.count);
+    if grid_bytes as u128 + out_bytes > MAX_VOXELIZE_BYTES as u128 {
+        return Err(too_large(res, grid_bytes as u128 + out_bytes));
+    }
+    let vertices = numbering.positions(grid_origin, voxel_size);
+    let (voxel_coords, connectivity) = numbering.hexes(&kept, res, n_vox);
+    progress.finish();
+
+    Ok(Voxelization {
+        mesh: VolumeMesh {
+            vertices,
+            kind: ElementKind::Hex,
+            connectivity,
+            materials: vec![opts.material.clone()],
+            element_material: vec![0; n_vox],
+        },
+        grid_origin,
+        voxel_size,
+        resolution: res,
+        voxel_coords,
+    })
+}
+
+/// Refuses a zero resolution, a bad enlargement factor, and an empty surface or one with
+/// a non-finite vertex or an out-of-range vertex index.
+fn check_input(surface: &SurfaceMesh, opts: &VoxelizeOptions) -> Result<(), VoxelizeError> {
+    if opts.resolution == 0 {
         return Err(VoxelizeError::ZeroResolution);
     }
     if !(opts.box_enlarge.is_finite() && opts.box_enlarge >= 1.0) {
@@ -187,28 +238,36 @@ pub fn voxelize(
             });
         }
     }
+    Ok(())
+}
 
-    // Memory of the grid work, before allocating anything.
-    let grid_bytes = grid_bytes(res, opts.fill_interior);
-    if grid_bytes > MAX_VOXELIZE_BYTES as u128 {
-        return Err(too_large(res, grid_bytes));
-    }
-    let grid_bytes = grid_bytes as u64;
-
+/// The grid's origin and voxel size: the surface's bounding cube, enlarged about its
+/// centre and split into `resolution^3` voxels.
+fn grid_frame(
+    surface: &SurfaceMesh,
+    opts: &VoxelizeOptions,
+) -> Result<(Point3<f64>, f64), VoxelizeError> {
     let bb = surface.bounding_box();
     let extent = bb.extent().max();
     let side = extent * opts.box_enlarge;
     if side.is_nan() || side <= 0.0 || side.is_infinite() {
         return Err(VoxelizeError::BadExtent(extent));
     }
-    let voxel_size = side / res as f64;
+    let voxel_size = side / opts.resolution as f64;
     let grid_origin = bb.center() - Vector3::repeat(0.5 * side);
+    Ok((grid_origin, voxel_size))
+}
 
-    let n_cells = res * res * res;
-    let words = n_cells.div_ceil(64);
-
-    // 1. Shell: voxels that intersect a triangle.
-    progress.stage("voxelizing triangles", surface.triangles.len() as u64);
+/// The bitset of the voxels that intersect a triangle, the triangles tested in parallel
+/// (`progress` advanced as they are).
+fn mark_shell(
+    surface: &SurfaceMesh,
+    res: usize,
+    grid_origin: Point3<f64>,
+    voxel_size: f64,
+    progress: &dyn Progress,
+) -> Vec<u64> {
+    let words = (res * res * res).div_ceil(64);
     let shell: Vec<AtomicU64> = (0..words).map(|_| AtomicU64::new(0)).collect();
     let to_grid = |p: &Point3<f64>| (p - grid_origin) / voxel_size;
     const CHUNK: usize = 512;
@@ -225,81 +284,98 @@ pub fn voxelize(
             }
             progress.advance(len);
         });
-    let mut kept: Vec<u64> = shell.into_iter().map(AtomicU64::into_inner).collect();
+    shell.into_iter().map(AtomicU64::into_inner).collect()
+}
 
-    // 2. Interior: whatever a fill from the grid boundary does not reach.
-    if opts.fill_interior {
-        progress.stage("filling interior", 0);
-        let outside = flood_fill_outside(&kept, res);
-        for (k, o) in kept.iter_mut().zip(&outside) {
-            *k = !o;
+/// Turns the shell bitset `kept` into shell plus interior: every cell a fill from the
+/// grid boundary does not reach.
+fn keep_interior(kept: &mut [u64], res: usize) {
+    let n_cells = res * res * res;
+    let outside = flood_fill_outside(kept, res);
+    for (k, o) in kept.iter_mut().zip(&outside) {
+        *k = !o;
+    }
+    // Clear the padding bits past the last cell.
+    let tail = n_cells % 64;
+    if let (true, Some(last)) = (tail != 0, kept.last_mut()) {
+        *last &= (1u64 << tail) - 1;
+    }
+}
+
+/// The grid vertices of the kept voxels, numbered in lexicographic order of their grid
+/// coordinates.
+struct VertexNumbering {
+    /// Vertices along each side of the grid (resolution + 1).
+    r1: usize,
+    /// One bit per grid vertex: whether a kept voxel has it as a corner.
+    bits: Vec<u64>,
+    /// Per word of `bits`, the number of set bits before it.
+    rank: Vec<usize>,
+    /// Number of numbered vertices.
+    count: usize,
+}
+
+impl VertexNumbering {
+    /// The numbering of the corners of the voxels in `kept` (a `res^3` bitset).
+    fn new(kept: &[u64], res: usize) -> Self {
+        let r1 = res + 1;
+        let mut vbits = vec![0u64; (r1 * r1 * r1).div_ceil(64)];
+        for_each_set_bit(kept, |lin| {
+            let [i, j, k] = decode(lin, res);
+            for c in HEX_CORNERS {
+                let v = ((i + c[0] as usize) * r1 + j + c[1] as usize) * r1 + k + c[2] as usize;
+                vbits[v / 64] |= 1 << (v % 64);
+            }
+        });
+        let mut rank = Vec::with_capacity(vbits.len());
+        let mut n_vert = 0usize;
+        for w in &vbits {
+            rank.push(n_vert);
+            n_vert += w.count_ones() as usize;
         }
-        // Clear the padding bits past the last cell.
-        let tail = n_cells % 64;
-        if let (true, Some(last)) = (tail != 0, kept.last_mut()) {
-            *last &= (1u64 << tail) - 1;
+        VertexNumbering {
+            r1,
+            bits: vbits,
+            rank,
+            count: n_vert,
         }
     }
 
-    // 3. Number voxels and vertices; check the memory of the output before building it.
-    progress.stage("building hex mesh", 0);
-    let n_vox: usize = kept.iter().map(|w| w.count_ones() as usize).sum();
-    let r1 = res + 1;
-    let mut vbits = vec![0u64; (r1 * r1 * r1).div_ceil(64)];
-    for_each_set_bit(&kept, |lin| {
-        let [i, j, k] = decode(lin, res);
-        for c in HEX_CORNERS {
-            let v = ((i + c[0] as usize) * r1 + j + c[1] as usize) * r1 + k + c[2] as usize;
-            vbits[v / 64] |= 1 << (v % 64);
-        }
-    });
-    let mut rank = Vec::with_capacity(vbits.len());
-    let mut n_vert = 0usize;
-    for w in &vbits {
-        rank.push(n_vert);
-        n_vert += w.count_ones() as usize;
+    /// The number of the grid vertex with linear index `v`.
+    fn id(&self, v: usize) -> usize {
+        self.rank[v / 64] + (self.bits[v / 64] & ((1u64 << (v % 64)) - 1)).count_ones() as usize
     }
-    let out_bytes = output_bytes(n_vox, n_vert);
-    if grid_bytes as u128 + out_bytes > MAX_VOXELIZE_BYTES as u128 {
-        return Err(too_large(res, grid_bytes as u128 + out_bytes));
+
+    /// The position of every numbered vertex, in order.
+    fn positions(&self, grid_origin: Point3<f64>, voxel_size: f64) -> Vec<Point3<f64>> {
+        let mut vertices = Vec::with_capacity(self.count);
+        for_each_set_bit(&self.bits, |v| {
+            let [i, j, k] = decode(v, self.r1);
+            vertices.push(Point3::new(
+                grid_origin.x + i as f64 * voxel_size,
+                grid_origin.y + j as f64 * voxel_size,
+                grid_origin.z + k as f64 * voxel_size,
+            ));
+        });
+        vertices
     }
-    let vertex_id =
-        |v: usize| rank[v / 64] + (vbits[v / 64] & ((1u64 << (v % 64)) - 1)).count_ones() as usize;
 
-    let mut vertices = Vec::with_capacity(n_vert);
-    for_each_set_bit(&vbits, |v| {
-        let [i, j, k] = decode(v, r1);
-        vertices.push(Point3::new(
-            grid_origin.x + i as f64 * voxel_size,
-            grid_origin.y + j as f64 * voxel_size,
-            grid_origin.z + k as f64 * voxel_size,
-        ));
-    });
-    let mut voxel_coords = Vec::with_capacity(n_vox);
-    let mut connectivity = Vec::with_capacity(8 * n_vox);
-    for_each_set_bit(&kept, |lin| {
-        let [i, j, k] = decode(lin, res);
-        voxel_coords.push([i, j, k]);
-        for c in HEX_CORNERS {
-            let v = ((i + c[0] as usize) * r1 + j + c[1] as usize) * r1 + k + c[2] as usize;
-            connectivity.push(vertex_id(v));
-        }
-    });
-    progress.finish();
-
-    Ok(Voxelization {
-        mesh: VolumeMesh {
-            vertices,
-            kind: ElementKind::Hex,
-            connectivity,
-            materials: vec![opts.material.clone()],
-            element_material: vec![0; n_vox],
-        },
-        grid_origin,
-        voxel_size,
-        resolution: res,
-        voxel_coords,
-    })
+    /// The grid coordinates and hex connectivity of the `n_vox` voxels in `kept`, in
+    /// lexicographic order.
+    fn hexes(&self, kept: &[u64], res: usize, n_vox: usize) -> (Vec<[usize; 3]>, Vec<usize>) {
+        let r1 = self.r1;
+        let mut voxel_coords = Vec::with_capacity(n_vox);
+        let mut connectivity = Vec::with_capacity(8 * n_vox);
+        for_each_set_bit(kept, |lin| {
+            let [i, j, k] = decode(lin, res);
+            voxel_coords.push([i, j, k]);
+            for c in HEX_CORNERS {
+                let v = ((i + c[0] as usize) * r1 + j + c[1] as usize) * r1 + k + c[2] as usize;
+                connectivity.push(self.id(v));
+            }
+        });
+        (voxel_coords, connectivity)
+    }
 }
 
 fn too_large(resolution: usize, bytes: u128) -> VoxelizeError {

@@ -37,7 +37,10 @@ impl FusiformModel {
     }
 
     /// Wraps an existing fusiform geometry.
-    pub fn from_muscle(muscle: FusiformMuscle, file: &MaterialFile) -> Result<Self, MuscleError> {
+    pub(crate) fn from_muscle(
+        muscle: FusiformMuscle,
+        file: &MaterialFile,
+    ) -> Result<Self, MuscleError> {
         file.muscle.validate()?;
         file.tendon.validate()?;
         let kernel = TetKernel::new(&muscle.mesh)?;

@@ -278,7 +278,7 @@ impl FusiformSpec {
 
 /// The unit-disc control net: points `d_ij` (index `3 i + j`, i along u, j along v) and
 /// weights `w_i w_j` (see the module documentation).
-pub fn disc_control_net() -> ([[f64; 2]; 9], [f64; 9]) {
+pub(crate) fn disc_control_net() -> ([[f64; 2]; 9], [f64; 9]) {
     let r = std::f64::consts::SQRT_2;
     let h = std::f64::consts::FRAC_1_SQRT_2;
     let s = [-1.0, 0.0, 1.0];
@@ -296,7 +296,7 @@ pub fn disc_control_net() -> ([[f64; 2]; 9], [f64; 9]) {
 /// The spindle shape `beta(s)` in [0, 1] at the axial fraction `s`: 0 on the tendons
 /// (`s <= f` or `s >= 1 - f`), `sin^2(pi (s - f) / (1 - 2 f))` on the belly (1 at
 /// mid-length, with zero slope where it meets the tendons).
-pub fn spindle_shape(s: f64, tendon_fraction: f64) -> f64 {
+pub(crate) fn spindle_shape(s: f64, tendon_fraction: f64) -> f64 {
     let f = tendon_fraction;
     if s <= f || s >= 1.0 - f {
         return 0.0;
@@ -463,7 +463,7 @@ fn centroid_parameters(tet: &[usize], params: &[[f64; 3]]) -> [f64; 3] {
 
 /// The unit fibre direction `dX/dw / |dX/dw|` of `solid` at `(u, v, w)`, oriented so that
 /// its x component is not negative; `None` where dX/dw vanishes or is not finite.
-pub fn fibre_direction(solid: &NurbsSolid, u: f64, v: f64, w: f64) -> Option<Vector3<f64>> {
+pub(crate) fn fibre_direction(solid: &NurbsSolid, u: f64, v: f64, w: f64) -> Option<Vector3<f64>> {
     let (_, d) = solid.derivatives(u, v, w);
     let n = d[2].norm();
     if !(n.is_finite() && n > 0.0) {

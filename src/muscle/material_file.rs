@@ -76,7 +76,7 @@ fn key_line(text: &str, table: Option<&str>, key: &str) -> usize {
 }
 
 /// Parses a material file's text (`path` names it in errors).
-pub fn parse_material(text: &str, path: &Path) -> Result<MaterialFile, MuscleError> {
+pub(crate) fn parse_material(text: &str, path: &Path) -> Result<MaterialFile, MuscleError> {
     let syntax = |line: usize, message: String| MuscleError::Syntax {
         path: path.to_path_buf(),
         line,

@@ -119,7 +119,8 @@ pub fn muscle_basis(
         let b = crate::mesh::Aabb::from_points(&kernel.rest);
         (b.max - b.min).norm()
     };
-    let derivatives = tangent_modal_derivatives(kernel, &passive, &k0, fixed, &modes.vectors, size)?;
+    let derivatives =
+        tangent_modal_derivatives(kernel, &passive, &k0, fixed, &modes.vectors, size)?;
     let y = scaled_modes_and_derivatives(&modes.eigenvalues, &modes.vectors, &derivatives);
     let mut eq = activated_equilibria(kernel, material, fixed, opts, size)?;
     // Each site adds one nonlinear snapshot per (activation, load).
@@ -139,7 +140,15 @@ pub fn muscle_basis(
     let belly = Belly::of(&kernel.rest);
     for (c, &site) in opts.palpation_sites[..sites].iter().enumerate() {
         let f = palpation_load(kernel, fixed, &belly, site);
-        let snaps = palpation_snapshots(kernel, material, fixed, opts, &eq.unloaded, &f, &mut eq.states)?;
+        let snaps = palpation_snapshots(
+            kernel,
+            material,
+            fixed,
+            opts,
+            &eq.unloaded,
+            &f,
+            &mut eq.states,
+        )?;
         for (k, vec) in snaps.into_iter().enumerate() {
             append_orthonormal(&mut u, pca.ncols() + per * c + k, vec, &m, &mut mu);
         }

@@ -286,7 +286,7 @@ fn host_name() -> String {
 /// `YYYY-MM-DD HH:MM:SS` of a Unix time, UTC: the proleptic Gregorian calendar's
 /// civil date from the day count (the era-based conversion of H. Hinnant,
 /// "chrono-Compatible Low-Level Date Algorithms").
-pub fn utc_date(unix_seconds: u64) -> String {
+pub(crate) fn utc_date(unix_seconds: u64) -> String {
     let days = (unix_seconds / 86_400) as i64;
     let rem = unix_seconds % 86_400;
     let z = days + 719_468;

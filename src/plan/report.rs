@@ -24,7 +24,7 @@ pub struct PlanContext<'a> {
 }
 
 /// The report as a JSON value; `check` is the path check of the planned path.
-pub fn plan_value(r: &Plan, check: Option<&Report>, c: &PlanContext) -> Value {
+pub(crate) fn plan_value(r: &Plan, check: Option<&Report>, c: &PlanContext) -> Value {
     json!({
         "problem": c.name,
         "solved": r.solved,

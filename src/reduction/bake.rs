@@ -225,7 +225,7 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BakeError + '_ {
 }
 
 /// SHA-256 of a file, hex.
-pub fn hash_file(path: &Path) -> Result<String, BakeError> {
+pub(crate) fn hash_file(path: &Path) -> Result<String, BakeError> {
     file_sha256(path).map_err(io_err(path))
 }
 
@@ -262,7 +262,7 @@ fn input_hashes(input: &BakeInput) -> Result<Vec<HashedFile>, BakeError> {
 }
 
 /// Reads and checks a manifest.
-pub fn read_manifest(dir: &Path) -> Result<Manifest, BakeError> {
+pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest, BakeError> {
     let path = dir.join("manifest.toml");
     let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
     parse_manifest(&text, &path)

@@ -108,7 +108,7 @@ impl ReducedForces {
 
     /// As [`Self::new`], storing the quartic coefficients in `precision`. Fails when `r`
     /// is 0, exceeds `poly.r` or exceeds [`MAX_R`].
-    pub fn with_precision(
+    pub(crate) fn with_precision(
         poly: &CubicPolynomial,
         r: usize,
         precision: QuarticPrecision,
@@ -216,7 +216,8 @@ impl ReducedForces {
 
     /// Limits the kernels to `level` (never above what the CPU supports), so tests can
     /// check every code path against the others on one machine.
-    pub fn limit_simd(&mut self, level: SimdLevel) {
+    #[cfg(test)]
+    pub(crate) fn limit_simd(&mut self, level: SimdLevel) {
         self.avx2 = level >= SimdLevel::Avx2 && detect_avx2();
         self.avx512 = level >= SimdLevel::Avx512 && detect_avx512();
     }

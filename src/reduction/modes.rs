@@ -84,7 +84,7 @@ fn m_dot(m: &BlockSparseMatrix, a: &[f64], b: &[f64], tmp: &mut [f64]) -> f64 {
 
 /// The six rigid-body motions (translations and infinitesimal rotations about the
 /// centroid) of points `rest`, as full-length dof vectors.
-pub fn rigid_motions(rest: &[nalgebra::Point3<f64>]) -> Vec<Vec<f64>> {
+pub(crate) fn rigid_motions(rest: &[nalgebra::Point3<f64>]) -> Vec<Vec<f64>> {
     let n = rest.len();
     let c = rest
         .iter()

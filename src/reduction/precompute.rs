@@ -40,7 +40,7 @@ use crate::fem::{FemModel, MaterialLaw};
 /// Index of the packed symmetric entry (i, j) of an r x r matrix (i <= j, row-major
 /// upper triangle, the order of Vega's quadratic monomials).
 #[inline]
-pub fn packed_index(r: usize, i: usize, j: usize) -> usize {
+pub(crate) fn packed_index(r: usize, i: usize, j: usize) -> usize {
     let (i, j) = if i <= j { (i, j) } else { (j, i) };
     i * r - i * (i + 1) / 2 + j
 }

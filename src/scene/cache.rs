@@ -82,7 +82,7 @@ impl CacheKey {
 }
 
 /// The checksum file beside `artifact`.
-pub fn checksum_path(artifact: &Path) -> PathBuf {
+pub(crate) fn checksum_path(artifact: &Path) -> PathBuf {
     let mut s = artifact.as_os_str().to_owned();
     s.push(".sha256");
     PathBuf::from(s)

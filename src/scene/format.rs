@@ -523,6 +523,15 @@ impl SceneFile {
         self.within("rate_hz", self.rate_hz, 100.0, 10_000.0)?;
         // Beyond these, a device's millimetres map to absurd scene distances (or none).
         self.within("workspace_scale", self.workspace_scale, 1e-6, 1e6)?;
+        self.validate_haptic()?;
+        for (i, e) in self.environment.iter().enumerate() {
+            self.validate_environment(i, e)?;
+        }
+        self.validate_overrides()
+    }
+
+    /// Checks the `[haptic]` table.
+    fn validate_haptic(&self) -> Result<(), SceneError> {
         let h = &self.haptic;
         let soup_key = |m: &str| {
             if m.contains("soup") {
@@ -547,76 +556,92 @@ impl SceneFile {
         if let Some(d) = &h.deformable {
             self.deformable("haptic.deformable", d, true)?;
         }
-        for (i, e) in self.environment.iter().enumerate() {
-            let key = |k: &str| format!("environment[{i}].{k}");
-            let shape = e.shape().map_err(|m| {
-                let k = if m.contains("soup") {
-                    key("soup")
-                } else {
-                    format!("environment[{i}]")
-                };
-                self.invalid(&k, m)
-            })?;
-            match shape {
-                EnvironmentShape::Mesh { path, .. } => {
-                    self.existing(&key("mesh"), path)?;
+        Ok(())
+    }
+
+    /// Checks the `[[environment]]` table `i`.
+    fn validate_environment(&self, i: usize, e: &EnvironmentSpec) -> Result<(), SceneError> {
+        let key = |k: &str| format!("environment[{i}].{k}");
+        let shape = e.shape().map_err(|m| {
+            let k = if m.contains("soup") {
+                key("soup")
+            } else {
+                format!("environment[{i}]")
+            };
+            self.invalid(&k, m)
+        })?;
+        match shape {
+            EnvironmentShape::Mesh { path, .. } => {
+                self.existing(&key("mesh"), path)?;
+            }
+            EnvironmentShape::Boxes(boxes) => {
+                if boxes.is_empty() {
+                    return Err(self.invalid(&key("boxes"), "expected at least one box"));
                 }
-                EnvironmentShape::Boxes(boxes) => {
-                    if boxes.is_empty() {
-                        return Err(self.invalid(&key("boxes"), "expected at least one box"));
-                    }
-                    for (j, b) in boxes.iter().enumerate() {
-                        self.sides(&key(&format!("boxes[{j}].size")), &b.size)?;
-                        self.position3(&key(&format!("boxes[{j}].position")), &b.position)?;
-                    }
+                for (j, b) in boxes.iter().enumerate() {
+                    self.sides(&key(&format!("boxes[{j}].size")), &b.size)?;
+                    self.position3(&key(&format!("boxes[{j}].position")), &b.position)?;
                 }
-            }
-            self.resolution(&key("soup_resolution"), e.soup_resolution)?;
-            if let Some(o) = e.soup_offset {
-                self.within(&key("soup_offset"), o, f64::MIN_POSITIVE, MAX_SOUP_OFFSET)?;
-            }
-            if e.points > MAX_POINTS {
-                return Err(self.invalid(
-                    &key("points"),
-                    format!(
-                        "{}; expected at most {MAX_POINTS} first-level points",
-                        e.points
-                    ),
-                ));
-            }
-            if e.iterations > MAX_ITERATIONS {
-                return Err(self.invalid(
-                    &key("iterations"),
-                    format!("{}; expected at most {MAX_ITERATIONS}", e.iterations),
-                ));
-            }
-            if e.points < 4 {
-                return Err(self.invalid(
-                    &key("points"),
-                    format!(
-                        "{} first-level points; expected at least 4 (a tetrahedron's worth)",
-                        e.points
-                    ),
-                ));
-            }
-            if e.levels == 0 || e.levels > 12 {
-                return Err(self.invalid(
-                    &key("levels"),
-                    format!("{} levels; expected 1 to 12", e.levels),
-                ));
-            }
-            if !(e.offset.is_finite() && e.offset >= 0.0) {
-                return Err(self.invalid(
-                    &key("offset"),
-                    format!("{}; expected a finite offset >= 0", e.offset),
-                ));
-            }
-            self.position3(&key("position"), &e.position)?;
-            self.rotation3(&key("rotation"), &e.rotation)?;
-            if let Some(d) = &e.deformable {
-                self.deformable(&key("deformable"), d, false)?;
             }
         }
+        self.resolution(&key("soup_resolution"), e.soup_resolution)?;
+        if let Some(o) = e.soup_offset {
+            self.within(&key("soup_offset"), o, f64::MIN_POSITIVE, MAX_SOUP_OFFSET)?;
+        }
+        self.validate_pointshell(i, e)?;
+        self.position3(&key("position"), &e.position)?;
+        self.rotation3(&key("rotation"), &e.rotation)?;
+        if let Some(d) = &e.deformable {
+            self.deformable(&key("deformable"), d, false)?;
+        }
+        Ok(())
+    }
+
+    /// Checks the pointshell parameters of environment object `i`: points, iterations,
+    /// levels and offset.
+    fn validate_pointshell(&self, i: usize, e: &EnvironmentSpec) -> Result<(), SceneError> {
+        let key = |k: &str| format!("environment[{i}].{k}");
+        if e.points > MAX_POINTS {
+            return Err(self.invalid(
+                &key("points"),
+                format!(
+                    "{}; expected at most {MAX_POINTS} first-level points",
+                    e.points
+                ),
+            ));
+        }
+        if e.iterations > MAX_ITERATIONS {
+            return Err(self.invalid(
+                &key("iterations"),
+                format!("{}; expected at most {MAX_ITERATIONS}", e.iterations),
+            ));
+        }
+        if e.points < 4 {
+            return Err(self.invalid(
+                &key("points"),
+                format!(
+                    "{} first-level points; expected at least 4 (a tetrahedron's worth)",
+                    e.points
+                ),
+            ));
+        }
+        if e.levels == 0 || e.levels > 12 {
+            return Err(self.invalid(
+                &key("levels"),
+                format!("{} levels; expected 1 to 12", e.levels),
+            ));
+        }
+        if !(e.offset.is_finite() && e.offset >= 0.0) {
+            return Err(self.invalid(
+                &key("offset"),
+                format!("{}; expected a finite offset >= 0", e.offset),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the `[contact]` and `[coupling]` overrides.
+    fn validate_overrides(&self) -> Result<(), SceneError> {
         for (param, value) in self
             .contact
             .values()
@@ -719,6 +744,17 @@ impl SceneFile {
             }
             None => {}
         }
+        self.deformable_model(key, d)?;
+        if haptic {
+            self.haptic_deformable(key, d)
+        } else {
+            self.environment_deformable(key, d)
+        }
+    }
+
+    /// Checks a deformable object's basis, mass matrix and damping.
+    fn deformable_model(&self, key: &str, d: &DeformableSpec) -> Result<(), SceneError> {
+        let k = |s: &str| format!("{key}.{s}");
         if !matches!(
             d.kind(),
             BasisKind::ModalDerivatives | BasisKind::LinearModes
@@ -763,59 +799,68 @@ impl SceneFile {
                 return Err(self.invalid(&k(name), format!("{v}; expected a finite number >= 0")));
             }
         }
-        if haptic {
-            if d.max_outside.is_some() {
+        Ok(())
+    }
+
+    /// Checks the keys of a deformable haptic object: proxies and neighbours, and none of
+    /// the environment's.
+    fn haptic_deformable(&self, key: &str, d: &DeformableSpec) -> Result<(), SceneError> {
+        let k = |s: &str| format!("{key}.{s}");
+        if d.max_outside.is_some() {
+            return Err(self.invalid(
+                &k("max_outside"),
+                "only environment objects (pointshells) take `max_outside`",
+            ));
+        }
+        if let Some(p) = d.proxies {
+            if p == 0 {
+                return Err(self.invalid(&k("proxies"), "0; expected at least 1"));
+            }
+        }
+        if let Some(n) = d.neighbours {
+            if !(2..=8).contains(&n) {
+                return Err(self.invalid(&k("neighbours"), format!("{n}; expected 2 to 8")));
+            }
+        }
+        if d.fibres.is_some() || d.muscle_material.is_some() {
+            return Err(self.invalid(
+                &k("fibres"),
+                "a muscle (`fibres`, `muscle_material`) must be an environment object",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the keys of a deformable environment object: `max_outside` and the muscle's,
+    /// and none of the haptic object's.
+    fn environment_deformable(&self, key: &str, d: &DeformableSpec) -> Result<(), SceneError> {
+        let k = |s: &str| format!("{key}.{s}");
+        if d.proxies.is_some() || d.neighbours.is_some() {
+            return Err(self.invalid(
+                key,
+                "`proxies` and `neighbours` belong to a deformable haptic object",
+            ));
+        }
+        if let Some(m) = d.max_outside {
+            if !(m.is_finite() && m >= 0.0) {
+                return Err(self.invalid(&k("max_outside"), format!("{m}; expected >= 0")));
+            }
+        }
+        if d.muscle_material.is_some() && d.fibres.is_none() {
+            return Err(self.invalid(
+                &k("muscle_material"),
+                "`muscle_material` needs `fibres` (the muscle's fibre field)",
+            ));
+        }
+        if let Some(n) = d.stiffness_slices {
+            if d.fibres.is_none() {
                 return Err(self.invalid(
-                    &k("max_outside"),
-                    "only environment objects (pointshells) take `max_outside`",
+                    &k("stiffness_slices"),
+                    "`stiffness_slices` needs `fibres` (only the muscle's cubature has them)",
                 ));
             }
-            if let Some(p) = d.proxies {
-                if p == 0 {
-                    return Err(self.invalid(&k("proxies"), "0; expected at least 1"));
-                }
-            }
-            if let Some(n) = d.neighbours {
-                if !(2..=8).contains(&n) {
-                    return Err(self.invalid(&k("neighbours"), format!("{n}; expected 2 to 8")));
-                }
-            }
-            if d.fibres.is_some() || d.muscle_material.is_some() {
-                return Err(self.invalid(
-                    &k("fibres"),
-                    "a muscle (`fibres`, `muscle_material`) must be an environment object",
-                ));
-            }
-        } else {
-            if d.proxies.is_some() || d.neighbours.is_some() {
-                return Err(self.invalid(
-                    key,
-                    "`proxies` and `neighbours` belong to a deformable haptic object",
-                ));
-            }
-            if let Some(m) = d.max_outside {
-                if !(m.is_finite() && m >= 0.0) {
-                    return Err(self.invalid(&k("max_outside"), format!("{m}; expected >= 0")));
-                }
-            }
-            if d.muscle_material.is_some() && d.fibres.is_none() {
-                return Err(self.invalid(
-                    &k("muscle_material"),
-                    "`muscle_material` needs `fibres` (the muscle's fibre field)",
-                ));
-            }
-            if let Some(n) = d.stiffness_slices {
-                if d.fibres.is_none() {
-                    return Err(self.invalid(
-                        &k("stiffness_slices"),
-                        "`stiffness_slices` needs `fibres` (only the muscle's cubature has them)",
-                    ));
-                }
-                if !(1..=64).contains(&n) {
-                    return Err(
-                        self.invalid(&k("stiffness_slices"), format!("{n}; expected 1 to 64"))
-                    );
-                }
+            if !(1..=64).contains(&n) {
+                return Err(self.invalid(&k("stiffness_slices"), format!("{n}; expected 1 to 64")));
             }
         }
         Ok(())

@@ -22,8 +22,10 @@ use super::format::{
     VolumeSource,
 };
 use super::{EnvironmentObject, HapticField, HapticObject, Scene};
-use crate::contact::{shell_modes, ContactShell, DeformedDistanceField, ExactField};
+use crate::contact::{shell_modes, ContactShell, DeformedDistanceField, ExactField, ShellModes};
 use crate::dynamics::{NewmarkParams, ObjectDynamics, ObjectForces, ReducedNewmark, ReducedParams};
+use crate::fem::blemker::MuscleMaterial;
+use crate::fem::TetKernel;
 use crate::geometry::dist::{read_dist, write_dist};
 use crate::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
 use crate::geometry::soup::{soup_offset_surface, soup_signed_field, SoupOptions, DEFAULT_OFFSET};
@@ -34,9 +36,13 @@ use crate::mesh::{
     box_hex_mesh, embed, read_surface, read_veg, read_volume, voxelize, write_veg, SurfaceMesh,
     VolumeMesh, VoxelizeOptions,
 };
+use crate::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasis, MuscleBasisOptions};
+use crate::muscle::{MaterialFile, MuscleError};
 use crate::progress::{Prefixed, Progress};
 use crate::reduction::bake::{bake, load_baked, BakeInput, BakeOutcome, BakeParams};
+use crate::reduction::cubature::CubatureForces;
 use crate::reduction::evaluator::ReducedForces;
+use crate::reduction::vega::{read_matrix, write_matrix, Precision};
 
 /// What a load computed and what it took from the cache (labels such as
 /// `"environment[0] 'bridge': pointshell"`).
@@ -198,54 +204,7 @@ impl Loader<'_> {
         };
 
         // The rest signed distance field.
-        let mut key = CacheKey::new("sdf");
-        let soup = match shape {
-            HapticShape::Box(size) => {
-                key.value("box", &size);
-                false
-            }
-            HapticShape::Mesh { path, soup } => {
-                self.key_file(&mut key, &object, &file.resolve(path))?;
-                soup
-            }
-        };
-        let soup_offset = h.soup_offset.unwrap_or(DEFAULT_OFFSET);
-        let sdf_opts = SdfOptions {
-            resolution: h.sdf_resolution,
-            ..SdfOptions::default()
-        };
-        key.value("soup", &soup);
-        key.value("soup_offset", &soup_offset);
-        key.value("options", &sdf_opts);
-        self.stage(&object, "signed distance field");
-        let field = {
-            let surface = &surface;
-            let this = self;
-            let compute = || -> Result<SignedDistanceField, SceneError> {
-                let cb = this.nested(&object, "signed distance field");
-                if soup {
-                    let opts = SoupOptions {
-                        resolution: sdf_opts.resolution,
-                        offset: soup_offset,
-                        ..SoupOptions::default()
-                    };
-                    soup_signed_field(surface, &opts, &cb)
-                        .map(|s| s.field)
-                        .map_err(|e| this.build(&object, "signed distance field (soup)", e))
-                } else {
-                    MeshDistance::new(surface)
-                        .and_then(|d| SignedDistanceField::compute_with(&d, &sdf_opts, &cb))
-                        .map_err(|e| this.build(&object, "signed distance field", e))
-                }
-            };
-            self.cached(
-                format!("{object}: signed distance field"),
-                key.name("dist"),
-                |p| read_dist(p).map_err(Into::into),
-                |p, f| write_dist(p, f).map_err(Into::into),
-                compute,
-            )?
-        };
+        let (field, soup) = self.haptic_field(&object, shape, &surface)?;
 
         let pose = pose(&h.position, &h.rotation);
         let grasp = point(&h.grasp);
@@ -257,27 +216,97 @@ impl Loader<'_> {
         let min_half_thickness = exact
             .as_ref()
             .map(|d| min_half_thickness(&surface, d, 4.0 * field.spacing.max(limit), 2048));
-        let Some(spec) = &h.deformable else {
-            let coarse = min_half_thickness.is_some_and(|t| t < field.spacing);
-            let field = match (exact, h.exact_distance.unwrap_or(coarse)) {
-                (Some(mesh), true) => {
-                    HapticField::Exact(Box::new(ExactField { grid: field, mesh }))
-                }
-                _ => HapticField::Rigid(field),
-            };
-            return Ok(HapticObject {
-                name: h.name.clone(),
-                field,
-                grasp,
-                pose,
-                surface,
-                render_basis: Vec::new(),
-                min_half_thickness,
-            });
+        let (field, render_basis) = match &h.deformable {
+            None => {
+                let field = rigid_field(field, exact, min_half_thickness, h.exact_distance);
+                (field, Vec::new())
+            }
+            Some(spec) => self.deformed_field(&object, spec, field, &surface)?,
         };
-        let reduced = self.reduced(&object, "haptic.deformable", spec, &surface, h)?;
-        self.stage(&object, "deformed distance field");
-        let sites = used_vertices(&surface);
+        Ok(HapticObject {
+            name: h.name.clone(),
+            field,
+            grasp,
+            pose,
+            surface,
+            render_basis,
+            min_half_thickness,
+        })
+    }
+
+    /// The haptic object's rest signed distance field (cached), and whether its mesh is a
+    /// polygon soup.
+    fn haptic_field(
+        &self,
+        object: &str,
+        shape: HapticShape<'_>,
+        surface: &SurfaceMesh,
+    ) -> Result<(SignedDistanceField, bool), SceneError> {
+        let file = self.file;
+        let h = &file.haptic;
+        let mut key = CacheKey::new("sdf");
+        let soup = match shape {
+            HapticShape::Box(size) => {
+                key.value("box", &size);
+                false
+            }
+            HapticShape::Mesh { path, soup } => {
+                self.key_file(&mut key, object, &file.resolve(path))?;
+                soup
+            }
+        };
+        let soup_offset = h.soup_offset.unwrap_or(DEFAULT_OFFSET);
+        let sdf_opts = SdfOptions {
+            resolution: h.sdf_resolution,
+            ..SdfOptions::default()
+        };
+        key.value("soup", &soup);
+        key.value("soup_offset", &soup_offset);
+        key.value("options", &sdf_opts);
+        self.stage(object, "signed distance field");
+        let field = {
+            let this = self;
+            let compute = || -> Result<SignedDistanceField, SceneError> {
+                let cb = this.nested(object, "signed distance field");
+                if soup {
+                    let opts = SoupOptions {
+                        resolution: sdf_opts.resolution,
+                        offset: soup_offset,
+                        ..SoupOptions::default()
+                    };
+                    soup_signed_field(surface, &opts, &cb)
+                        .map(|s| s.field)
+                        .map_err(|e| this.build(object, "signed distance field (soup)", e))
+                } else {
+                    MeshDistance::new(surface)
+                        .and_then(|d| SignedDistanceField::compute_with(&d, &sdf_opts, &cb))
+                        .map_err(|e| this.build(object, "signed distance field", e))
+                }
+            };
+            self.cached(
+                format!("{object}: signed distance field"),
+                key.name("dist"),
+                |p| read_dist(p).map_err(Into::into),
+                |p, f| write_dist(p, f).map_err(Into::into),
+                compute,
+            )?
+        };
+        Ok((field, soup))
+    }
+
+    /// The deformed distance field and reduced dynamics of a deformable haptic object
+    /// with the rest field `field`, and its render basis.
+    fn deformed_field(
+        &self,
+        object: &str,
+        spec: &DeformableSpec,
+        field: SignedDistanceField,
+        surface: &SurfaceMesh,
+    ) -> Result<(HapticField, Vec<f32>), SceneError> {
+        let h = &self.file.haptic;
+        let reduced = self.reduced(object, "haptic.deformable", spec, surface, h)?;
+        self.stage(object, "deformed distance field");
+        let sites = used_vertices(surface);
         let deformed = DeformedDistanceField::new(
             field,
             &reduced.mesh,
@@ -286,21 +315,14 @@ impl Loader<'_> {
             spec.proxies.unwrap_or(40),
             spec.neighbours.unwrap_or(5),
         )
-        .map_err(|e| self.build(&object, "deformed distance field", e))?;
+        .map_err(|e| self.build(object, "deformed distance field", e))?;
         let render_basis = render_basis(&surface.vertices, &reduced.mesh, &reduced.basis)
-            .map_err(|e| self.build(&object, "render basis", e))?;
-        Ok(HapticObject {
-            name: h.name.clone(),
-            field: HapticField::Deformable {
-                field: Box::new(deformed),
-                dynamics: Box::new(reduced.dynamics),
-            },
-            grasp,
-            pose,
-            surface,
-            render_basis,
-            min_half_thickness,
-        })
+            .map_err(|e| self.build(object, "render basis", e))?;
+        let field = HapticField::Deformable {
+            field: Box::new(deformed),
+            dynamics: Box::new(reduced.dynamics),
+        };
+        Ok((field, render_basis))
     }
 
     fn environment(&self, i: usize) -> Result<EnvironmentObject, SceneError> {
@@ -316,10 +338,49 @@ impl Loader<'_> {
             EnvironmentShape::Boxes(b) => box_union(b),
         };
 
+        let pointshell = self.environment_pointshell(&object, e, shape, &display)?;
+
+        let pose = pose(&e.position, &e.rotation);
+        let (modes, dynamics, render_basis) = match &e.deformable {
+            None => (None, None, Vec::new()),
+            Some(spec) => {
+                let key = format!("environment[{i}].deformable");
+                let (modes, dynamics, rb) =
+                    self.deformable_shell(&object, &key, spec, e, &display, &pointshell)?;
+                (Some(modes), Some(dynamics), rb)
+            }
+        };
+        self.stage(&object, "contact shell");
+        let shell = ContactShell::new(
+            pointshell.points,
+            pointshell.normals,
+            pointshell.level_offsets,
+            modes,
+        )
+        .map_err(|err| self.build(&object, "contact shell", err))?;
+        Ok(EnvironmentObject {
+            name: e.name.clone(),
+            shell,
+            pose,
+            dynamics,
+            surface: display,
+            render_basis,
+        })
+    }
+
+    /// The pointshell of environment object `e` (cached), sampled on its display surface
+    /// or, for a soup, on its closed offset surface.
+    fn environment_pointshell(
+        &self,
+        object: &str,
+        e: &super::format::EnvironmentSpec,
+        shape: EnvironmentShape<'_>,
+        display: &SurfaceMesh,
+    ) -> Result<Pointshell, SceneError> {
         let mut key = CacheKey::new("pshell");
         let soup = match shape {
             EnvironmentShape::Mesh { path, soup } => {
-                self.key_file(&mut key, &object, &file.resolve(path))?;
+                self.key_file(&mut key, object, &self.file.resolve(path))?;
                 soup
             }
             EnvironmentShape::Boxes(b) => {
@@ -345,78 +406,64 @@ impl Loader<'_> {
             key.value("soup_offset", &soup_offset);
         }
         key.value("params", &params);
-        self.stage(&object, "pointshell");
-        let pointshell = {
-            let this = self;
-            let display = &display;
-            let compute = || -> Result<Pointshell, SceneError> {
-                let sample_surface = if soup {
-                    let cb = this.nested(&object, "soup offset surface");
-                    soup_offset_surface(display, e.soup_resolution, soup_offset, &cb)
-                        .map_err(|err| this.build(&object, "soup offset surface", err))?
-                } else {
-                    display.clone()
-                };
-                let distance = MeshDistance::new(&sample_surface)
-                    .map_err(|err| this.build(&object, "pointshell surface", err))?;
-                if !soup {
-                    distance.check_solid().map_err(|err| {
-                        this.build(&object, "pointshell surface (boxes must be disjoint)", err)
-                    })?;
-                }
-                let cb = this.nested(&object, "pointshell");
-                sample_pointshell(&distance, &sample_surface, &params, &cb)
-                    .map_err(|err| this.build(&object, "pointshell", err))
+        self.stage(object, "pointshell");
+        let this = self;
+        let compute = || -> Result<Pointshell, SceneError> {
+            let sample_surface = if soup {
+                let cb = this.nested(object, "soup offset surface");
+                soup_offset_surface(display, e.soup_resolution, soup_offset, &cb)
+                    .map_err(|err| this.build(object, "soup offset surface", err))?
+            } else {
+                display.clone()
             };
-            self.cached(
-                format!("{object}: pointshell"),
-                key.name("pshell"),
-                |p| Pointshell::read(p).map_err(Into::into),
-                |p, ps| ps.write(p).map_err(Into::into),
-                compute,
-            )?
-        };
-
-        let pose = pose(&e.position, &e.rotation);
-        let (modes, dynamics, render_basis) = match &e.deformable {
-            None => (None, None, Vec::new()),
-            Some(spec) => {
-                let key = format!("environment[{i}].deformable");
-                let reduced = self.reduced_env(&object, &key, spec, &display, e)?;
-                self.stage(&object, "pointshell modes");
-                let limit = spec
-                    .max_outside
-                    .unwrap_or_else(|| 0.05 * reduced.mesh.bounding_box().extent().norm());
-                let modes = shell_modes(
-                    &pointshell.points,
-                    &pointshell.normals,
-                    &reduced.mesh,
-                    &reduced.basis,
-                    limit,
-                )
-                .map_err(|err| self.build(&object, "pointshell modes", err))?;
-                self.stage(&object, "render basis");
-                let rb = render_basis(&display.vertices, &reduced.mesh, &reduced.basis)
-                    .map_err(|err| self.build(&object, "render basis", err))?;
-                (Some(modes), Some(reduced.dynamics), rb)
+            let distance = MeshDistance::new(&sample_surface)
+                .map_err(|err| this.build(object, "pointshell surface", err))?;
+            if !soup {
+                distance.check_solid().map_err(|err| {
+                    this.build(object, "pointshell surface (boxes must be disjoint)", err)
+                })?;
             }
+            let cb = this.nested(object, "pointshell");
+            sample_pointshell(&distance, &sample_surface, &params, &cb)
+                .map_err(|err| this.build(object, "pointshell", err))
         };
-        self.stage(&object, "contact shell");
-        let shell = ContactShell::new(
-            pointshell.points,
-            pointshell.normals,
-            pointshell.level_offsets,
-            modes,
+        self.cached(
+            format!("{object}: pointshell"),
+            key.name("pshell"),
+            |p| Pointshell::read(p).map_err(Into::into),
+            |p, ps| ps.write(p).map_err(Into::into),
+            compute,
         )
-        .map_err(|err| self.build(&object, "contact shell", err))?;
-        Ok(EnvironmentObject {
-            name: e.name.clone(),
-            shell,
-            pose,
-            dynamics,
-            surface: display,
-            render_basis,
-        })
+    }
+
+    /// The per-point modes, reduced dynamics and render basis of the deformable
+    /// environment object `e` (`key`: its scene key).
+    fn deformable_shell(
+        &self,
+        object: &str,
+        key: &str,
+        spec: &DeformableSpec,
+        e: &super::format::EnvironmentSpec,
+        display: &SurfaceMesh,
+        pointshell: &Pointshell,
+    ) -> Result<(ShellModes, ObjectDynamics, Vec<f32>), SceneError> {
+        let reduced = self.reduced_env(object, key, spec, display, e)?;
+        self.stage(object, "pointshell modes");
+        let limit = spec
+            .max_outside
+            .unwrap_or_else(|| 0.05 * reduced.mesh.bounding_box().extent().norm());
+        let modes = shell_modes(
+            &pointshell.points,
+            &pointshell.normals,
+            &reduced.mesh,
+            &reduced.basis,
+            limit,
+        )
+        .map_err(|err| self.build(object, "pointshell modes", err))?;
+        self.stage(object, "render basis");
+        let rb = render_basis(&display.vertices, &reduced.mesh, &reduced.basis)
+            .map_err(|err| self.build(object, "render basis", err))?;
+        Ok((modes, reduced.dynamics, rb))
     }
 
     fn reduced(
@@ -586,13 +633,6 @@ impl Loader<'_> {
         fixed: Option<PathBuf>,
         fibres: &str,
     ) -> Result<Reduced, SceneError> {
-        use crate::fem::blemker::MuscleMaterial;
-        use crate::fem::TetKernel;
-        use crate::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
-        use crate::muscle::MaterialFile;
-        use crate::reduction::cubature::CubatureForces;
-        use crate::reduction::vega::{read_matrix, write_matrix, Precision};
-        let file = self.file;
         let fixed = fixed.ok_or_else(|| {
             self.build(
                 object,
@@ -600,92 +640,26 @@ impl Loader<'_> {
                 "a muscle needs its fixed tendon ends (`fixed`)",
             )
         })?;
-        let fibres_path = file.resolve(fibres);
-        let fibre_field = crate::mesh::read_fibres(&fibres_path, Some(mesh.num_elements()))
-            .map_err(|e| self.build(object, &format!("reading {key}.fibres"), e))?;
-        let material_file = match &spec.muscle_material {
-            Some(m) => crate::muscle::read_material(&file.resolve(m))
-                .map_err(|e| self.build(object, &format!("reading {key}.muscle_material"), e))?,
-            None => MaterialFile::default(),
-        };
-        let material = MuscleMaterial {
-            groups: vec![material_file.muscle, material_file.tendon],
-            active: vec![true, false],
-            element_group: (0..mesh.num_elements())
-                .map(|e| usize::from(mesh.material_of(e).name == "tendon"))
-                .collect(),
-            fibres: fibre_field,
-            activation: 0.0,
-        };
-        let kernel = TetKernel::new(&mesh).map_err(|e| self.build(object, "muscle kernel", e))?;
-        let fixed_vertices = crate::mesh::read_bou(&fixed, Some(mesh.vertices.len()))
-            .map_err(|e| self.build(object, &format!("reading {key}.fixed"), e))?;
-        let mut fixed_dofs = vec![false; kernel.num_dofs()];
-        for v in fixed_vertices {
-            fixed_dofs[3 * v..3 * v + 3]
-                .iter_mut()
-                .for_each(|f| *f = true);
-        }
-        let opts = MuscleBasisOptions {
-            linear_modes: spec.linear_modes,
-            r: spec.r(),
-            ..MuscleBasisOptions::default()
-        };
-        let mut k = CacheKey::new("muscle");
-        self.key_file(&mut k, object, volume_path)?;
-        self.key_file(&mut k, object, &fixed)?;
-        self.key_file(&mut k, object, &fibres_path)?;
-        k.value("material", &material_file);
-        k.value("basis", &opts);
-        k.value(
-            "cubature",
-            &crate::muscle::reduced::muscle_cubature_options(1),
-        );
-        // The training's form beyond its options: the exact linear part follows the
-        // activation, and stiffness probes at the contracted equilibria.
-        k.value(
-            "cubature-training",
-            &"affine linear part, stiffness probes, f64 reference",
-        );
-        let stem = k.name("");
-        let states = std::cell::RefCell::new(None);
+        let fibres_path = self.file.resolve(fibres);
+        let (setup, material_file) =
+            self.muscle_setup(object, key, spec, &mesh, &fixed, &fibres_path)?;
+        let stem = self.muscle_stem(
+            object,
+            volume_path,
+            &fixed,
+            &fibres_path,
+            &material_file,
+            &setup.opts,
+        )?;
+        let states = RefCell::new(None);
         self.stage(object, "muscle basis");
-        let basis = self.cached(
-            format!("{object}: muscle basis"),
-            format!("{stem}basis.U"),
-            |p| read_matrix(p, Precision::F64).map_err(Into::into),
-            |p, u| write_matrix(p, u, Precision::F64).map_err(Into::into),
-            || {
-                let b = muscle_basis(&mesh, &kernel, &material, &fixed_dofs, &opts)
-                    .map_err(|e| self.build(object, "muscle basis", e))?;
-                let u = b.u.clone();
-                *states.borrow_mut() = Some(b);
-                Ok(u)
-            },
-        )?;
+        let basis = self.muscle_basis_cached(object, &stem, &mesh, &setup, &states)?;
         self.stage(object, "muscle cubature");
-        let points: Vec<(usize, f64)> = self.cached(
-            format!("{object}: muscle cubature"),
-            format!("{stem}cubature.txt"),
-            |p| read_points(p, mesh.num_elements()),
-            |p, pts| write_points(p, pts),
-            || {
-                let b = match states.borrow_mut().take() {
-                    Some(b) => b,
-                    None => muscle_basis(&mesh, &kernel, &material, &fixed_dofs, &opts)
-                        .map_err(|e| self.build(object, "muscle basis", e))?,
-                };
-                let (cub, _) = muscle_cubature(&kernel, &material, &b, 1)
-                    .map_err(|e| self.build(object, "muscle cubature", e))?;
-                Ok(cub
-                    .elements()
-                    .iter()
-                    .copied()
-                    .zip(cub.weights().iter().copied())
-                    .collect())
-            },
-        )?;
+        let points = self.muscle_points_cached(object, &stem, &mesh, &setup, &states)?;
         let (elements, weights): (Vec<usize>, Vec<f64>) = points.into_iter().unzip();
+        let MuscleSetup {
+            kernel, material, ..
+        } = setup;
         let mut cub =
             CubatureForces::from_points(&kernel, &basis, material, &elements, &weights, true)
                 .map_err(|e| self.build(object, "muscle cubature", e))?;
@@ -701,6 +675,172 @@ impl Loader<'_> {
             basis,
             dynamics: ReducedNewmark::new(ObjectForces::Muscle(Box::new(cub)), params),
         })
+    }
+
+    /// The muscle material of `mesh` (fibres from `fibres_path`, groups from the material
+    /// file), its kernel, fixed degrees of freedom and basis options, and the material file.
+    fn muscle_setup(
+        &self,
+        object: &str,
+        key: &str,
+        spec: &DeformableSpec,
+        mesh: &VolumeMesh,
+        fixed: &Path,
+        fibres_path: &Path,
+    ) -> Result<(MuscleSetup, MaterialFile), SceneError> {
+        let file = self.file;
+        let fibre_field = crate::mesh::read_fibres(fibres_path, Some(mesh.num_elements()))
+            .map_err(|e| self.build(object, &format!("reading {key}.fibres"), e))?;
+        let material_file = match &spec.muscle_material {
+            Some(m) => crate::muscle::read_material(&file.resolve(m))
+                .map_err(|e| self.build(object, &format!("reading {key}.muscle_material"), e))?,
+            None => MaterialFile::default(),
+        };
+        let material = MuscleMaterial {
+            groups: vec![material_file.muscle, material_file.tendon],
+            active: vec![true, false],
+            element_group: (0..mesh.num_elements())
+                .map(|e| usize::from(mesh.material_of(e).name == "tendon"))
+                .collect(),
+            fibres: fibre_field,
+            activation: 0.0,
+        };
+        let kernel = TetKernel::new(mesh).map_err(|e| self.build(object, "muscle kernel", e))?;
+        let fixed_vertices = crate::mesh::read_bou(fixed, Some(mesh.vertices.len()))
+            .map_err(|e| self.build(object, &format!("reading {key}.fixed"), e))?;
+        let mut fixed_dofs = vec![false; kernel.num_dofs()];
+        for v in fixed_vertices {
+            fixed_dofs[3 * v..3 * v + 3]
+                .iter_mut()
+                .for_each(|f| *f = true);
+        }
+        let opts = MuscleBasisOptions {
+            linear_modes: spec.linear_modes,
+            r: spec.r(),
+            ..MuscleBasisOptions::default()
+        };
+        let setup = MuscleSetup {
+            kernel,
+            material,
+            fixed_dofs,
+            opts,
+        };
+        Ok((setup, material_file))
+    }
+
+    /// The stem of the muscle's cache names: a hash of its files, material, basis
+    /// options and cubature training.
+    fn muscle_stem(
+        &self,
+        object: &str,
+        volume_path: &Path,
+        fixed: &Path,
+        fibres_path: &Path,
+        material_file: &MaterialFile,
+        opts: &MuscleBasisOptions,
+    ) -> Result<String, SceneError> {
+        let mut k = CacheKey::new("muscle");
+        self.key_file(&mut k, object, volume_path)?;
+        self.key_file(&mut k, object, fixed)?;
+        self.key_file(&mut k, object, fibres_path)?;
+        k.value("material", material_file);
+        k.value("basis", opts);
+        k.value(
+            "cubature",
+            &crate::muscle::reduced::muscle_cubature_options(1),
+        );
+        // The training's form beyond its options: the exact linear part follows the
+        // activation, and stiffness probes at the contracted equilibria.
+        k.value(
+            "cubature-training",
+            &"affine linear part, stiffness probes, f64 reference",
+        );
+        Ok(k.name(""))
+    }
+
+    /// The muscle's basis U (cached); a computed basis is kept in `states` for the
+    /// cubature.
+    fn muscle_basis_cached(
+        &self,
+        object: &str,
+        stem: &str,
+        mesh: &VolumeMesh,
+        setup: &MuscleSetup,
+        states: &RefCell<Option<MuscleBasis>>,
+    ) -> Result<DMatrix<f64>, SceneError> {
+        self.cached(
+            format!("{object}: muscle basis"),
+            format!("{stem}basis.U"),
+            |p| read_matrix(p, Precision::F64).map_err(Into::into),
+            |p, u| write_matrix(p, u, Precision::F64).map_err(Into::into),
+            || {
+                let b = setup
+                    .basis(mesh)
+                    .map_err(|e| self.build(object, "muscle basis", e))?;
+                let u = b.u.clone();
+                *states.borrow_mut() = Some(b);
+                Ok(u)
+            },
+        )
+    }
+
+    /// The muscle's cubature points and weights (cached), fitted on the basis in `states`
+    /// or on one computed anew.
+    fn muscle_points_cached(
+        &self,
+        object: &str,
+        stem: &str,
+        mesh: &VolumeMesh,
+        setup: &MuscleSetup,
+        states: &RefCell<Option<MuscleBasis>>,
+    ) -> Result<Vec<(usize, f64)>, SceneError> {
+        self.cached(
+            format!("{object}: muscle cubature"),
+            format!("{stem}cubature.txt"),
+            |p| read_points(p, mesh.num_elements()),
+            |p, pts| write_points(p, pts),
+            || {
+                let b = match states.borrow_mut().take() {
+                    Some(b) => b,
+                    None => setup
+                        .basis(mesh)
+                        .map_err(|e| self.build(object, "muscle basis", e))?,
+                };
+                let (cub, _) = muscle_cubature(&setup.kernel, &setup.material, &b, 1)
+                    .map_err(|e| self.build(object, "muscle cubature", e))?;
+                Ok(cub
+                    .elements()
+                    .iter()
+                    .copied()
+                    .zip(cub.weights().iter().copied())
+                    .collect())
+            },
+        )
+    }
+}
+
+/// What an active muscle's basis and cubature are computed from.
+struct MuscleSetup {
+    /// The tet kernel of the simulation mesh.
+    kernel: TetKernel,
+    /// The fibre material, at activation 0.
+    material: MuscleMaterial,
+    /// The degrees of freedom of the fixed vertices.
+    fixed_dofs: Vec<bool>,
+    /// The basis options.
+    opts: MuscleBasisOptions,
+}
+
+impl MuscleSetup {
+    /// The muscle basis of `mesh` ([`muscle_basis`]).
+    fn basis(&self, mesh: &VolumeMesh) -> Result<MuscleBasis, MuscleError> {
+        muscle_basis(
+            mesh,
+            &self.kernel,
+            &self.material,
+            &self.fixed_dofs,
+            &self.opts,
+        )
     }
 }
 
@@ -793,6 +933,22 @@ fn box_union(boxes: &[BoxSpec]) -> SurfaceMesh {
         }
     }
     out
+}
+
+/// A rigid haptic object's field: its exact mesh distance where `exact_distance` asks
+/// for it (by default where the grid is coarser than the thinnest half-thickness), else
+/// the grid.
+fn rigid_field(
+    field: SignedDistanceField,
+    exact: Option<MeshDistance>,
+    min_half_thickness: Option<f64>,
+    exact_distance: Option<bool>,
+) -> HapticField {
+    let coarse = min_half_thickness.is_some_and(|t| t < field.spacing);
+    match (exact, exact_distance.unwrap_or(coarse)) {
+        (Some(mesh), true) => HapticField::Exact(Box::new(ExactField { grid: field, mesh })),
+        _ => HapticField::Rigid(field),
+    }
 }
 
 /// The vertices referenced by triangles (files like tube.veg.obj carry unused ones).

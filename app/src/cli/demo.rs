@@ -7,7 +7,7 @@
 
 use super::range;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -17,7 +17,7 @@ use nalgebra::Vector3;
 
 use haptics::dynamics::{FullSimParams, FullSimulator, Load, NewmarkParams};
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
-use haptics::mesh::{read_bou, read_volume};
+use haptics::mesh::{read_bou, read_volume, VolumeMesh};
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
@@ -112,18 +112,38 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
         Some(p) => read_bou(p, Some(mesh.vertices.len()))?,
         None => Vec::new(),
     };
+    let model = build_model(args, &mesh)?;
+    let params = sim_params(args);
+    print_setup(args, &mesh, &fixed);
+    let mut sim = FullSimulator::new(model, &fixed, params)?;
+    let v = report_vertex(args, &mesh, &fixed)?;
+    let history = simulate(args, &mut sim, v)?;
+    print_history(args, &mesh, v, &history);
+    print_timing(&history);
+    if let Some(out) = &args.out {
+        write_csv(out, args.dt, &history.displacements)?;
+    }
+    Ok(())
+}
+
+/// The finite element model of `mesh` with the material law `args` asks for.
+fn build_model(args: &FullsimArgs, mesh: &VolumeMesh) -> anyhow::Result<FemModel> {
     let law = if args.linear {
         MaterialLaw::Linear
     } else {
         MaterialLaw::StVK
     };
-    let model = FemModel::new(&mesh, law).with_context(|| {
+    FemModel::new(mesh, law).with_context(|| {
         format!(
             "{}: cannot build the finite element model",
             args.mesh.display()
         )
-    })?;
-    let params = FullSimParams {
+    })
+}
+
+/// The integrator, damping, mass and Newton settings of `args`.
+fn sim_params(args: &FullsimArgs) -> FullSimParams {
+    FullSimParams {
         newmark: NewmarkParams::average_acceleration(args.dt),
         damping_mass: args.damping_mass,
         damping_stiffness: args.damping_stiffness,
@@ -134,7 +154,11 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
         },
         tolerance: args.tolerance,
         max_newton_iterations: 30,
-    };
+    }
+}
+
+/// Prints the mesh's size and the simulation's settings.
+fn print_setup(args: &FullsimArgs, mesh: &VolumeMesh, fixed: &[usize]) {
     println!(
         "{}: {} vertices, {} elements ({}), {} fixed vertices, {} free dofs; dt = {} s, {} steps, gravity {:?} m/s^2",
         args.mesh.display(),
@@ -147,9 +171,11 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
         args.steps,
         args.gravity.as_slice()
     );
-    let mut sim = FullSimulator::new(model, &fixed, params)?;
-    let loads = vec![Load::Gravity(args.gravity)];
-    let v = match args.report_vertex {
+}
+
+/// The reported vertex: `--report-vertex`, checked, or the farthest from the fixed ones.
+fn report_vertex(args: &FullsimArgs, mesh: &VolumeMesh, fixed: &[usize]) -> anyhow::Result<usize> {
+    Ok(match args.report_vertex {
         Some(v) if v >= mesh.vertices.len() => {
             anyhow::bail!(
                 "--report-vertex {v} is out of range (the mesh has {} vertices)",
@@ -157,8 +183,20 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
             )
         }
         Some(v) => v,
-        None => farthest_from(&mesh.vertices, &fixed),
-    };
+        None => farthest_from(&mesh.vertices, fixed),
+    })
+}
+
+/// The reported vertex's displacements, the step times and the total Newton iterations.
+struct History {
+    displacements: Vec<Vector3<f64>>,
+    step_times: Vec<f64>,
+    newton: usize,
+}
+
+/// Steps `sim` under gravity behind a progress bar, recording vertex `v`'s displacement.
+fn simulate(args: &FullsimArgs, sim: &mut FullSimulator, v: usize) -> anyhow::Result<History> {
+    let loads = vec![Load::Gravity(args.gravity)];
     let bar = ProgressBar::new(args.steps as u64).with_style(
         ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} steps, ETA {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -185,6 +223,16 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
+    Ok(History {
+        displacements: history,
+        step_times,
+        newton,
+    })
+}
+
+/// Prints the reported vertex and a table of its displacement at ten times.
+fn print_history(args: &FullsimArgs, mesh: &VolumeMesh, v: usize, history: &History) {
+    let history = &history.displacements;
     println!(
         "tip = vertex {v} (0-based) at rest position {:?}",
         mesh.vertices[v].coords.as_slice()
@@ -206,6 +254,11 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
             );
         }
     }
+}
+
+/// Prints the median, mean and longest step time and the Newton iterations per step.
+fn print_timing(history: &History) {
+    let step_times = &history.step_times;
     if !step_times.is_empty() {
         let mut sorted = step_times.clone();
         sorted.sort_by(f64::total_cmp);
@@ -216,29 +269,30 @@ pub fn run_fullsim(args: &FullsimArgs) -> anyhow::Result<()> {
             median * 1e6,
             mean * 1e6,
             sorted[sorted.len() - 1] * 1e6,
-            newton as f64 / step_times.len() as f64
+            history.newton as f64 / step_times.len() as f64
         );
     }
-    if let Some(out) = &args.out {
-        let mut w = std::io::BufWriter::new(
-            std::fs::File::create(out)
-                .with_context(|| format!("cannot create {}", out.display()))?,
-        );
-        writeln!(w, "step,t,ux,uy,uz")?;
-        for (i, d) in history.iter().enumerate() {
-            writeln!(
-                w,
-                "{},{},{},{},{}",
-                i + 1,
-                (i + 1) as f64 * args.dt,
-                d.x,
-                d.y,
-                d.z
-            )?;
-        }
-        w.flush()?;
-        println!("wrote {}", out.display());
+}
+
+/// Writes `step,t,ux,uy,uz` of every step to the CSV `out`.
+fn write_csv(out: &Path, dt: f64, history: &[Vector3<f64>]) -> anyhow::Result<()> {
+    let mut w = std::io::BufWriter::new(
+        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?,
+    );
+    writeln!(w, "step,t,ux,uy,uz")?;
+    for (i, d) in history.iter().enumerate() {
+        writeln!(
+            w,
+            "{},{},{},{},{}",
+            i + 1,
+            (i + 1) as f64 * dt,
+            d.x,
+            d.y,
+            d.z
+        )?;
     }
+    w.flush()?;
+    println!("wrote {}", out.display());
     Ok(())
 }
 

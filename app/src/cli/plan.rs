@@ -166,37 +166,8 @@ struct Loaded {
 /// input (exit 2).
 pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
     let loaded = load(a)?;
-    let guide = match &a.guide {
-        Some(p) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
-            let Some(scene) = &loaded.scene else {
-                anyhow::bail!(
-                    "{}: a trajectory guide (.csv) needs a scene (.toml) to map it through; for an OMPL problem give an OMPL .path",
-                    p.display()
-                );
-            };
-            super::check::trajectory_states(scene, p)?
-        }
-        Some(p) => read_path(p)?,
-        None => Vec::new(),
-    };
-    let start = match &a.start {
-        Some(s) => parse_state(s).context("--start")?,
-        None => loaded.start.context(
-            "no start state: give --start x,y,z[,qx,qy,qz,qw] (the scene has no haptic object pose)",
-        )?,
-    };
-    let goal = match &a.goal {
-        Some(s) => parse_state(s).context("--goal")?,
-        // A scene's goal: where the guide ends (the user dragged the part there).
-        None => match (loaded.goal, guide.last()) {
-            (Some(g), _) => g,
-            (None, Some(g)) => *g,
-            (None, None) => anyhow::bail!(
-                "{}: a scene has no goal: give --goal x,y,z[,qx,qy,qz,qw] or a --guide path (its last state)",
-                a.problem.display()
-            ),
-        },
-    };
+    let guide = read_guide(a, &loaded)?;
+    let (start, goal) = endpoints(a, &loaded, &guide)?;
     let (min, max) = match &a.bounds {
         Some(b) => parse_bounds(b).context("--bounds")?,
         None => loaded.volume.unwrap_or_else(|| {
@@ -216,7 +187,66 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         goal,
     };
     let time_limit = a.time_limit.or(loaded.time_limit).unwrap_or(10.0);
-    let options = PlanOptions {
+    let options = plan_options(a, time_limit, guide);
+    if let (Some(n), Some(log)) = (a.benchmark, &a.out_log) {
+        return plan_benchmark(a, &loaded.name, &problem, options, n, log);
+    }
+    let (planned, total) = plan_with_progress(a, &problem, &options, time_limit)?;
+    let CheckedPlan {
+        plan: result,
+        check,
+    } = planned;
+    print!(
+        "{}",
+        summary(&loaded.name, &result, check.as_ref(), time_limit, a)
+    );
+    write_outputs(a, &loaded, &result, check.as_ref(), time_limit, total)?;
+    Ok(result.solved)
+}
+
+/// The `--guide` states: an OMPL `.path` or a scene's trajectory (`.csv`), else none.
+fn read_guide(a: &PlanArgs, loaded: &Loaded) -> anyhow::Result<Vec<State>> {
+    Ok(match &a.guide {
+        Some(p) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => {
+            let Some(scene) = &loaded.scene else {
+                anyhow::bail!(
+                    "{}: a trajectory guide (.csv) needs a scene (.toml) to map it through; for an OMPL problem give an OMPL .path",
+                    p.display()
+                );
+            };
+            super::check::trajectory_states(scene, p)?
+        }
+        Some(p) => read_path(p)?,
+        None => Vec::new(),
+    })
+}
+
+/// The start and goal: the arguments', else the problem's, else the guide's last state.
+fn endpoints(a: &PlanArgs, loaded: &Loaded, guide: &[State]) -> anyhow::Result<(State, State)> {
+    let start = match &a.start {
+        Some(s) => parse_state(s).context("--start")?,
+        None => loaded.start.context(
+            "no start state: give --start x,y,z[,qx,qy,qz,qw] (the scene has no haptic object pose)",
+        )?,
+    };
+    let goal = match &a.goal {
+        Some(s) => parse_state(s).context("--goal")?,
+        // A scene's goal: where the guide ends (the user dragged the part there).
+        None => match (loaded.goal, guide.last()) {
+            (Some(g), _) => g,
+            (None, Some(g)) => *g,
+            (None, None) => anyhow::bail!(
+                "{}: a scene has no goal: give --goal x,y,z[,qx,qy,qz,qw] or a --guide path (its last state)",
+                a.problem.display()
+            ),
+        },
+    };
+    Ok((start, goal))
+}
+
+/// The planner's options from the arguments, `time_limit` and the `guide` states.
+fn plan_options(a: &PlanArgs, time_limit: f64, guide: Vec<State>) -> PlanOptions {
+    PlanOptions {
         time_limit,
         seed: a.seed,
         threads: a.threads as usize,
@@ -234,10 +264,16 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
         },
         corridor: !a.no_corridor,
         cancel: None,
-    };
-    if let (Some(n), Some(log)) = (a.benchmark, &a.out_log) {
-        return plan_benchmark(a, &loaded.name, &problem, options, n, log);
     }
+}
+
+/// Plans and checks the path behind a spinner; returns it and the seconds it took.
+fn plan_with_progress(
+    a: &PlanArgs,
+    problem: &Problem,
+    options: &PlanOptions,
+    time_limit: f64,
+) -> anyhow::Result<(CheckedPlan, f64)> {
     let bar = (!a.quiet).then(|| {
         let b = indicatif::ProgressBar::new_spinner();
         b.set_style(
@@ -258,19 +294,24 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
     let t0 = Instant::now();
     // The planned path is certified by the path check: the report's clearance, and a
     // guard (a path it finds colliding is an error).
-    let planned = plan_checked(&problem, &options, &progress);
+    let planned = plan_checked(problem, options, &progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let CheckedPlan {
-        plan: result,
-        check,
-    } = planned.map_err(|e| anyhow::anyhow!("{}: {e}", a.problem.display()))?;
+    let planned = planned.map_err(|e| anyhow::anyhow!("{}: {e}", a.problem.display()))?;
     let total = t0.elapsed().as_secs_f64();
-    print!(
-        "{}",
-        summary(&loaded.name, &result, check.as_ref(), time_limit, a)
-    );
+    Ok((planned, total))
+}
+
+/// Writes the path, the report, the clearance plot and the screenshot asked for.
+fn write_outputs(
+    a: &PlanArgs,
+    loaded: &Loaded,
+    result: &Plan,
+    check: Option<&haptics::check::Report>,
+    time_limit: f64,
+    total: f64,
+) -> anyhow::Result<()> {
     if let (true, Some(out)) = (result.solved, &a.out) {
         haptics::io::write_bytes_atomic(out, format_path(&result.path).as_bytes())
             .with_context(|| format!("writing {}", out.display()))?;
@@ -285,22 +326,22 @@ pub fn run(a: &PlanArgs) -> anyhow::Result<bool> {
             threads: a.threads as usize,
             guided: a.guide.is_some(),
         };
-        let json = plan_json(&result, check.as_ref(), &context);
+        let json = plan_json(result, check, &context);
         haptics::io::write_bytes_atomic(p, json.as_bytes())
             .with_context(|| format!("writing {}", p.display()))?;
         println!("report -> {}", p.display());
     }
-    if let (Some(p), Some(c)) = (&a.plot, &check) {
+    if let (Some(p), Some(c)) = (&a.plot, check) {
         super::check::plot(p, c)?;
         println!("plot -> {}", p.display());
     }
     if let Some(p) = &a.screenshot {
         if result.solved {
-            screenshot(p, &loaded, &result.path)?;
+            screenshot(p, loaded, &result.path)?;
             println!("planned path -> {}", p.display());
         }
     }
-    Ok(result.solved)
+    Ok(())
 }
 
 /// `--benchmark N`: N seeded plans, each checked, written as OMPL's benchmark log.

@@ -5,12 +5,14 @@
 //! reduced external force (steps count from 1, the step ending at t = step * dt); the
 //! other steps have none. Output: `step,t,q0,...,q{r-1}`, one row per step.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use nalgebra::DMatrix;
 
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams, StepEvent};
 use haptics::reduction::bake::load_baked;
@@ -216,6 +218,41 @@ fn load_model(model: &Path) -> anyhow::Result<(CubicPolynomial, Option<nalgebra:
 }
 
 pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
+    check_args(args)?;
+    let (poly, basis) = load_model(&args.model)?;
+    let r = chosen_modes(args, &poly)?;
+    let vertex_rows = chosen_vertex_rows(args, basis.as_ref(), r)?;
+    let mut vertex_writer = match &args.vertex_out {
+        Some(p) => Some(create_vertex_csv(p, &args.vertices)?),
+        None => None,
+    };
+    let forces = ReducedForces::new(&poly, r)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.model.display()))?;
+    let force_rows = match &args.force {
+        Some(p) => read_force_csv(p, r, args.steps)?,
+        None => Vec::new(),
+    };
+    let params = ReducedParams {
+        newmark: NewmarkParams::average_acceleration(args.dt),
+        damping_mass: args.damping_mass,
+        damping_stiffness: args.damping_stiffness,
+        newton_iterations: args.newton_iterations.max(1),
+        ..ReducedParams::default()
+    };
+    let mut sim = ReducedNewmark::new(forces, params);
+    let mut w = create_q_csv(&args.out, r)?;
+    let vertices = vertex_writer.as_mut().zip(vertex_rows.as_ref());
+    let (times, resets) = simulate_steps(args, &mut sim, r, &force_rows, &mut w, vertices)?;
+    w.flush()?;
+    if let Some(mut vw) = vertex_writer {
+        vw.flush()?;
+    }
+    print_summary(args, r, times, resets);
+    Ok(())
+}
+
+/// Checks the arguments as their parsers do.
+fn check_args(args: &SimulateArgs) -> anyhow::Result<()> {
     // The same checks as the parsers, for callers that build the arguments without clap.
     parse_dt(&args.dt.to_string()).map_err(|e| anyhow::anyhow!("--dt: {e}"))?;
     parse_steps(&args.steps.to_string()).map_err(|e| anyhow::anyhow!("--steps: {e}"))?;
@@ -225,7 +262,11 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("--damping-stiffness: {e}"))?;
     parse_newton_iterations(&args.newton_iterations.to_string())
         .map_err(|e| anyhow::anyhow!("--newton-iterations: {e}"))?;
-    let (poly, basis) = load_model(&args.model)?;
+    Ok(())
+}
+
+/// The number of modes simulated: `--modes`, checked against the model's r, or r.
+fn chosen_modes(args: &SimulateArgs, poly: &CubicPolynomial) -> anyhow::Result<usize> {
     if let Some(m) = args.modes {
         if m == 0 || m > poly.r {
             bail!(
@@ -236,9 +277,17 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
             );
         }
     }
-    let r = args.modes.unwrap_or(poly.r);
+    Ok(args.modes.unwrap_or(poly.r))
+}
+
+/// The basis rows of the `--vertices` when `--vertex-out` is given.
+fn chosen_vertex_rows(
+    args: &SimulateArgs,
+    basis: Option<&DMatrix<f64>>,
+    r: usize,
+) -> anyhow::Result<Option<DMatrix<f64>>> {
     // Rows of the basis for the chosen vertices (3 per vertex, first r columns).
-    let vertex_rows = match (&args.vertex_out, &basis) {
+    Ok(match (&args.vertex_out, basis) {
         (None, _) => None,
         (Some(_), None) => bail!(
             "{}: --vertex-out needs a baked model (a .cub file has no basis)",
@@ -256,45 +305,44 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
                 .collect();
             Some(u.select_rows(rows.iter()).columns(0, r).into_owned())
         }
-    };
-    let mut vertex_writer = match &args.vertex_out {
-        Some(p) => {
-            let mut w = std::io::BufWriter::new(
-                std::fs::File::create(p)
-                    .with_context(|| format!("cannot create {}", p.display()))?,
-            );
-            write!(w, "step,t")?;
-            for v in &args.vertices {
-                write!(w, ",v{v}_x,v{v}_y,v{v}_z")?;
-            }
-            writeln!(w)?;
-            Some(w)
-        }
-        None => None,
-    };
-    let forces = ReducedForces::new(&poly, r)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.model.display()))?;
-    let force_rows = match &args.force {
-        Some(p) => read_force_csv(p, r, args.steps)?,
-        None => Vec::new(),
-    };
-    let params = ReducedParams {
-        newmark: NewmarkParams::average_acceleration(args.dt),
-        damping_mass: args.damping_mass,
-        damping_stiffness: args.damping_stiffness,
-        newton_iterations: args.newton_iterations.max(1),
-        ..ReducedParams::default()
-    };
-    let mut sim = ReducedNewmark::new(forces, params);
-    let mut w = std::io::BufWriter::new(
-        std::fs::File::create(&args.out)
-            .with_context(|| format!("cannot create {}", args.out.display()))?,
+    })
+}
+
+/// Creates the vertex displacement CSV and writes its header.
+fn create_vertex_csv(path: &Path, vertices: &[usize]) -> anyhow::Result<BufWriter<File>> {
+    let mut w = BufWriter::new(
+        File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+    );
+    write!(w, "step,t")?;
+    for v in vertices {
+        write!(w, ",v{v}_x,v{v}_y,v{v}_z")?;
+    }
+    writeln!(w)?;
+    Ok(w)
+}
+
+/// Creates the CSV of q over time and writes its header.
+fn create_q_csv(path: &Path, r: usize) -> anyhow::Result<BufWriter<File>> {
+    let mut w = BufWriter::new(
+        File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
     );
     write!(w, "step,t")?;
     for i in 0..r {
         write!(w, ",q{i}")?;
     }
     writeln!(w)?;
+    Ok(w)
+}
+
+/// Runs the steps, writing q and vertex displacements; returns step times and resets.
+fn simulate_steps(
+    args: &SimulateArgs,
+    sim: &mut ReducedNewmark,
+    r: usize,
+    force_rows: &[(usize, Vec<f64>)],
+    w: &mut BufWriter<File>,
+    mut vertices: Option<(&mut BufWriter<File>, &DMatrix<f64>)>,
+) -> anyhow::Result<(Vec<f64>, usize)> {
     let zero = vec![0.0; r];
     let mut next = force_rows.iter().peekable();
     let mut resets = 0;
@@ -318,8 +366,8 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
             write!(w, ",{q}")?;
         }
         writeln!(w)?;
-        if let (Some(vw), Some(rows)) = (vertex_writer.as_mut(), vertex_rows.as_ref()) {
-            let d = rows * nalgebra::DVector::from_column_slice(&sim.q);
+        if let Some((vw, rows)) = vertices.as_mut() {
+            let d = *rows * nalgebra::DVector::from_column_slice(&sim.q);
             write!(vw, "{step},{}", step as f64 * args.dt)?;
             for x in d.iter() {
                 write!(vw, ",{x}")?;
@@ -327,10 +375,11 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
             writeln!(vw)?;
         }
     }
-    w.flush()?;
-    if let Some(mut vw) = vertex_writer {
-        vw.flush()?;
-    }
+    Ok((times, resets))
+}
+
+/// Prints the steps run, the output file, the median step time and the resets.
+fn print_summary(args: &SimulateArgs, r: usize, mut times: Vec<f64>, resets: usize) {
     times.sort_by(f64::total_cmp);
     let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
     println!(
@@ -339,5 +388,4 @@ pub fn run(args: &SimulateArgs) -> anyhow::Result<()> {
         args.out.display(),
         median * 1e6
     );
-    Ok(())
 }

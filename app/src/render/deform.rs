@@ -314,173 +314,31 @@ impl GpuDeformer {
         rest: Option<&[[f32; 3]]>,
         normals: Option<&NormalBasis>,
     ) -> Result<GpuDeformer, RenderError> {
-        if r == 0 || u_rows.is_empty() || !u_rows.len().is_multiple_of(3 * r) {
-            return Err(RenderError::Shape(format!(
-                "U has {} floats, not a non-empty 3 n x r with r = {r}",
-                u_rows.len()
-            )));
-        }
-        let n = u_rows.len() / (3 * r);
-        if let Some(x) = rest {
-            if x.len() != n {
-                return Err(RenderError::Shape(format!(
-                    "{} rest positions for {n} basis vertices",
-                    x.len()
-                )));
-            }
-        }
-        if let Some(nb) = normals {
-            if nb.normals.len() != n || nb.rows.len() != u_rows.len() {
-                return Err(RenderError::Shape(format!(
-                    "normal basis has {} normals and {} floats, expected {n} and {}",
-                    nb.normals.len(),
-                    nb.rows.len(),
-                    u_rows.len()
-                )));
-            }
-        }
-
+        let n = check_shapes(u_rows, r, rest, normals)?;
         let limits = device.limits();
-        let groups = n.div_ceil(WORKGROUP_SIZE as usize);
-        if groups > limits.max_compute_workgroups_per_dimension as usize {
-            return Err(RenderError::Limits(format!(
-                "{n} vertices need {groups} workgroups, the device allows {}",
-                limits.max_compute_workgroups_per_dimension
-            )));
-        }
-        let mut basis = Vec::with_capacity(u_rows.len() * if normals.is_some() { 2 } else { 1 });
-        basis.extend_from_slice(u_rows);
-        if let Some(nb) = normals {
-            basis.extend_from_slice(&nb.rows);
-        }
-        let basis_bytes = (basis.len() * 4) as u64;
-        if basis_bytes > limits.max_storage_buffer_binding_size
-            || basis_bytes > limits.max_buffer_size
-        {
-            return Err(RenderError::Limits(format!(
-                "basis of {basis_bytes} bytes, the device binds at most {}",
-                limits
-                    .max_storage_buffer_binding_size
-                    .min(limits.max_buffer_size)
-            )));
-        }
-        let mut frame = vec![0.0f32; 6 * n];
-        for (v, f) in frame.chunks_exact_mut(6).enumerate() {
-            if let Some(x) = rest {
-                f[..3].copy_from_slice(&x[v]);
-            }
-            if let Some(nb) = normals {
-                f[3..].copy_from_slice(&nb.normals[v]);
-            }
-        }
+        check_workgroups(&limits, n)?;
+        let basis = pack_basis(&limits, u_rows, normals)?;
+        let frame = rest_frame(n, rest, normals);
         let (n32, r32) = (u32_of(n)?, u32_of(r)?);
         let params = [n32, r32, u32::from(normals.is_some()), 0];
 
-        let storage = wgpu::BufferUsages::STORAGE;
-        let init = |label: &str, contents: &[u8], usage| {
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage,
-            })
-        };
-        let params_buf = init(
-            "deform params",
-            bytemuck::cast_slice(&params),
-            wgpu::BufferUsages::UNIFORM,
-        );
-        let q_buf = init(
-            "deform q",
-            bytemuck::cast_slice(&vec![0.0f32; r]),
-            storage | wgpu::BufferUsages::COPY_DST,
-        );
-        let basis_buf = init(
-            "deform basis (U, dN)",
-            bytemuck::cast_slice(&basis),
-            storage,
-        );
-        let frame_buf = init("deform rest frame", bytemuck::cast_slice(&frame), storage);
-        let out = |label: &str| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: (12 * n) as u64,
-                usage: storage | wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            })
-        };
-        let displacements = out("deform displacements");
-        let positions = out("deform positions");
-        let normals_buf = out("deform normals");
-
-        let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty,
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
-        let read = wgpu::BufferBindingType::Storage { read_only: true };
-        let write = wgpu::BufferBindingType::Storage { read_only: false };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("deform layout"),
-            entries: &[
-                entry(0, wgpu::BufferBindingType::Uniform),
-                entry(1, read),
-                entry(2, read),
-                entry(3, read),
-                entry(4, write),
-                entry(5, write),
-                entry(6, write),
-            ],
-        });
-        let buffers = [
-            &params_buf,
-            &q_buf,
-            &basis_buf,
-            &frame_buf,
-            &displacements,
-            &positions,
-            &normals_buf,
-        ];
-        let entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect();
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("deform bind group"),
-            layout: &layout,
-            entries: &entries,
-        });
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("deform.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("deform pipeline layout"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("deform pipeline"),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("deform"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let buffers = DeformBuffers::new(device, &params, r, &basis, &frame, n);
+        let layout = create_bind_group_layout(device);
+        let bind_group = buffers.bind_group(device, &layout);
+        let pipeline = create_pipeline(device, &layout);
+        let DeformBuffers {
+            q,
+            displacements,
+            positions,
+            normals: normals_buf,
+            ..
+        } = buffers;
         Ok(GpuDeformer {
             device: device.clone(),
             queue: queue.clone(),
             pipeline,
             bind_group,
-            q: q_buf,
+            q,
             displacements,
             positions,
             normals: normals_buf,
@@ -582,4 +440,225 @@ impl GpuDeformer {
 
 fn u32_of(x: usize) -> Result<u32, RenderError> {
     u32::try_from(x).map_err(|_| RenderError::Limits(format!("{x} does not fit in u32")))
+}
+
+/// Checks the shapes of `U`, the rest positions and the normal basis; returns `n`.
+fn check_shapes(
+    u_rows: &[f32],
+    r: usize,
+    rest: Option<&[[f32; 3]]>,
+    normals: Option<&NormalBasis>,
+) -> Result<usize, RenderError> {
+    if r == 0 || u_rows.is_empty() || !u_rows.len().is_multiple_of(3 * r) {
+        return Err(RenderError::Shape(format!(
+            "U has {} floats, not a non-empty 3 n x r with r = {r}",
+            u_rows.len()
+        )));
+    }
+    let n = u_rows.len() / (3 * r);
+    if let Some(x) = rest {
+        if x.len() != n {
+            return Err(RenderError::Shape(format!(
+                "{} rest positions for {n} basis vertices",
+                x.len()
+            )));
+        }
+    }
+    if let Some(nb) = normals {
+        if nb.normals.len() != n || nb.rows.len() != u_rows.len() {
+            return Err(RenderError::Shape(format!(
+                "normal basis has {} normals and {} floats, expected {n} and {}",
+                nb.normals.len(),
+                nb.rows.len(),
+                u_rows.len()
+            )));
+        }
+    }
+    Ok(n)
+}
+
+/// Checks that one dispatch over `n` vertices fits the device's workgroup limit.
+fn check_workgroups(limits: &wgpu::Limits, n: usize) -> Result<(), RenderError> {
+    let groups = n.div_ceil(WORKGROUP_SIZE as usize);
+    if groups > limits.max_compute_workgroups_per_dimension as usize {
+        return Err(RenderError::Limits(format!(
+            "{n} vertices need {groups} workgroups, the device allows {}",
+            limits.max_compute_workgroups_per_dimension
+        )));
+    }
+    Ok(())
+}
+
+/// Concatenates `U` and, when given, `dN` into one storage array the device can bind.
+fn pack_basis(
+    limits: &wgpu::Limits,
+    u_rows: &[f32],
+    normals: Option<&NormalBasis>,
+) -> Result<Vec<f32>, RenderError> {
+    let mut basis = Vec::with_capacity(u_rows.len() * if normals.is_some() { 2 } else { 1 });
+    basis.extend_from_slice(u_rows);
+    if let Some(nb) = normals {
+        basis.extend_from_slice(&nb.rows);
+    }
+    let basis_bytes = (basis.len() * 4) as u64;
+    if basis_bytes > limits.max_storage_buffer_binding_size || basis_bytes > limits.max_buffer_size
+    {
+        return Err(RenderError::Limits(format!(
+            "basis of {basis_bytes} bytes, the device binds at most {}",
+            limits
+                .max_storage_buffer_binding_size
+                .min(limits.max_buffer_size)
+        )));
+    }
+    Ok(basis)
+}
+
+/// Interleaves rest positions and rest normals, 6 floats per vertex (zeros if absent).
+fn rest_frame(n: usize, rest: Option<&[[f32; 3]]>, normals: Option<&NormalBasis>) -> Vec<f32> {
+    let mut frame = vec![0.0f32; 6 * n];
+    for (v, f) in frame.chunks_exact_mut(6).enumerate() {
+        if let Some(x) = rest {
+            f[..3].copy_from_slice(&x[v]);
+        }
+        if let Some(nb) = normals {
+            f[3..].copy_from_slice(&nb.normals[v]);
+        }
+    }
+    frame
+}
+
+/// The deformer's buffers, in binding order.
+struct DeformBuffers {
+    params: wgpu::Buffer,
+    q: wgpu::Buffer,
+    basis: wgpu::Buffer,
+    frame: wgpu::Buffer,
+    displacements: wgpu::Buffer,
+    positions: wgpu::Buffer,
+    normals: wgpu::Buffer,
+}
+
+impl DeformBuffers {
+    /// Uploads the inputs (with `q` at zero) and allocates the outputs of `n` vertices.
+    fn new(
+        device: &wgpu::Device,
+        params: &[u32; 4],
+        r: usize,
+        basis: &[f32],
+        frame: &[f32],
+        n: usize,
+    ) -> Self {
+        let storage = wgpu::BufferUsages::STORAGE;
+        let init = |label: &str, contents: &[u8], usage| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage,
+            })
+        };
+        let params_buf = init(
+            "deform params",
+            bytemuck::cast_slice(params),
+            wgpu::BufferUsages::UNIFORM,
+        );
+        let q_buf = init(
+            "deform q",
+            bytemuck::cast_slice(&vec![0.0f32; r]),
+            storage | wgpu::BufferUsages::COPY_DST,
+        );
+        let basis_buf = init("deform basis (U, dN)", bytemuck::cast_slice(basis), storage);
+        let frame_buf = init("deform rest frame", bytemuck::cast_slice(frame), storage);
+        let out = |label: &str| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (12 * n) as u64,
+                usage: storage | wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            })
+        };
+        DeformBuffers {
+            params: params_buf,
+            q: q_buf,
+            basis: basis_buf,
+            frame: frame_buf,
+            displacements: out("deform displacements"),
+            positions: out("deform positions"),
+            normals: out("deform normals"),
+        }
+    }
+
+    /// The bind group of every buffer, binding `i` the `i`-th in declaration order.
+    fn bind_group(&self, device: &wgpu::Device, layout: &wgpu::BindGroupLayout) -> wgpu::BindGroup {
+        let buffers = [
+            &self.params,
+            &self.q,
+            &self.basis,
+            &self.frame,
+            &self.displacements,
+            &self.positions,
+            &self.normals,
+        ];
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("deform bind group"),
+            layout,
+            entries: &entries,
+        })
+    }
+}
+
+/// The layout of the uniform parameters, three read-only and three writable buffers.
+fn create_bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
+    let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    };
+    let read = wgpu::BufferBindingType::Storage { read_only: true };
+    let write = wgpu::BufferBindingType::Storage { read_only: false };
+    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("deform layout"),
+        entries: &[
+            entry(0, wgpu::BufferBindingType::Uniform),
+            entry(1, read),
+            entry(2, read),
+            entry(3, read),
+            entry(4, write),
+            entry(5, write),
+            entry(6, write),
+        ],
+    })
+}
+
+/// Compiles the deformation shader into a compute pipeline over `layout`.
+fn create_pipeline(device: &wgpu::Device, layout: &wgpu::BindGroupLayout) -> wgpu::ComputePipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("deform.wgsl"),
+        source: wgpu::ShaderSource::Wgsl(SHADER.into()),
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("deform pipeline layout"),
+        bind_group_layouts: &[Some(layout)],
+        immediate_size: 0,
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("deform pipeline"),
+        layout: Some(&pipeline_layout),
+        module: &module,
+        entry_point: Some("deform"),
+        compilation_options: Default::default(),
+        cache: None,
+    })
 }

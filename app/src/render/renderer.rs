@@ -479,6 +479,45 @@ struct Pipelines {
 
 impl Pipelines {
     fn new(device: &wgpu::Device, uniforms: &Uniforms, color_format: wgpu::TextureFormat) -> Self {
+        let builder = PipelineBuilder::new(device, uniforms, color_format);
+        let [mesh, ghost, rigid, rigid_ghost] = builder.mesh_pipelines();
+        let [line, point, marker] = builder.overlay_pipelines();
+        Pipelines {
+            mesh,
+            ghost,
+            rigid,
+            rigid_ghost,
+            line,
+            point,
+            marker,
+        }
+    }
+}
+
+/// A `Float32x3` vertex attribute at `location`, `offset` bytes into the vertex.
+fn f3(location: u32, offset: u64) -> wgpu::VertexAttribute {
+    wgpu::VertexAttribute {
+        format: wgpu::VertexFormat::Float32x3,
+        offset,
+        shader_location: location,
+    }
+}
+
+/// What every scene pipeline shares: layout, shader module and colour format.
+struct PipelineBuilder<'a> {
+    device: &'a wgpu::Device,
+    layout: wgpu::PipelineLayout,
+    module: wgpu::ShaderModule,
+    color_format: wgpu::TextureFormat,
+}
+
+impl<'a> PipelineBuilder<'a> {
+    /// Creates the pipeline layout of the two uniform groups and compiles the shader.
+    fn new(
+        device: &'a wgpu::Device,
+        uniforms: &Uniforms,
+        color_format: wgpu::TextureFormat,
+    ) -> Self {
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("scene pipeline layout"),
             bind_group_layouts: &[Some(&uniforms.camera_layout), Some(&uniforms.object_layout)],
@@ -488,11 +527,16 @@ impl Pipelines {
             label: Some("scene.wgsl"),
             source: wgpu::ShaderSource::Wgsl(SHADER.into()),
         });
-        let f3 = |location: u32, offset: u64| wgpu::VertexAttribute {
-            format: wgpu::VertexFormat::Float32x3,
-            offset,
-            shader_location: location,
-        };
+        PipelineBuilder {
+            device,
+            layout,
+            module,
+            color_format,
+        }
+    }
+
+    /// The surface pipelines, in the order mesh, ghost, rigid, rigid ghost.
+    fn mesh_pipelines(&self) -> [wgpu::RenderPipeline; 4] {
         let separate = [
             Some(wgpu::VertexBufferLayout {
                 array_stride: 12,
@@ -511,6 +555,45 @@ impl Pipelines {
             step_mode: wgpu::VertexStepMode::Vertex,
             attributes: &interleaved_attributes,
         })];
+        let mesh_entries = ("vs_mesh", "fs_mesh");
+        use wgpu::PrimitiveTopology::TriangleList;
+        let mesh = self.pipeline(
+            "deformable mesh",
+            &separate,
+            mesh_entries,
+            TriangleList,
+            false,
+            false,
+        );
+        let ghost = self.pipeline(
+            "deformable ghost",
+            &separate,
+            mesh_entries,
+            TriangleList,
+            true,
+            false,
+        );
+        let rigid = self.pipeline(
+            "rigid mesh",
+            &interleaved,
+            mesh_entries,
+            TriangleList,
+            false,
+            false,
+        );
+        let rigid_ghost = self.pipeline(
+            "rigid ghost",
+            &interleaved,
+            mesh_entries,
+            TriangleList,
+            true,
+            false,
+        );
+        [mesh, ghost, rigid, rigid_ghost]
+    }
+
+    /// The overlay pipelines, in the order lines, points, markers.
+    fn overlay_pipelines(&self) -> [wgpu::RenderPipeline; 3] {
         let color_attributes = [
             f3(0, 0),
             wgpu::VertexAttribute {
@@ -524,19 +607,30 @@ impl Pipelines {
             step_mode: wgpu::VertexStepMode::Vertex,
             attributes: &color_attributes,
         })];
+        let line_entries = ("vs_line", "fs_line");
+        use wgpu::PrimitiveTopology::{LineList, PointList};
+        let line = self.pipeline("lines", &colored, line_entries, LineList, true, false);
+        let point = self.pipeline("points", &colored, line_entries, PointList, true, false);
+        let marker = self.pipeline("markers", &colored, line_entries, LineList, true, true);
+        [line, point, marker]
+    }
 
-        let pipeline = |label: &str,
-                        buffers: &[Option<wgpu::VertexBufferLayout>],
-                        vs: &str,
-                        fs: &str,
-                        topology: wgpu::PrimitiveTopology,
-                        blend: bool,
-                        on_top: bool| {
-            device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+    /// One pipeline: (vertex, fragment) entry points, transparent if `blend`, over all if `on_top`.
+    fn pipeline(
+        &self,
+        label: &str,
+        buffers: &[Option<wgpu::VertexBufferLayout>],
+        (vs, fs): (&str, &str),
+        topology: wgpu::PrimitiveTopology,
+        blend: bool,
+        on_top: bool,
+    ) -> wgpu::RenderPipeline {
+        self.device
+            .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some(label),
-                layout: Some(&layout),
+                layout: Some(&self.layout),
                 vertex: wgpu::VertexState {
-                    module: &module,
+                    module: &self.module,
                     entry_point: Some(vs),
                     compilation_options: Default::default(),
                     buffers,
@@ -560,70 +654,14 @@ impl Pipelines {
                 }),
                 multisample: Default::default(),
                 fragment: Some(wgpu::FragmentState {
-                    module: &module,
+                    module: &self.module,
                     entry_point: Some(fs),
                     compilation_options: Default::default(),
-                    targets: &[target(color_format, blend)],
+                    targets: &[target(self.color_format, blend)],
                 }),
                 multiview_mask: None,
                 cache: None,
             })
-        };
-        use wgpu::PrimitiveTopology::{LineList, PointList, TriangleList};
-        let mesh = pipeline(
-            "deformable mesh",
-            &separate,
-            "vs_mesh",
-            "fs_mesh",
-            TriangleList,
-            false,
-            false,
-        );
-        let ghost = pipeline(
-            "deformable ghost",
-            &separate,
-            "vs_mesh",
-            "fs_mesh",
-            TriangleList,
-            true,
-            false,
-        );
-        let rigid = pipeline(
-            "rigid mesh",
-            &interleaved,
-            "vs_mesh",
-            "fs_mesh",
-            TriangleList,
-            false,
-            false,
-        );
-        let rigid_ghost = pipeline(
-            "rigid ghost",
-            &interleaved,
-            "vs_mesh",
-            "fs_mesh",
-            TriangleList,
-            true,
-            false,
-        );
-        let line = pipeline(
-            "lines", &colored, "vs_line", "fs_line", LineList, true, false,
-        );
-        let point = pipeline(
-            "points", &colored, "vs_line", "fs_line", PointList, true, false,
-        );
-        let marker = pipeline(
-            "markers", &colored, "vs_line", "fs_line", LineList, true, true,
-        );
-        Pipelines {
-            mesh,
-            ghost,
-            rigid,
-            rigid_ghost,
-            line,
-            point,
-            marker,
-        }
     }
 }
 
@@ -689,6 +727,80 @@ fn upload_object(
         bind_group,
         color: o.color,
     })
+}
+
+/// `viewport` clamped to a `w` x `h` target, or the whole target if `None`.
+fn clamp_viewport(viewport: Option<[f32; 4]>, w: u32, h: u32) -> [f32; 4] {
+    viewport
+        .map(|[x, y, vw, vh]| {
+            let x = x.clamp(0.0, w as f32 - 1.0);
+            let y = y.clamp(0.0, h as f32 - 1.0);
+            [
+                x,
+                y,
+                vw.clamp(1.0, w as f32 - x),
+                vh.clamp(1.0, h as f32 - y),
+            ]
+        })
+        .unwrap_or([0.0, 0.0, w as f32, h as f32])
+}
+
+/// Writes an object's uniform: model matrix `m` and `color`.
+fn write_object(queue: &wgpu::Queue, buffer: &wgpu::Buffer, m: Matrix4<f32>, color: [f32; 4]) {
+    let u = ObjectUniform {
+        model: mat(&m),
+        color,
+    };
+    queue.write_buffer(buffer, 0, bytemuck::bytes_of(&u));
+}
+
+/// Deforms a deformable object by `q` (kept as is when `q` is empty or it is rigid).
+fn update_deformer(object: &DrawObject, q: &[f32]) -> Result<(), RenderError> {
+    if let MeshBuffers::Deformable { deformer, .. } = &object.mesh {
+        if q.len() == deformer.rank() {
+            deformer.update(q)?;
+        } else if !q.is_empty() {
+            return Err(RenderError::Shape(format!(
+                "frame has {} reduced coordinates for a basis of rank {}",
+                q.len(),
+                deformer.rank()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Appends a cross and a force arrow per contact and the total force's arrow to `lines`.
+fn contact_markers(
+    contacts: &[ContactMarker],
+    marker: f32,
+    force_scale: f32,
+    lines: &mut Vec<ColorVertex>,
+) {
+    for c in contacts {
+        cross(c.position, marker, [1.0, 0.25, 0.2, 1.0], lines);
+        arrow(
+            c.position,
+            c.force * force_scale,
+            [1.0, 0.85, 0.2, 1.0],
+            lines,
+        );
+    }
+    // The total contact force, at the centroid of the contact points.
+    if !contacts.is_empty() {
+        let n = contacts.len() as f32;
+        let total: Vector3<f32> = contacts.iter().map(|c| c.force).sum();
+        let centroid = contacts
+            .iter()
+            .fold(Vector3::zeros(), |a, c| a + c.position.coords)
+            / n;
+        arrow(
+            Point3::from(centroid),
+            total * force_scale,
+            [0.3, 0.9, 1.0, 1.0],
+            lines,
+        );
+    }
 }
 
 impl SceneRenderer {
@@ -837,19 +949,17 @@ impl SceneRenderer {
         overlays: &Overlays,
     ) -> Result<(), RenderError> {
         let (w, h) = (size.0.max(1), size.1.max(1));
-        let viewport = viewport
-            .map(|[x, y, vw, vh]| {
-                let x = x.clamp(0.0, w as f32 - 1.0);
-                let y = y.clamp(0.0, h as f32 - 1.0);
-                [
-                    x,
-                    y,
-                    vw.clamp(1.0, w as f32 - x),
-                    vh.clamp(1.0, h as f32 - y),
-                ]
-            })
-            .unwrap_or([0.0, 0.0, w as f32, h as f32]);
-        self.viewport = viewport;
+        self.viewport = clamp_viewport(viewport, w, h);
+        self.write_camera(camera);
+        self.update_objects(frame, overlays)?;
+        self.upload_overlays(frame, overlays);
+        self.resize_depth(w, h);
+        Ok(())
+    }
+
+    /// Writes the camera uniform for the current viewport's aspect ratio.
+    fn write_camera(&self, camera: &OrbitCamera) {
+        let viewport = self.viewport;
         let aspect = viewport[2] / viewport[3];
         let eye = camera.eye();
         let light = camera.up() * 1.2 + camera.right() * 0.5 + camera.backward();
@@ -860,29 +970,15 @@ impl SceneRenderer {
         };
         self.queue
             .write_buffer(&self.camera_buffer, 0, bytemuck::bytes_of(&cam));
+    }
 
-        let write_object = |queue: &wgpu::Queue, buffer: &wgpu::Buffer, m: Matrix4<f32>, color| {
-            let u = ObjectUniform {
-                model: mat(&m),
-                color,
-            };
-            queue.write_buffer(buffer, 0, bytemuck::bytes_of(&u));
-        };
-        let update = |object: &DrawObject, q: &[f32]| -> Result<(), RenderError> {
-            if let MeshBuffers::Deformable { deformer, .. } = &object.mesh {
-                if q.len() == deformer.rank() {
-                    deformer.update(q)?;
-                } else if !q.is_empty() {
-                    return Err(RenderError::Shape(format!(
-                        "frame has {} reduced coordinates for a basis of rank {}",
-                        q.len(),
-                        deformer.rank()
-                    )));
-                }
-            }
-            Ok(())
-        };
-        update(&self.haptic, &frame.haptic_q)?;
+    /// Deforms the objects by the frame's `q` and writes the haptic and ghost uniforms.
+    fn update_objects(
+        &mut self,
+        frame: &FrameState,
+        overlays: &Overlays,
+    ) -> Result<(), RenderError> {
+        update_deformer(&self.haptic, &frame.haptic_q)?;
         write_object(
             &self.queue,
             &self.haptic.uniform,
@@ -891,7 +987,7 @@ impl SceneRenderer {
         );
         for (i, object) in self.environment.iter().enumerate() {
             if let Some(q) = frame.environment_q.get(i) {
-                update(object, q)?;
+                update_deformer(object, q)?;
             }
         }
         // Environment poses are fixed: their uniforms were written in `new`.
@@ -904,7 +1000,11 @@ impl SceneRenderer {
                 GHOST_COLOR,
             );
         }
+        Ok(())
+    }
 
+    /// Uploads the overlay lines (grid and the frame's), contact markers and points.
+    fn upload_overlays(&mut self, frame: &FrameState, overlays: &Overlays) {
         let mut lines = std::mem::take(&mut self.scratch);
         lines.clear();
         if overlays.grid {
@@ -923,36 +1023,15 @@ impl SceneRenderer {
         lines.clear();
         if overlays.contacts {
             let marker = 0.004 * (self.bounds.1 - self.bounds.0).norm();
-            for c in &frame.contacts {
-                cross(c.position, marker, [1.0, 0.25, 0.2, 1.0], &mut lines);
-                arrow(
-                    c.position,
-                    c.force * overlays.force_scale,
-                    [1.0, 0.85, 0.2, 1.0],
-                    &mut lines,
-                );
-            }
-            // The total contact force, at the centroid of the contact points.
-            if !frame.contacts.is_empty() {
-                let n = frame.contacts.len() as f32;
-                let total: Vector3<f32> = frame.contacts.iter().map(|c| c.force).sum();
-                let centroid = frame
-                    .contacts
-                    .iter()
-                    .fold(Vector3::zeros(), |a, c| a + c.position.coords)
-                    / n;
-                arrow(
-                    Point3::from(centroid),
-                    total * overlays.force_scale,
-                    [0.3, 0.9, 1.0, 1.0],
-                    &mut lines,
-                );
-            }
+            contact_markers(&frame.contacts, marker, overlays.force_scale, &mut lines);
         }
         self.markers.upload(&self.device, &self.queue, &lines);
         self.scratch = lines;
         self.points.upload(&self.device, &self.queue, &frame.points);
+    }
 
+    /// Recreates the depth buffer when the target is not `w` x `h` pixels.
+    fn resize_depth(&mut self, w: u32, h: u32) {
         if self.depth.as_ref().map(|d| d.1) != Some((w, h)) {
             let texture = self.device.create_texture(&wgpu::TextureDescriptor {
                 label: Some("depth"),
@@ -970,7 +1049,6 @@ impl SceneRenderer {
             });
             self.depth = Some((texture.create_view(&Default::default()), (w, h)));
         }
-        Ok(())
     }
 
     /// Records the frame's render pass into `encoder`, clearing `target` (which must

@@ -500,165 +500,29 @@ pub struct Profile {
 impl Profile {
     /// Parses profile TOML; `path` names the source in errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<Profile, ProfileError> {
-        let err = |span: Option<std::ops::Range<usize>>, message: String| {
-            let (line, column) = match span {
-                Some(s) => {
-                    let (l, c) = line_column(text, s.start);
-                    (Some(l), Some(c))
-                }
-                None => (None, None),
-            };
-            ProfileError {
-                path: path.to_path_buf(),
-                line,
-                column,
-                message,
-            }
-        };
+        let err = ErrorContext { text, path };
         let raw: RawProfile =
-            toml::from_str(text).map_err(|e| err(e.span(), e.message().trim().to_string()))?;
+            toml::from_str(text).map_err(|e| err.at(e.span(), e.message().trim().to_string()))?;
         let dev_span = raw.device.span();
         let dev = raw.device.into_inner();
-        let dspan = || Some(dev_span.clone());
-        if dev.dof_sensed > 6 || dev.dof_actuated > 6 {
-            return Err(err(
-                dspan(),
-                "expected dof_sensed and dof_actuated in 0..=6".into(),
-            ));
-        }
-        for (n, v) in [
-            ("max_force_n", dev.max_force_n),
-            ("max_torque_nm", dev.max_torque_nm),
-            ("max_stiffness_n_per_m", dev.max_stiffness_n_per_m),
-            (
-                "max_continuous_force_n",
-                dev.max_continuous_force_n.unwrap_or(0.0),
-            ),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(err(dspan(), format!("expected {n} >= 0, found {v}")));
-            }
-        }
-        let workspace = match (dev.workspace_radius_m, dev.workspace_half_extents_m) {
-            (Some(r), None) if r.is_finite() && r > 0.0 => Workspace::Sphere { radius_m: r },
-            (None, Some(h)) if h.iter().all(|v| v.is_finite() && *v > 0.0) => Workspace::Box {
-                half_extents_m: Vector3::from(h),
-            },
-            _ => {
-                return Err(err(
-                    dspan(),
-                    "expected exactly one of workspace_radius_m (> 0) or workspace_half_extents_m ([x, y, z], each > 0)".into(),
-                ))
-            }
-        };
+        let workspace = check_device(&dev, &dev_span, &err)?;
         let ctl_span = raw.control.span();
         let mode = raw.control.into_inner().mode;
         if raw.input.is_empty() {
-            return Err(err(None, "expected at least one [[input]] report".into()));
+            return Err(err.at(None, "expected at least one [[input]] report".into()));
         }
         let input_spans: Vec<std::ops::Range<usize>> = raw.input.iter().map(|r| r.span()).collect();
         let inputs: Vec<InputReport> = raw.input.into_iter().map(|r| r.into_inner()).collect();
-        // One axis mapped in two reports (within one report, the report itself says so).
-        for (j, report) in inputs.iter().enumerate() {
-            for f in report
-                .fields
-                .iter()
-                .filter(|f| f.axis != InputAxis::Buttons)
-            {
-                if let Some(first) = inputs[..j]
-                    .iter()
-                    .find(|r| r.fields.iter().any(|g| g.axis == f.axis))
-                {
-                    return Err(err(
-                        Some(input_spans[j].clone()),
-                        format!(
-                            "expected each axis mapped once, axis `{}` is mapped by the [[input]] reports with ids {} and {}",
-                            input_axis_name(f.axis),
-                            first.report_id,
-                            report.report_id
-                        ),
-                    ));
-                }
-            }
-        }
-        let mut ids: Vec<u8> = inputs.iter().map(|r| r.report_id).collect();
-        ids.sort_unstable();
-        if ids.windows(2).any(|w| w[0] == w[1]) || (ids.len() > 1 && ids[0] == 0) {
-            return Err(err(
-                None,
-                "expected distinct non-zero report ids when there are several [[input]] reports"
-                    .into(),
-            ));
-        }
-        let axes: Vec<InputAxis> = inputs
-            .iter()
-            .flat_map(|r| r.fields.iter().map(|f| f.axis))
-            .collect();
-        let has = |a: InputAxis| axes.contains(&a);
-        let quat = [InputAxis::Qw, InputAxis::Qx, InputAxis::Qy, InputAxis::Qz];
-        let rvec = [InputAxis::Rx, InputAxis::Ry, InputAxis::Rz];
-        if quat.iter().any(|a| has(*a)) {
-            if mode == ControlMode::Rate {
-                return Err(err(
-                    Some(ctl_span),
-                    "expected mode = \"position\" for a device that reports a quaternion (rate mode integrates rx, ry, rz)".into(),
-                ));
-            }
-            if !quat.iter().all(|a| has(*a)) || rvec.iter().any(|a| has(*a)) {
-                return Err(err(
-                    None,
-                    "expected all of qw, qx, qy, qz and none of rx, ry, rz when a quaternion is reported".into(),
-                ));
-            }
-        }
-        let output = match raw.output {
-            Some(o) => {
-                let span = o.span();
-                if dev.dof_actuated == 0 {
-                    return Err(err(
-                        Some(span),
-                        "expected no [output] for a device with dof_actuated = 0".into(),
-                    ));
-                }
-                Some(o.into_inner())
-            }
-            None if dev.dof_actuated > 0 => {
-                return Err(err(
-                    dspan(),
-                    "expected an [output] report for a device with dof_actuated > 0".into(),
-                ))
-            }
-            None => None,
-        };
-        let safety = match raw.safety {
-            Some(s) => {
-                let span = s.span();
-                let s = s.into_inner();
-                s.validate()
-                    .map_err(|m| err(Some(span), format!("[safety]: {m}")))?;
-                s
-            }
-            None => SafetySettings::default(),
-        };
+        check_axes_across_reports(&inputs, &input_spans, &err)?;
+        check_report_ids(&inputs, &err)?;
+        check_quaternion_axes(&inputs, mode, ctl_span, &err)?;
+        let output = checked_output(raw.output, dev.dof_actuated, &dev_span, &err)?;
+        let safety = checked_safety(raw.safety, &err)?;
         Ok(Profile {
             name: raw.name,
             description: raw.description,
             matching: raw.matching,
-            info: DeviceInfo {
-                name: dev.name,
-                dof_sensed: dev.dof_sensed,
-                dof_actuated: dev.dof_actuated,
-                max_force_n: dev.max_force_n,
-                max_continuous_force_n: dev
-                    .max_continuous_force_n
-                    .unwrap_or(dev.max_force_n)
-                    .min(dev.max_force_n),
-                max_torque_nm: dev.max_torque_nm,
-                max_stiffness_n_per_m: dev.max_stiffness_n_per_m,
-                // HID profiles rate no torque spring.
-                max_angular_stiffness_nm_per_rad: 0.0,
-                workspace,
-            },
+            info: device_info(dev, workspace),
             mode,
             inputs,
             output,
@@ -704,6 +568,209 @@ impl Profile {
         self.inputs
             .iter()
             .find(|r| r.report_id == report_id || r.report_id == 0)
+    }
+}
+
+/// Builds [`ProfileError`]s located in one profile's text.
+struct ErrorContext<'a> {
+    /// The profile's TOML.
+    text: &'a str,
+    /// The profile file named in errors.
+    path: &'a Path,
+}
+
+impl ErrorContext<'_> {
+    /// An error at the start of `span` (no line and column without one).
+    fn at(&self, span: Option<std::ops::Range<usize>>, message: String) -> ProfileError {
+        let (line, column) = match span {
+            Some(s) => {
+                let (l, c) = line_column(self.text, s.start);
+                (Some(l), Some(c))
+            }
+            None => (None, None),
+        };
+        ProfileError {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            message,
+        }
+    }
+}
+
+/// Checks the `[device]` table's degrees of freedom and limits, and returns its workspace.
+fn check_device(
+    dev: &DeviceSection,
+    dev_span: &std::ops::Range<usize>,
+    err: &ErrorContext,
+) -> Result<Workspace, ProfileError> {
+    let dspan = || Some(dev_span.clone());
+    if dev.dof_sensed > 6 || dev.dof_actuated > 6 {
+        return Err(err.at(
+            dspan(),
+            "expected dof_sensed and dof_actuated in 0..=6".into(),
+        ));
+    }
+    for (n, v) in [
+        ("max_force_n", dev.max_force_n),
+        ("max_torque_nm", dev.max_torque_nm),
+        ("max_stiffness_n_per_m", dev.max_stiffness_n_per_m),
+        (
+            "max_continuous_force_n",
+            dev.max_continuous_force_n.unwrap_or(0.0),
+        ),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(err.at(dspan(), format!("expected {n} >= 0, found {v}")));
+        }
+    }
+    match (dev.workspace_radius_m, dev.workspace_half_extents_m) {
+        (Some(r), None) if r.is_finite() && r > 0.0 => Ok(Workspace::Sphere { radius_m: r }),
+        (None, Some(h)) if h.iter().all(|v| v.is_finite() && *v > 0.0) => Ok(Workspace::Box {
+            half_extents_m: Vector3::from(h),
+        }),
+        _ => Err(err.at(
+            dspan(),
+            "expected exactly one of workspace_radius_m (> 0) or workspace_half_extents_m ([x, y, z], each > 0)".into(),
+        )),
+    }
+}
+
+/// Checks that no axis is mapped by two `[[input]]` reports (`spans`: the reports' spans).
+fn check_axes_across_reports(
+    inputs: &[InputReport],
+    spans: &[std::ops::Range<usize>],
+    err: &ErrorContext,
+) -> Result<(), ProfileError> {
+    // One axis mapped in two reports (within one report, the report itself says so).
+    for (j, report) in inputs.iter().enumerate() {
+        for f in report
+            .fields
+            .iter()
+            .filter(|f| f.axis != InputAxis::Buttons)
+        {
+            if let Some(first) = inputs[..j]
+                .iter()
+                .find(|r| r.fields.iter().any(|g| g.axis == f.axis))
+            {
+                return Err(err.at(
+                    Some(spans[j].clone()),
+                    format!(
+                        "expected each axis mapped once, axis `{}` is mapped by the [[input]] reports with ids {} and {}",
+                        input_axis_name(f.axis),
+                        first.report_id,
+                        report.report_id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that several `[[input]]` reports have distinct non-zero ids.
+fn check_report_ids(inputs: &[InputReport], err: &ErrorContext) -> Result<(), ProfileError> {
+    let mut ids: Vec<u8> = inputs.iter().map(|r| r.report_id).collect();
+    ids.sort_unstable();
+    if ids.windows(2).any(|w| w[0] == w[1]) || (ids.len() > 1 && ids[0] == 0) {
+        return Err(err.at(
+            None,
+            "expected distinct non-zero report ids when there are several [[input]] reports".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that a reported quaternion is complete, alone, and read in position mode.
+fn check_quaternion_axes(
+    inputs: &[InputReport],
+    mode: ControlMode,
+    ctl_span: std::ops::Range<usize>,
+    err: &ErrorContext,
+) -> Result<(), ProfileError> {
+    let axes: Vec<InputAxis> = inputs
+        .iter()
+        .flat_map(|r| r.fields.iter().map(|f| f.axis))
+        .collect();
+    let has = |a: InputAxis| axes.contains(&a);
+    let quat = [InputAxis::Qw, InputAxis::Qx, InputAxis::Qy, InputAxis::Qz];
+    let rvec = [InputAxis::Rx, InputAxis::Ry, InputAxis::Rz];
+    if quat.iter().any(|a| has(*a)) {
+        if mode == ControlMode::Rate {
+            return Err(err.at(
+                Some(ctl_span),
+                "expected mode = \"position\" for a device that reports a quaternion (rate mode integrates rx, ry, rz)".into(),
+            ));
+        }
+        if !quat.iter().all(|a| has(*a)) || rvec.iter().any(|a| has(*a)) {
+            return Err(err.at(
+                None,
+                "expected all of qw, qx, qy, qz and none of rx, ry, rz when a quaternion is reported".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `[output]` report, present exactly when the device has actuated degrees of freedom.
+fn checked_output(
+    output: Option<Spanned<OutputReport>>,
+    dof_actuated: u8,
+    dev_span: &std::ops::Range<usize>,
+    err: &ErrorContext,
+) -> Result<Option<OutputReport>, ProfileError> {
+    match output {
+        Some(o) => {
+            let span = o.span();
+            if dof_actuated == 0 {
+                return Err(err.at(
+                    Some(span),
+                    "expected no [output] for a device with dof_actuated = 0".into(),
+                ));
+            }
+            Ok(Some(o.into_inner()))
+        }
+        None if dof_actuated > 0 => Err(err.at(
+            Some(dev_span.clone()),
+            "expected an [output] report for a device with dof_actuated > 0".into(),
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The validated `[safety]` table, or the default settings without one.
+fn checked_safety(
+    safety: Option<Spanned<SafetySettings>>,
+    err: &ErrorContext,
+) -> Result<SafetySettings, ProfileError> {
+    match safety {
+        Some(s) => {
+            let span = s.span();
+            let s = s.into_inner();
+            s.validate()
+                .map_err(|m| err.at(Some(span), format!("[safety]: {m}")))?;
+            Ok(s)
+        }
+        None => Ok(SafetySettings::default()),
+    }
+}
+
+/// The device capabilities from the checked `[device]` table.
+fn device_info(dev: DeviceSection, workspace: Workspace) -> DeviceInfo {
+    DeviceInfo {
+        name: dev.name,
+        dof_sensed: dev.dof_sensed,
+        dof_actuated: dev.dof_actuated,
+        max_force_n: dev.max_force_n,
+        max_continuous_force_n: dev
+            .max_continuous_force_n
+            .unwrap_or(dev.max_force_n)
+            .min(dev.max_force_n),
+        max_torque_nm: dev.max_torque_nm,
+        max_stiffness_n_per_m: dev.max_stiffness_n_per_m,
+        // HID profiles rate no torque spring.
+        max_angular_stiffness_nm_per_rad: 0.0,
+        workspace,
     }
 }
 

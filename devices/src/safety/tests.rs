@@ -191,8 +191,10 @@ fn non_finite_force_gives_zero_and_rearms() {
 
 #[test]
 fn deadman_release_cuts_at_once_and_press_ramps_again() {
+    // The enable button on bit 1, the clutch moved off it to bit 2.
     let s = SafetySettings {
         enable_button: Some(1),
+        clutch_button: Some(2),
         ..SafetySettings::default()
     };
     let mut d = SafeDevice::new(Mock::new(), s).unwrap();

@@ -14,15 +14,15 @@ pub(super) struct WatchdogShared {
     pub(super) stalled: AtomicBool,
 }
 
-/// A handle a supervising thread uses to watch a [`SafeDevice`] that another thread
+/// A handle a supervising thread uses to watch a [`super::SafeDevice`] that another thread
 /// drives. Cheap to clone; lock-free.
 ///
 /// The supervisor calls [`StallWatchdog::check_stall`] periodically; when the haptic
 /// thread has not written for longer than the stall timeout it raises a flag, and the next
-/// `write` or `read` of the device outputs zero, records [`SafetyEvent::Stall`] and
+/// `write` or `read` of the device outputs zero, records [`super::SafetyEvent::Stall`] and
 /// re-arms through the small-force gate and the ramp. (Zeroing the motors while the haptic
 /// thread itself is stuck needs the device's own watchdog or exclusive access:
-/// [`SafeDevice::check_stall`].)
+/// [`super::SafeDevice::check_stall`].)
 #[derive(Debug, Clone)]
 pub struct StallWatchdog {
     pub(super) shared: Arc<WatchdogShared>,

@@ -17,7 +17,7 @@
 //!
 //! Haply's Inverse Service reports no force, stiffness or workspace limit (its device
 //! configuration has none, nor its HTTP API), CHAI3D has no Haply model, and Haply's
-//! documentation publishes no rated figures; [`haply`] therefore holds conservative
+//! documentation publishes no rated figures; [`haply`](fn@haply) therefore holds conservative
 //! figures from what Haply and its integrators document (cited at the table).
 
 /// One model's published figures (SI units; 0 where the model has no such axis).

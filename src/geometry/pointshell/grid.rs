@@ -113,11 +113,6 @@ impl PointGrid {
         self.points.is_empty()
     }
 
-    /// The cell size actually used.
-    pub fn cell_size(&self) -> f64 {
-        self.cell
-    }
-
     /// The point at grid position `g`.
     pub fn point(&self, g: usize) -> &Point3<f64> {
         &self.points[g]

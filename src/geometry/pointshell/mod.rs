@@ -181,7 +181,10 @@ pub enum PointshellError {
 
 /// Cumulative point counts of levels 0..L: N1, 4 N1, 16 N1, ... (the end offsets of the
 /// levels), checked against [`MAX_POINTS`].
-pub fn cumulative_counts(first: usize, levels: usize) -> Result<Vec<usize>, PointshellError> {
+pub(crate) fn cumulative_counts(
+    first: usize,
+    levels: usize,
+) -> Result<Vec<usize>, PointshellError> {
     if levels == 0 {
         return Err(PointshellError::NoLevels);
     }

@@ -31,6 +31,26 @@ impl Slack {
     };
 }
 
+/// The answer of a best-first search that ended with the lower bound `lower`: the best
+/// pair found, if any, bracketed by the bound; else, with no pair below `upper`, either
+/// nothing (the search ended there: the distance is at least `upper`) or only the bound
+/// (it stopped early on `enough` before meeting any pair: no upper bound but infinity).
+fn bounded(best: Closest, found: bool, lower: f64, upper: f64) -> Option<Bounded> {
+    if found {
+        return Some(Bounded {
+            closest: best,
+            lower: lower.min(best.distance),
+        });
+    }
+    (lower < upper).then_some(Bounded {
+        closest: Closest {
+            distance: f64::INFINITY,
+            ..best
+        },
+        lower,
+    })
+}
+
 impl Bvh {
     /// The least distance between this mesh and `other` placed by `pose` (other's frame
     /// to this mesh's frame), if below `upper` (`None` otherwise). Stops early at zero.
@@ -160,21 +180,8 @@ impl Bvh {
         }
         if best_pair.is_some() {
             scratch.hint = best_pair;
-            return Some(Bounded {
-                closest: best,
-                lower: lower.min(best.distance),
-            });
         }
-        // No pair below `upper`: either the search ended there (the distance is at
-        // least `upper`), or it stopped early on `enough` before meeting any pair (the
-        // distance is at least `lower`, with no upper bound but infinity).
-        (lower < upper).then_some(Bounded {
-            closest: Closest {
-                distance: f64::INFINITY,
-                ..best
-            },
-            lower,
-        })
+        bounded(best, best_pair.is_some(), lower, upper)
     }
 
     /// Whether `other`, placed by `pose`, is at least `floor` from this mesh: a decision,

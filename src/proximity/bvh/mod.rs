@@ -8,7 +8,7 @@
 //! sphere distance and the box separations along either box's axes; the oriented boxes
 //! are what keep nearly parallel surfaces cheap (a patch of a face is a thin box).
 //! Triangle pairs are filtered by their boxes and by each triangle's plane before the
-//! exact distance ([`triangle_distance`]); the threshold queries (a decision, a sweep)
+//! exact distance ([`crate::proximity::exact::triangle_distance`]); the threshold queries (a decision, a sweep)
 //! also try the nine directions across the triangles' edges
 //! ([`crate::proximity::exact::edge_axes_separate`]), the rest of the separating axes of two
 //! triangles, which settle most pairs near a floor without the exact distance.

@@ -22,7 +22,7 @@
 //!
 //! the exact gradient and Hessian of the fitted energy W~(q) = sum w_e V_e W(F_e(q)). The
 //! material is held by the evaluator, so its run-time inputs (muscle activation,
-//! [`TetMaterial::set_activation`]) change the forces without refitting; the cubature is
+//! [`crate::fem::TetMaterial::set_activation`]) change the forces without refitting; the cubature is
 //! trained over the activation range it will see ([`CubatureOptions::activation`]).
 //!
 //! # Exact linear part ([`CubatureOptions::exact_linear`], on by default)
@@ -252,7 +252,8 @@ pub enum CubatureError {
 }
 
 /// Reduced forces and stiffness by cubature over a few weighted tets, for any
-/// [`TetMaterial`] (module docs). Implements [`ReducedInternalForces`], so it runs in
+/// [`crate::fem::TetMaterial`] (module docs). Implements
+/// [`crate::reduction::evaluator::ReducedInternalForces`], so it runs in
 /// [`crate::dynamics::ReducedNewmark`].
 #[derive(Debug, Clone)]
 pub struct CubatureForces<M> {
