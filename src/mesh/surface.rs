@@ -50,6 +50,23 @@ impl Aabb {
     pub fn center(&self) -> Point3<f64> {
         nalgebra::center(&self.min, &self.max)
     }
+
+    /// The squared distance from `p` to the box (0 inside): the lower bound of every
+    /// point-mesh distance query that culls by boxes.
+    pub fn distance_squared(&self, p: &Point3<f64>) -> f64 {
+        let mut d = 0.0;
+        for k in 0..3 {
+            let v = if p[k] < self.min[k] {
+                self.min[k] - p[k]
+            } else if p[k] > self.max[k] {
+                p[k] - self.max[k]
+            } else {
+                0.0
+            };
+            d += v * v;
+        }
+        d
+    }
 }
 
 /// A triangle mesh (polygons are triangulated by the readers as fans).

@@ -49,21 +49,6 @@ pub struct MeshDistance {
     order: Vec<u32>,
 }
 
-fn aabb_distance_squared(b: &Aabb, p: &Point3<f64>) -> f64 {
-    let mut d = 0.0;
-    for k in 0..3 {
-        let v = if p[k] < b.min[k] {
-            b.min[k] - p[k]
-        } else if p[k] > b.max[k] {
-            p[k] - b.max[k]
-        } else {
-            0.0
-        };
-        d += v * v;
-    }
-    d
-}
-
 impl MeshDistance {
     /// Builds the distance structure; the mesh must be closed (every edge shared by two
     /// triangles).
@@ -190,7 +175,7 @@ impl MeshDistance {
             top -= 1;
             let ni = stack[top];
             let node = &self.nodes[ni as usize];
-            if aabb_distance_squared(&node.bounds, p) >= best_d2 {
+            if node.bounds.distance_squared(p) >= best_d2 {
                 continue;
             }
             if node.count > 0 {
@@ -206,8 +191,8 @@ impl MeshDistance {
             } else {
                 // Visit the nearer child first.
                 let (l, r) = (node.start, node.start + 1);
-                let dl = aabb_distance_squared(&self.nodes[l as usize].bounds, p);
-                let dr = aabb_distance_squared(&self.nodes[r as usize].bounds, p);
+                let dl = self.nodes[l as usize].bounds.distance_squared(p);
+                let dr = self.nodes[r as usize].bounds.distance_squared(p);
                 let (far, near) = if dl < dr { (r, l) } else { (l, r) };
                 stack[top] = far;
                 stack[top + 1] = near;

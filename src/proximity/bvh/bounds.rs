@@ -58,11 +58,6 @@ pub(super) fn box_box_distance(a: &Aabb, b: &Aabb) -> f64 {
     d.norm()
 }
 
-pub(super) fn box_distance(b: &Aabb, p: &Point3<f64>) -> f64 {
-    let d = (b.min - p).sup(&Vector3::zeros()).sup(&(p - b.max));
-    d.norm()
-}
-
 /// Slab test of segment `p q` against a box.
 pub(super) fn segment_hits_box(p: &Point3<f64>, q: &Point3<f64>, b: &Aabb) -> bool {
     let d = q - p;

@@ -44,7 +44,7 @@ use nalgebra::{Matrix3, Point3, Vector3};
 
 use crate::geometry::triangle::closest_point;
 use crate::mesh::{Aabb, SurfaceMesh};
-use bounds::{box_distance, build, segment_hits_box, Plane};
+use bounds::{build, segment_hits_box, Plane};
 use motion::centroid_radius;
 
 pub use distance::{Bounded, Slack};
@@ -171,7 +171,7 @@ impl Bvh {
         stack.push(0usize);
         while let Some(i) = stack.pop() {
             let Some(n) = self.nodes.get(i) else { continue };
-            if box_distance(&n.aabb, p) >= best {
+            if n.aabb.distance_squared(p).sqrt() >= best {
                 continue;
             }
             match n.kind {
@@ -185,7 +185,7 @@ impl Bvh {
                     let near = |k: usize| {
                         self.nodes
                             .get(k)
-                            .map_or(f64::INFINITY, |n| box_distance(&n.aabb, p))
+                            .map_or(f64::INFINITY, |n| n.aabb.distance_squared(p).sqrt())
                     };
                     if near(left) <= near(right) {
                         stack.push(right);

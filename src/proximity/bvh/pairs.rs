@@ -5,7 +5,7 @@
 
 use nalgebra::{Isometry3, Matrix3, Point3, Vector3};
 
-use super::bounds::{box_distance, Plane};
+use super::bounds::Plane;
 use super::motion::Swept;
 use super::{Bvh, Kind, Node};
 use crate::mesh::Aabb;
@@ -123,7 +123,7 @@ impl PairFrame {
     pub(super) fn gaps(&self, a: &Node, b: &Node, mb: &MovedNode) -> Gaps {
         let c = mb.center;
         let sphere = (a.center - c).norm() - a.radius - b.radius;
-        let sphere_box = box_distance(&a.aabb, &c) - b.radius;
+        let sphere_box = a.aabb.distance_squared(&c).sqrt() - b.radius;
         let m = a.axes.tr_mul(&mb.axes);
         let abs_m = m.abs();
         let t = a.axes.tr_mul(&(mb.obb_center - a.obb_center));
