@@ -181,7 +181,8 @@ pub fn chain_lines(messages: impl IntoIterator<Item = String>) -> Vec<String> {
 pub struct ParamOverrides {
     /// Override a tunable parameter of the scene, e.g. `--set coupling.static_damping=0.3`
     /// (repeatable). Keys: contact.stiffness, contact.warm_budget, contact.cold_fraction,
-    /// contact.max_unscaled_contacts, coupling.stiffness, coupling.torque_stiffness,
+    /// contact.max_unscaled_contacts, contact.max_penetration (0: discrete contact),
+    /// contact.sweep_budget, coupling.stiffness, coupling.torque_stiffness,
     /// coupling.saturation_force (0: linear), coupling.static_damping,
     /// coupling.max_velocity, coupling.max_angular_velocity, coupling.degenerate_ratio,
     /// coupling.device_max_force, coupling.device_max_torque, dynamics.material_scale,
