@@ -74,18 +74,10 @@ pub struct SelfTestReport {
 
 /// Runs the self-test on `device` (see the module docs); zero is written at the end.
 pub fn run<D: Device>(device: &mut SafeDevice<D>, config: &SelfTestConfig) -> SelfTestReport {
-    let stable = device.info().max_stiffness_n_per_m;
-    let k = if stable > 0.0 {
-        config.stiffness_n_per_m.min(0.1 * stable)
-    } else {
-        config.stiffness_n_per_m
-    };
+    let k = spring_stiffness(device.info().max_stiffness_n_per_m, config);
     let period = Duration::from_secs_f64(1.0 / config.rate_hz.max(1.0));
     let capacity = (config.duration_s * config.rate_hz * 1.1) as usize + 16;
-    let mut stamps: Vec<Instant> = Vec::with_capacity(capacity);
-    let mut pmin = Vector3::repeat(f64::INFINITY);
-    let mut pmax = Vector3::repeat(f64::NEG_INFINITY);
-    let (mut max_force, mut errors, mut fault) = (0.0f64, 0u64, None);
+    let mut m = Measurements::new(capacity);
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(config.duration_s.max(0.0));
     let mut next = start;
@@ -95,38 +87,114 @@ pub fn run<D: Device>(device: &mut SafeDevice<D>, config: &SelfTestConfig) -> Se
             std::thread::sleep(next - now);
         }
         next += period;
-        if stamps.len() < stamps.capacity() {
-            stamps.push(Instant::now());
+        if !m.cycle(device, k) {
+            break;
+        }
+    }
+    let _ = device.write(&Wrench::zero());
+    let elapsed = start.elapsed().as_secs_f64();
+    let (mean, sd, p99) = period_stats(&m.stamps, period);
+    if !m.pmin.x.is_finite() {
+        m.pmin = Vector3::zeros();
+        m.pmax = Vector3::zeros();
+    }
+    let events = device.events();
+    let (ramp_completed, stalls, velocity_cuts) = (
+        events.count(crate::safety::SafetyEvent::RampComplete) > 0,
+        events.count(crate::safety::SafetyEvent::Stall),
+        events.count(crate::safety::SafetyEvent::VelocityLimit),
+    );
+    SelfTestReport {
+        cycles: m.stamps.len() as u64,
+        elapsed_s: elapsed,
+        rate_hz: m.stamps.len() as f64 / elapsed.max(1e-9),
+        period_mean_us: mean,
+        jitter_sd_us: sd,
+        jitter_p99_us: p99,
+        position_min: m.pmin,
+        position_max: m.pmax,
+        max_force_n: m.max_force,
+        stiffness_n_per_m: k,
+        errors: m.errors,
+        fault: m.fault,
+        ramp_completed,
+        stalls,
+        velocity_cuts,
+    }
+}
+
+/// The spring stiffness: the requested one, capped at a tenth of a known stable stiffness.
+fn spring_stiffness(stable: f64, config: &SelfTestConfig) -> f64 {
+    if stable > 0.0 {
+        config.stiffness_n_per_m.min(0.1 * stable)
+    } else {
+        config.stiffness_n_per_m
+    }
+}
+
+/// What the test loop records cycle by cycle.
+struct Measurements {
+    stamps: Vec<Instant>,
+    pmin: Vector3<f64>,
+    pmax: Vector3<f64>,
+    max_force: f64,
+    errors: u64,
+    fault: Option<DeviceError>,
+}
+
+impl Measurements {
+    /// Empty measurements with room for `capacity` time stamps.
+    fn new(capacity: usize) -> Self {
+        Self {
+            stamps: Vec::with_capacity(capacity),
+            pmin: Vector3::repeat(f64::INFINITY),
+            pmax: Vector3::repeat(f64::NEG_INFINITY),
+            max_force: 0.0,
+            errors: 0,
+            fault: None,
+        }
+    }
+
+    /// Runs one cycle (stamp, read, spring, write); false after a fatal error.
+    fn cycle<D: Device>(&mut self, device: &mut SafeDevice<D>, k: f64) -> bool {
+        if self.stamps.len() < self.stamps.capacity() {
+            self.stamps.push(Instant::now());
         }
         let w = match device.read() {
             Ok(s) => {
                 let p = s.pose.position;
-                pmin = pmin.inf(&p);
-                pmax = pmax.sup(&p);
+                self.pmin = self.pmin.inf(&p);
+                self.pmax = self.pmax.sup(&p);
                 Wrench::from_force(-k * p)
             }
             Err(e) => {
-                errors += 1;
-                if e.fatal().is_some() {
-                    fault = Some(e);
-                    break;
+                if !self.record_error(e) {
+                    return false;
                 }
                 Wrench::zero()
             }
         };
         match device.write(&w) {
-            Ok(()) => max_force = max_force.max(device.last_output().force.norm()),
-            Err(e) => {
-                errors += 1;
-                if e.fatal().is_some() {
-                    fault = Some(e);
-                    break;
-                }
-            }
+            Ok(()) => self.max_force = self.max_force.max(device.last_output().force.norm()),
+            Err(e) => return self.record_error(e),
         }
+        true
     }
-    let _ = device.write(&Wrench::zero());
-    let elapsed = start.elapsed().as_secs_f64();
+
+    /// Counts an error and keeps it when fatal; false when it is.
+    fn record_error(&mut self, e: DeviceError) -> bool {
+        self.errors += 1;
+        if e.fatal().is_some() {
+            self.fault = Some(e);
+            return false;
+        }
+        true
+    }
+}
+
+/// The mean, standard deviation and 99th-percentile deviation from `period` of the
+/// intervals between `stamps`, µs.
+fn period_stats(stamps: &[Instant], period: Duration) -> (f64, f64, f64) {
     let periods: Vec<f64> = stamps
         .windows(2)
         .map(|w| (w[1] - w[0]).as_secs_f64() * 1e6)
@@ -141,33 +209,7 @@ pub fn run<D: Device>(device: &mut SafeDevice<D>, config: &SelfTestConfig) -> Se
         .get(((dev.len() as f64 * 0.99) as usize).min(dev.len().saturating_sub(1)))
         .copied()
         .unwrap_or(0.0);
-    if !pmin.x.is_finite() {
-        pmin = Vector3::zeros();
-        pmax = Vector3::zeros();
-    }
-    let events = device.events();
-    let (ramp_completed, stalls, velocity_cuts) = (
-        events.count(crate::safety::SafetyEvent::RampComplete) > 0,
-        events.count(crate::safety::SafetyEvent::Stall),
-        events.count(crate::safety::SafetyEvent::VelocityLimit),
-    );
-    SelfTestReport {
-        cycles: stamps.len() as u64,
-        elapsed_s: elapsed,
-        rate_hz: stamps.len() as f64 / elapsed.max(1e-9),
-        period_mean_us: mean,
-        jitter_sd_us: sd,
-        jitter_p99_us: p99,
-        position_min: pmin,
-        position_max: pmax,
-        max_force_n: max_force,
-        stiffness_n_per_m: k,
-        errors,
-        fault,
-        ramp_completed,
-        stalls,
-        velocity_cuts,
-    }
+    (mean, sd, p99)
 }
 
 #[cfg(test)]

@@ -322,13 +322,51 @@ pub fn check_compliant(
         .iter()
         .map(|v| v.coords.norm())
         .fold(0.0, f64::max);
-    let mut solvers: Vec<(usize, CompliantSolver, Vec<f64>)> = (0..scene.environment.len())
+    let mut solvers: Vec<ObjectSolver> = (0..scene.environment.len())
         .filter_map(|i| {
             let r = scene.environment[i].shell.r();
             CompliantSolver::new(scene, i).map(|s| (i, s, vec![0.0; r]))
         })
         .collect();
-    let mut report = CompliantReport {
+    let mut report = empty_report(step);
+    let segments = path.len().saturating_sub(1);
+    if segments == 0 {
+        if let Some(s) = path.first() {
+            visit_sample(
+                scene,
+                &mut solvers,
+                PathPos { segment: 0, t: 0.0 },
+                s,
+                &mut report,
+            );
+        }
+    }
+    for i in 0..segments {
+        let b = crate::proximity::rigid::motion_bound(&path[i], &path[i + 1], radius);
+        let n = ((b / step.max(f64::MIN_POSITIVE)).ceil() as usize).max(1);
+        let last = if i + 1 == segments { n } else { n - 1 };
+        for k in 0..=last {
+            let t = k as f64 / n as f64;
+            let s = path[i].interpolate(&path[i + 1], t);
+            visit_sample(
+                scene,
+                &mut solvers,
+                PathPos { segment: i, t },
+                &s,
+                &mut report,
+            );
+        }
+        progress(i);
+    }
+    report
+}
+
+/// A deformable object's index, its solver and its warm-started reduced coordinates.
+type ObjectSolver<'a> = (usize, CompliantSolver<'a>, Vec<f64>);
+
+/// The report of a check with no samples yet, sampled every `step`.
+fn empty_report(step: f64) -> CompliantReport {
+    CompliantReport {
         samples: Vec::new(),
         max_force: 0.0,
         max_force_at: PathPos { segment: 0, t: 0.0 },
@@ -341,57 +379,48 @@ pub fn check_compliant(
         step,
         worst: Vec::new(),
         worst_contacts: Vec::new(),
-    };
-    let segments = path.len().saturating_sub(1);
-    let mut visit = |at: PathPos, state: &State, report: &mut CompliantReport| {
-        let pose = state.isometry();
-        let (mut force, mut displacement, mut converged) = (0.0f64, 0.0f64, true);
-        let mut contacts = Vec::new();
-        for (object, solver, q) in solvers.iter_mut() {
-            let e = solver.solve(&pose, q);
-            *q = e.q;
-            force = force.max(e.force.norm());
-            contacts.extend(solver.out.contacts.iter().map(|c| c.position));
-            converged &= e.converged;
-            report.max_depth = report.max_depth.max(e.depth);
-            let (d, point) = max_displacement(scene, *object, q);
-            displacement = displacement.max(d);
-            if d > report.max_displacement {
-                report.max_displacement = d;
-                report.max_displacement_at = at;
-                report.max_displacement_object = scene.environment[*object].name.clone();
-                report.max_displacement_point = point;
-            }
-        }
-        if force > report.max_force {
-            report.max_force = force;
-            report.max_force_at = at;
-            report.worst = solvers.iter().map(|(i, _, q)| (*i, q.clone())).collect();
-            report.worst_contacts = contacts;
-        }
-        report.unconverged += usize::from(!converged);
-        report.samples.push(CompliantSample {
-            at,
-            force,
-            displacement,
-            converged,
-        });
-    };
-    if segments == 0 {
-        if let Some(s) = path.first() {
-            visit(PathPos { segment: 0, t: 0.0 }, s, &mut report);
+    }
+}
+
+/// Solves every object's equilibrium at the part's `state` and records the sample and
+/// its maxima in `report`.
+fn visit_sample(
+    scene: &Scene,
+    solvers: &mut [ObjectSolver<'_>],
+    at: PathPos,
+    state: &State,
+    report: &mut CompliantReport,
+) {
+    let pose = state.isometry();
+    let (mut force, mut displacement, mut converged) = (0.0f64, 0.0f64, true);
+    let mut contacts = Vec::new();
+    for (object, solver, q) in solvers.iter_mut() {
+        let e = solver.solve(&pose, q);
+        *q = e.q;
+        force = force.max(e.force.norm());
+        contacts.extend(solver.out.contacts.iter().map(|c| c.position));
+        converged &= e.converged;
+        report.max_depth = report.max_depth.max(e.depth);
+        let (d, point) = max_displacement(scene, *object, q);
+        displacement = displacement.max(d);
+        if d > report.max_displacement {
+            report.max_displacement = d;
+            report.max_displacement_at = at;
+            report.max_displacement_object = scene.environment[*object].name.clone();
+            report.max_displacement_point = point;
         }
     }
-    for i in 0..segments {
-        let b = crate::proximity::rigid::motion_bound(&path[i], &path[i + 1], radius);
-        let n = ((b / step.max(f64::MIN_POSITIVE)).ceil() as usize).max(1);
-        let last = if i + 1 == segments { n } else { n - 1 };
-        for k in 0..=last {
-            let t = k as f64 / n as f64;
-            let s = path[i].interpolate(&path[i + 1], t);
-            visit(PathPos { segment: i, t }, &s, &mut report);
-        }
-        progress(i);
+    if force > report.max_force {
+        report.max_force = force;
+        report.max_force_at = at;
+        report.worst = solvers.iter().map(|(i, _, q)| (*i, q.clone())).collect();
+        report.worst_contacts = contacts;
     }
-    report
+    report.unconverged += usize::from(!converged);
+    report.samples.push(CompliantSample {
+        at,
+        force,
+        displacement,
+        converged,
+    });
 }

@@ -98,68 +98,13 @@ pub fn parse_fibres(
         }
         let toks: Vec<&str> = body.split_ascii_whitespace().collect();
         let Some(n) = count else {
-            if toks.len() != 2 || toks[0] != "fibres" {
-                return Err(MeshError::syntax(
-                    path,
-                    Location::Line(ln),
-                    "the header 'fibres N' (N: the number of elements)",
-                    excerpt(body),
-                ));
-            }
-            let n = parse_usize(toks[1], path, ln, "the number of fibres N in 'fibres N'")?;
-            if let Some(e) = expected_elements {
-                if n != e {
-                    return Err(MeshError::syntax(
-                        path,
-                        Location::Line(ln),
-                        format!("'fibres {e}' (one fibre per element of the mesh)"),
-                        format!("'fibres {n}'"),
-                    ));
-                }
-            }
+            let n = parse_header(&toks, body, path, ln, expected_elements)?;
             // Bounded by the text: a vector line takes at least 6 bytes.
             out.reserve(n.min(text.len() / 6 + 1));
             count = Some(n);
             continue;
         };
-        if out.len() == n {
-            return Err(MeshError::syntax(
-                path,
-                Location::Line(ln),
-                format!("the end of the file after {n} fibre vectors"),
-                excerpt(body),
-            ));
-        }
-        if toks.len() != 3 {
-            return Err(MeshError::syntax(
-                path,
-                Location::Line(ln),
-                format!(
-                    "three numbers 'ax ay az' (the fibre of element {}, 0-based)",
-                    out.len()
-                ),
-                format!("{} fields: {}", toks.len(), excerpt(body)),
-            ));
-        }
-        let mut c = [0.0; 3];
-        for (x, tok) in c.iter_mut().zip(&toks) {
-            *x = parse_f64(tok, path, ln, "a number (a fibre component)")?;
-        }
-        let a = Vector3::from(c);
-        if !is_unit(&a) {
-            let len = a.norm();
-            return Err(MeshError::syntax(
-                path,
-                Location::Line(ln),
-                format!("a unit vector (length 1 within {UNIT_TOLERANCE:e})"),
-                if len == 0.0 {
-                    "the zero vector".to_string()
-                } else {
-                    format!("a vector of length {len}")
-                },
-            ));
-        }
-        out.push(a);
+        out.push(parse_vector(&toks, body, path, ln, n, out.len())?);
     }
     let Some(n) = count else {
         return Err(MeshError::truncated(
@@ -176,6 +121,84 @@ pub fn parse_fibres(
         ));
     }
     Ok(out)
+}
+
+/// Parses the header 'fibres N' (tokens `toks` of line `ln`, comment-free `body`) and
+/// checks N against `expected_elements`.
+fn parse_header(
+    toks: &[&str],
+    body: &str,
+    path: &Path,
+    ln: usize,
+    expected_elements: Option<usize>,
+) -> Result<usize, MeshError> {
+    if toks.len() != 2 || toks[0] != "fibres" {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            "the header 'fibres N' (N: the number of elements)",
+            excerpt(body),
+        ));
+    }
+    let n = parse_usize(toks[1], path, ln, "the number of fibres N in 'fibres N'")?;
+    if let Some(e) = expected_elements {
+        if n != e {
+            return Err(MeshError::syntax(
+                path,
+                Location::Line(ln),
+                format!("'fibres {e}' (one fibre per element of the mesh)"),
+                format!("'fibres {n}'"),
+            ));
+        }
+    }
+    Ok(n)
+}
+
+/// Parses the unit fibre of element `index` (0-based) of a file of `n` fibres from the
+/// tokens `toks` of line `ln` (comment-free `body`).
+fn parse_vector(
+    toks: &[&str],
+    body: &str,
+    path: &Path,
+    ln: usize,
+    n: usize,
+    index: usize,
+) -> Result<Vector3<f64>, MeshError> {
+    if index == n {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            format!("the end of the file after {n} fibre vectors"),
+            excerpt(body),
+        ));
+    }
+    if toks.len() != 3 {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            format!("three numbers 'ax ay az' (the fibre of element {index}, 0-based)"),
+            format!("{} fields: {}", toks.len(), excerpt(body)),
+        ));
+    }
+    let mut c = [0.0; 3];
+    for (x, tok) in c.iter_mut().zip(toks) {
+        *x = parse_f64(tok, path, ln, "a number (a fibre component)")?;
+    }
+    let a = Vector3::from(c);
+    if !is_unit(&a) {
+        let len = a.norm();
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            format!("a unit vector (length 1 within {UNIT_TOLERANCE:e})"),
+            if len == 0.0 {
+                "the zero vector".to_string()
+            } else {
+                format!("a vector of length {len}")
+            },
+        ));
+    }
+    Ok(a)
 }
 
 #[cfg(test)]

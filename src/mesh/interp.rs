@@ -124,58 +124,106 @@ pub fn parse_interp(
                 excerpt(first),
             ));
         }
-        let n = pairs.len() / 2;
-        if pairs.len() % 2 != 0 || n == 0 {
-            return Err(MeshError::syntax(
-                path,
-                Location::Line(ln),
-                "pairs 'simVertexIndex weight' after the render vertex index",
-                format!("{} numbers", pairs.len()),
-            ));
-        }
-        match nodes {
-            None => nodes = Some(n),
-            Some(m) if m != n => {
-                return Err(MeshError::syntax(
-                    path,
-                    Location::Line(ln),
-                    format!("{m} (index, weight) pairs as on the first line"),
-                    format!("{n} pairs"),
-                ))
-            }
-            _ => {}
-        }
+        check_pair_count(pairs, &mut nodes, path, ln)?;
         for pair in pairs.chunks_exact(2) {
-            let (s, w) = (pair[0], pair[1]);
-            let si = parse_usize(s, path, ln, "a 0-based simulation vertex index")?;
-            if let Some(ns) = num_sim_vertices {
-                if si >= ns {
-                    return Err(MeshError::IndexOutOfRange {
-                        path: path.to_path_buf(),
-                        location: Location::Line(ln),
-                        index: si as i64,
-                        count: ns,
-                    });
-                }
-            }
+            let (si, weight) = parse_pair(pair[0], pair[1], line, path, ln, num_sim_vertices)?;
             indices.push(si);
-            let weight = parse_f64(w, path, ln, "an interpolation weight")?;
-            if weight.abs() > MAX_INTERP_WEIGHT {
-                // `w` is a slice of `line`: its byte offset gives the column.
-                let at = (w.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
-                let column = line.get(..at).map_or(at, |p| p.chars().count()) + 1;
-                return Err(MeshError::WeightOutOfRange {
-                    path: path.to_path_buf(),
-                    location: Location::Line(ln),
-                    column,
-                    value: w.to_string(),
-                    limit: MAX_INTERP_WEIGHT,
-                });
-            }
             weights.push(weight);
         }
         count += 1;
     }
+    check_render_count(count, num_render_vertices, path, last)?;
+    let Some(nodes_per_vertex) = nodes else {
+        return Err(MeshError::truncated(
+            path,
+            Location::Line(last + 1),
+            "at least one render vertex line",
+        ));
+    };
+    Ok(Interpolation {
+        nodes_per_vertex,
+        indices,
+        weights,
+    })
+}
+
+/// Checks that line `ln` holds whole (index, weight) pairs, as many as the first line
+/// (whose count `nodes` records).
+fn check_pair_count(
+    pairs: &[&str],
+    nodes: &mut Option<usize>,
+    path: &Path,
+    ln: usize,
+) -> Result<(), MeshError> {
+    let n = pairs.len() / 2;
+    if !pairs.len().is_multiple_of(2) || n == 0 {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            "pairs 'simVertexIndex weight' after the render vertex index",
+            format!("{} numbers", pairs.len()),
+        ));
+    }
+    match *nodes {
+        None => *nodes = Some(n),
+        Some(m) if m != n => {
+            return Err(MeshError::syntax(
+                path,
+                Location::Line(ln),
+                format!("{m} (index, weight) pairs as on the first line"),
+                format!("{n} pairs"),
+            ))
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Parses one (simulation index `s`, weight `w`) pair of `line` (line number `ln`),
+/// checking the index against `num_sim_vertices` and the weight's magnitude.
+fn parse_pair(
+    s: &str,
+    w: &str,
+    line: &str,
+    path: &Path,
+    ln: usize,
+    num_sim_vertices: Option<usize>,
+) -> Result<(usize, f64), MeshError> {
+    let si = parse_usize(s, path, ln, "a 0-based simulation vertex index")?;
+    if let Some(ns) = num_sim_vertices {
+        if si >= ns {
+            return Err(MeshError::IndexOutOfRange {
+                path: path.to_path_buf(),
+                location: Location::Line(ln),
+                index: si as i64,
+                count: ns,
+            });
+        }
+    }
+    let weight = parse_f64(w, path, ln, "an interpolation weight")?;
+    if weight.abs() > MAX_INTERP_WEIGHT {
+        // `w` is a slice of `line`: its byte offset gives the column.
+        let at = (w.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+        let column = line.get(..at).map_or(at, |p| p.chars().count()) + 1;
+        return Err(MeshError::WeightOutOfRange {
+            path: path.to_path_buf(),
+            location: Location::Line(ln),
+            column,
+            value: w.to_string(),
+            limit: MAX_INTERP_WEIGHT,
+        });
+    }
+    Ok((si, weight))
+}
+
+/// Checks the `count` render vertex lines against `num_render_vertices` (`last`: the
+/// last line number).
+fn check_render_count(
+    count: usize,
+    num_render_vertices: Option<usize>,
+    path: &Path,
+    last: usize,
+) -> Result<(), MeshError> {
     if let Some(nr) = num_render_vertices {
         if count < nr {
             return Err(MeshError::truncated(
@@ -193,18 +241,7 @@ pub fn parse_interp(
             ));
         }
     }
-    let Some(nodes_per_vertex) = nodes else {
-        return Err(MeshError::truncated(
-            path,
-            Location::Line(last + 1),
-            "at least one render vertex line",
-        ));
-    };
-    Ok(Interpolation {
-        nodes_per_vertex,
-        indices,
-        weights,
-    })
+    Ok(())
 }
 
 /// Writes `interp` as a Vega `.interp` file (weights with shortest round-trip formatting).

@@ -160,6 +160,62 @@ pub fn run_isometric(
     activations: &[f64],
     progress: &dyn Progress,
 ) -> Result<IsometricCurve, MuscleError> {
+    check_inputs(params, stretches, activations)?;
+    let mesh = isometric_block(setup);
+    let kernel = TetKernel::new(&mesh)?;
+    let mut material = MuscleMaterial::uniform(*params, Vector3::x(), mesh.num_elements());
+    let supports = block_supports(&mesh, setup, kernel.num_dofs());
+    let area = setup.width * setup.height;
+    // Residual tolerance: 1e-13 of the largest modulus times the section, ~1e-10 N by
+    // default, far below the 1e-6 relative agreement the tests ask of the force.
+    let scale = params.kappa.max(params.sigma_max).max(params.mu) * area;
+    let options = StaticOptions {
+        max_iterations: 60,
+        tolerance: 1e-13 * scale,
+    };
+    let total = (stretches.len() * activations.len()) as u64;
+    progress.stage("isometric: Newton solves", total);
+    let mut points = Vec::with_capacity(total as usize);
+    for &alpha in activations {
+        material.activation = alpha;
+        for &lambda in stretches {
+            if progress.cancelled() {
+                return Err(MuscleError::Cancelled);
+            }
+            let case = format!("stretch {lambda}, activation {alpha}");
+            let u0 = stretched_block(&mesh, kernel.num_dofs(), lambda);
+            let fixed = &supports.fixed;
+            let sol = solve_static(&kernel, &material, fixed, u0, None, options, &case)?;
+            let force: f64 = supports.far_face.iter().map(|&v| sol.forces[3 * v]).sum();
+            let s = 1.0 + sol.u[3 * supports.probe + 1] / setup.width;
+            let (_, p11) = homogeneous_uniaxial(params, lambda, alpha);
+            points.push(IsometricPoint {
+                stretch: lambda,
+                activation: alpha,
+                force_n: force,
+                reference_force_n: p11 * area,
+                lateral_stretch: s,
+                volume_ratio: lambda * s * s,
+                iterations: sol.iterations,
+                residual: sol.residual,
+            });
+            progress.advance(1);
+        }
+    }
+    progress.finish();
+    Ok(IsometricCurve {
+        nodes: mesh.vertices.len(),
+        elements: mesh.num_elements(),
+        points,
+    })
+}
+
+/// Checks the experiment's parameters, activations and stretches.
+fn check_inputs(
+    params: &FibreParams,
+    stretches: &[f64],
+    activations: &[f64],
+) -> Result<(), MuscleError> {
     params.validate()?;
     for &a in activations {
         check_activation(a)?;
@@ -167,12 +223,24 @@ pub fn run_isometric(
     if let Some(&bad) = stretches.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
         return Err(MuscleError::Stretch(bad));
     }
-    let mesh = isometric_block(setup);
-    let kernel = TetKernel::new(&mesh)?;
-    let mut material = MuscleMaterial::uniform(*params, Vector3::x(), mesh.num_elements());
+    Ok(())
+}
+
+/// The block's supports and the vertices its results are read at.
+struct BlockSupports {
+    /// Fixed dofs.
+    fixed: Vec<bool>,
+    /// Vertices of the moving face x = L.
+    far_face: Vec<usize>,
+    /// The corner at (L, W, 0), whose y displacement gives the lateral stretch.
+    probe: usize,
+}
+
+/// The supports of the block's `n` dofs: the x = 0 face in x (plus the corners that
+/// remove rigid motion) and the x = L face in x.
+fn block_supports(mesh: &VolumeMesh, setup: &IsometricSetup, n: usize) -> BlockSupports {
     let (length, width) = (setup.length, setup.width);
     let on = |a: f64, b: f64| (a - b).abs() <= 1e-9 * length;
-    let n = kernel.num_dofs();
     let mut fixed = vec![false; n];
     let mut far_face = Vec::new();
     let mut probe = None;
@@ -196,51 +264,20 @@ pub fn run_isometric(
         }
     }
     let probe = probe.expect("the block has a corner at (L, W, 0)");
-    let area = setup.width * setup.height;
-    // Residual tolerance: 1e-13 of the largest modulus times the section, ~1e-10 N by
-    // default, far below the 1e-6 relative agreement the tests ask of the force.
-    let scale = params.kappa.max(params.sigma_max).max(params.mu) * area;
-    let options = StaticOptions {
-        max_iterations: 60,
-        tolerance: 1e-13 * scale,
-    };
-    let total = (stretches.len() * activations.len()) as u64;
-    progress.stage("isometric: Newton solves", total);
-    let mut points = Vec::with_capacity(total as usize);
-    for &alpha in activations {
-        material.activation = alpha;
-        for &lambda in stretches {
-            if progress.cancelled() {
-                return Err(MuscleError::Cancelled);
-            }
-            let mut u0 = vec![0.0; n];
-            for (v, p) in mesh.vertices.iter().enumerate() {
-                u0[3 * v] = (lambda - 1.0) * p.x;
-            }
-            let case = format!("stretch {lambda}, activation {alpha}");
-            let sol = solve_static(&kernel, &material, &fixed, u0, None, options, &case)?;
-            let force: f64 = far_face.iter().map(|&v| sol.forces[3 * v]).sum();
-            let s = 1.0 + sol.u[3 * probe + 1] / width;
-            let (_, p11) = homogeneous_uniaxial(params, lambda, alpha);
-            points.push(IsometricPoint {
-                stretch: lambda,
-                activation: alpha,
-                force_n: force,
-                reference_force_n: p11 * area,
-                lateral_stretch: s,
-                volume_ratio: lambda * s * s,
-                iterations: sol.iterations,
-                residual: sol.residual,
-            });
-            progress.advance(1);
-        }
+    BlockSupports {
+        fixed,
+        far_face,
+        probe,
     }
-    progress.finish();
-    Ok(IsometricCurve {
-        nodes: mesh.vertices.len(),
-        elements: mesh.num_elements(),
-        points,
-    })
+}
+
+/// The block's `n` dofs uniformly stretched by `lambda` along x: the Newton start.
+fn stretched_block(mesh: &VolumeMesh, n: usize, lambda: f64) -> Vec<f64> {
+    let mut u0 = vec![0.0; n];
+    for (v, p) in mesh.vertices.iter().enumerate() {
+        u0[3 * v] = (lambda - 1.0) * p.x;
+    }
+    u0
 }
 
 #[cfg(test)]

@@ -428,37 +428,62 @@ pub fn muscle_cubature(
     let gram = (u.transpose() * u)
         .cholesky()
         .ok_or_else(|| MuscleError::Geometry("cubature: the basis columns are dependent".into()))?;
-    // Each state scaled by 0.7 and 1.3: the states themselves are equilibria whose
-    // internal force is (near) zero or the palpation load, so their rows would be
-    // normalized by a tiny norm; their neighbourhood is what the fit needs.
-    let extra_poses: Vec<(Vec<f64>, Option<f64>)> = basis
-        .training_states
-        .iter()
-        .flat_map(|(state, a)| {
-            let q = gram.solve(&(u.transpose() * DVector::from_column_slice(state)));
-            [0.7, 1.3].map(|s| ((&q * s).as_slice().to_vec(), Some(*a)))
-        })
-        .collect();
+    let extra_poses = training_poses(u, &gram, basis);
     // The reduced muscle's unloaded equilibria along the contraction (exact
     // integration, each the stable state continued from the last): the states it sits
     // in, where its small stiffnesses must be right.
     let equilibria = exact_equilibria(kernel, u, material, &CORRECTION_ACTIVATIONS)
         .map_err(|e| MuscleError::Geometry(format!("cubature: {e}")))?;
-    // Stiffness probes (CubatureOptions::stiffness_probes). Activated, the bulk and fibre
-    // stiffnesses are orders of magnitude above the stiffness felt when palpating, and
-    // a fit of forces alone misplaced it (73% off; docs/muscle.md):
-    // - the palpation directions (each snapshot minus the unloaded equilibrium it was
-    //   pressed from) at the activated equilibria and along the press;
-    // - the softest directions of the exact tangent at every equilibrium of the table:
-    //   there a force error of a few percent is most of the stiffness, and a fit
-    //   without them turned the softest one negative near 0.8 activation (a spurious
-    //   buckling of the contracting belly).
-    let project = |v: &[f64]| -> Vec<f64> {
-        gram.solve(&(u.transpose() * DVector::from_column_slice(v)))
-            .as_slice()
-            .to_vec()
+    let directions = palpation_directions(u, &gram, basis);
+    let stiffness_probes = stiffness_probes(kernel, material, u, &equilibria, &directions)?;
+    let opts = CubatureOptions {
+        extra_poses,
+        stiffness_probes,
+        ..muscle_cubature_options(seed)
     };
-    let directions: Vec<Vec<f64>> = basis
+    let (mut cub, report) = train_cubature(kernel, material.clone(), u, &opts)
+        .map_err(|e| MuscleError::Geometry(format!("cubature: {e}")))?;
+    cub.correct_equilibria(&equilibria)
+        .map_err(|e| MuscleError::Geometry(format!("cubature: {e}")))?;
+    Ok((cub, report))
+}
+
+/// The reduced coordinates of a full displacement: q = (U^T U)^-1 U^T v.
+fn project_state(
+    u: &DMatrix<f64>,
+    gram: &nalgebra::Cholesky<f64, nalgebra::Dyn>,
+    v: &[f64],
+) -> DVector<f64> {
+    gram.solve(&(u.transpose() * DVector::from_column_slice(v)))
+}
+
+/// The extra training poses: each training state, projected, scaled by 0.7 and 1.3.
+fn training_poses(
+    u: &DMatrix<f64>,
+    gram: &nalgebra::Cholesky<f64, nalgebra::Dyn>,
+    basis: &MuscleBasis,
+) -> Vec<(Vec<f64>, Option<f64>)> {
+    // Each state scaled by 0.7 and 1.3: the states themselves are equilibria whose
+    // internal force is (near) zero or the palpation load, so their rows would be
+    // normalized by a tiny norm; their neighbourhood is what the fit needs.
+    basis
+        .training_states
+        .iter()
+        .flat_map(|(state, a)| {
+            let q = project_state(u, gram, state);
+            [0.7, 1.3].map(|s| ((&q * s).as_slice().to_vec(), Some(*a)))
+        })
+        .collect()
+}
+
+/// The projected palpation directions: each training state minus the unloaded
+/// equilibrium it was pressed from (zero differences left out).
+fn palpation_directions(
+    u: &DMatrix<f64>,
+    gram: &nalgebra::Cholesky<f64, nalgebra::Dyn>,
+    basis: &MuscleBasis,
+) -> Vec<Vec<f64>> {
+    basis
         .training_states
         .iter()
         .filter_map(|(state, a)| {
@@ -468,9 +493,28 @@ pub fn muscle_cubature(
                 .find(|(_, b)| (a - b).abs() < 1e-12)?;
             let d: Vec<f64> = state.iter().zip(eq).map(|(s, e)| s - e).collect();
             let size = d.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            (size > 0.0).then(|| project(&d))
+            (size > 0.0).then(|| project_state(u, gram, &d).as_slice().to_vec())
         })
-        .collect();
+        .collect()
+}
+
+/// The stiffness probes of the muscle's cubature at its activated exact equilibria.
+fn stiffness_probes(
+    kernel: &TetKernel,
+    material: &MuscleMaterial,
+    u: &DMatrix<f64>,
+    equilibria: &[(f64, Vec<f64>)],
+    directions: &[Vec<f64>],
+) -> Result<Vec<StiffnessProbe>, MuscleError> {
+    // Stiffness probes (CubatureOptions::stiffness_probes). Activated, the bulk and fibre
+    // stiffnesses are orders of magnitude above the stiffness felt when palpating, and
+    // a fit of forces alone misplaced it (73% off; docs/muscle.md):
+    // - the palpation directions (each snapshot minus the unloaded equilibrium it was
+    //   pressed from) at the activated equilibria and along the press;
+    // - the softest directions of the exact tangent at every equilibrium of the table:
+    //   there a force error of a few percent is most of the stiffness, and a fit
+    //   without them turned the softest one negative near 0.8 activation (a spurious
+    //   buckling of the contracting belly).
     let mut stiffness_probes = Vec::new();
     let mut exact = CubatureForces::all_elements(kernel, u, material.clone())
         .map_err(|e| MuscleError::Geometry(format!("cubature: {e}")))?;
@@ -479,15 +523,7 @@ pub fn muscle_cubature(
     let mut scratch = exact.scratch();
     for (alpha, q) in equilibria.iter().filter(|(a, _)| *a > 0.0) {
         if PALPATION_PROBE_ACTIVATIONS.contains(alpha) {
-            for d in &directions {
-                for s in [0.0, 0.5, 1.0] {
-                    stiffness_probes.push(StiffnessProbe {
-                        q: q.iter().zip(d).map(|(q, d)| q + s * d).collect(),
-                        activation: Some(*alpha),
-                        direction: d.clone(),
-                    });
-                }
-            }
+            push_palpation_probes(&mut stiffness_probes, *alpha, q, directions);
         }
         exact.set_activation(*alpha);
         exact.evaluate(q, &mut f, &mut k, &mut scratch);
@@ -502,16 +538,26 @@ pub fn muscle_cubature(
             });
         }
     }
-    let opts = CubatureOptions {
-        extra_poses,
-        stiffness_probes,
-        ..muscle_cubature_options(seed)
-    };
-    let (mut cub, report) = train_cubature(kernel, material.clone(), u, &opts)
-        .map_err(|e| MuscleError::Geometry(format!("cubature: {e}")))?;
-    cub.correct_equilibria(&equilibria)
-        .map_err(|e| MuscleError::Geometry(format!("cubature: {e}")))?;
-    Ok((cub, report))
+    Ok(stiffness_probes)
+}
+
+/// Pushes the probes along each palpation direction at the equilibrium `q` and along
+/// the press (0, half and all of the direction).
+fn push_palpation_probes(
+    probes: &mut Vec<StiffnessProbe>,
+    alpha: f64,
+    q: &[f64],
+    directions: &[Vec<f64>],
+) {
+    for d in directions {
+        for s in [0.0, 0.5, 1.0] {
+            probes.push(StiffnessProbe {
+                q: q.iter().zip(d).map(|(q, d)| q + s * d).collect(),
+                activation: Some(alpha),
+                direction: d.clone(),
+            });
+        }
+    }
 }
 
 /// The activations of the muscle's exact equilibria: its equilibrium correction table

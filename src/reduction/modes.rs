@@ -149,81 +149,17 @@ fn lanczos_run(
     let avail = free.saturating_sub(deflate.len());
     let mut steps = (2 * wanted + 20).min(avail);
     let mut tmp = vec![0.0; n];
-    let project = |w: &mut [f64], tmp: &mut [f64], vs: &[Vec<f64>]| {
-        m.mul_vec(w, tmp);
-        for vi in vs {
-            let c: f64 = vi.iter().zip(tmp.iter()).map(|(x, y)| x * y).sum();
-            for (wd, vd) in w.iter_mut().zip(vi) {
-                *wd -= c * vd;
-            }
-        }
-    };
     loop {
-        let mut v: Vec<Vec<f64>> = Vec::with_capacity(steps + 1);
-        let mut alpha = Vec::with_capacity(steps);
-        let mut beta: Vec<f64> = Vec::with_capacity(steps);
-        let mut state = seed;
-        let mut start: Vec<f64> = (0..n)
-            .map(|d| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                if fixed[d] {
-                    0.0
-                } else {
-                    ((state >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-                }
-            })
-            .collect();
-        m.mul_vec(&start, &mut tmp);
-        solver.solve(&tmp, &mut start);
-        for _ in 0..2 {
-            project(&mut start, &mut tmp, deflate);
-        }
-        let nrm = m_dot(m, &start, &start, &mut tmp).sqrt();
-        start.iter_mut().for_each(|x| *x /= nrm);
-        v.push(start);
-        let mut w = vec![0.0; n];
-        let mut breakdown = false;
-        for j in 0..steps {
-            m.mul_vec(&v[j], &mut tmp);
-            solver.solve(&tmp, &mut w);
-            let a = m_dot(m, &v[j], &w, &mut tmp);
-            alpha.push(a);
-            // Full reorthogonalization (twice) against the deflated and Lanczos vectors.
-            for _ in 0..2 {
-                project(&mut w, &mut tmp, deflate);
-                project(&mut w, &mut tmp, &v);
-            }
-            let b = m_dot(m, &w, &w, &mut tmp).sqrt();
-            if j + 1 == steps {
-                beta.push(b);
-                break;
-            }
-            if b <= 1e-12 * a.abs().max(f64::MIN_POSITIVE) {
-                beta.push(0.0);
-                breakdown = true;
-                break;
-            }
-            beta.push(b);
-            v.push(w.iter().map(|x| x / b).collect());
-        }
-        let mlen = alpha.len();
-        let mut t = DMatrix::zeros(mlen, mlen);
-        for i in 0..mlen {
-            t[(i, i)] = alpha[i];
-            if i + 1 < mlen {
-                t[(i, i + 1)] = beta[i];
-                t[(i + 1, i)] = beta[i];
-            }
-        }
-        let eig = t.symmetric_eigen();
+        let start = start_vector(m, solver, fixed, deflate, seed, &mut tmp);
+        let krylov = krylov_space(m, solver, deflate, start, steps, &mut tmp);
+        let mlen = krylov.alpha.len();
+        let eig = krylov.tridiagonal().symmetric_eigen();
         let mut order: Vec<usize> = (0..mlen).collect();
         order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
-        let last_beta = if breakdown {
+        let last_beta = if krylov.breakdown {
             0.0
         } else {
-            *beta.last().unwrap_or(&0.0)
+            *krylov.beta.last().unwrap_or(&0.0)
         };
         let take = wanted.min(mlen);
         let ok = |i: usize| {
@@ -231,18 +167,11 @@ fn lanczos_run(
             (last_beta * eig.eigenvectors[(mlen - 1, i)]).abs() <= tolerance * theta.abs()
         };
         let converged = order[..take].iter().filter(|&&i| ok(i)).count();
-        if converged >= take && (take == wanted || breakdown) {
+        if converged >= take && (take == wanted || krylov.breakdown) {
             let mut out = Vec::with_capacity(take);
             for &i in &order[..take] {
                 let s = eig.eigenvectors.column(i);
-                let mut x = vec![0.0; n];
-                for (jj, vj) in v.iter().enumerate().take(mlen) {
-                    for (xd, vd) in x.iter_mut().zip(vj) {
-                        *xd += s[jj] * vd;
-                    }
-                }
-                let nrm = m_dot(m, &x, &x, &mut tmp).sqrt();
-                x.iter_mut().for_each(|e| *e /= nrm);
+                let x = ritz_vector(m, &krylov.v, s.as_slice(), mlen, &mut tmp);
                 out.push((sigma + 1.0 / eig.eigenvalues[i], x));
             }
             return Ok((out, mlen));
@@ -252,6 +181,146 @@ fn lanczos_run(
         }
         steps = (steps * 2).min(avail);
     }
+}
+
+/// Subtracts from `w` its M-projections onto the M-orthonormal `vs` (`tmp`: M w).
+fn project_out(m: &BlockSparseMatrix, w: &mut [f64], tmp: &mut [f64], vs: &[Vec<f64>]) {
+    m.mul_vec(w, tmp);
+    for vi in vs {
+        let c: f64 = vi.iter().zip(tmp.iter()).map(|(x, y)| x * y).sum();
+        for (wd, vd) in w.iter_mut().zip(vi) {
+            *wd -= c * vd;
+        }
+    }
+}
+
+/// The Lanczos start vector: a pseudo-random vector from `seed` (zero on fixed dofs),
+/// put through the operator once, with `deflate` projected out, M-normalized.
+fn start_vector(
+    m: &BlockSparseMatrix,
+    solver: &FreeDofSolver,
+    fixed: &[bool],
+    deflate: &[Vec<f64>],
+    seed: u64,
+    tmp: &mut [f64],
+) -> Vec<f64> {
+    let mut state = seed;
+    let mut start: Vec<f64> = (0..fixed.len())
+        .map(|d| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if fixed[d] {
+                0.0
+            } else {
+                ((state >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+            }
+        })
+        .collect();
+    m.mul_vec(&start, tmp);
+    solver.solve(tmp, &mut start);
+    for _ in 0..2 {
+        project_out(m, &mut start, tmp, deflate);
+    }
+    let nrm = m_dot(m, &start, &start, tmp).sqrt();
+    start.iter_mut().for_each(|x| *x /= nrm);
+    start
+}
+
+/// The Lanczos basis and the tridiagonal matrix of one run.
+struct Krylov {
+    /// The M-orthonormal Lanczos vectors.
+    v: Vec<Vec<f64>>,
+    /// The tridiagonal's diagonal.
+    alpha: Vec<f64>,
+    /// The tridiagonal's off-diagonal, then the last residual norm.
+    beta: Vec<f64>,
+    /// Whether the Krylov space became invariant before `steps`.
+    breakdown: bool,
+}
+
+impl Krylov {
+    /// The symmetric tridiagonal matrix of `alpha` and `beta`.
+    fn tridiagonal(&self) -> DMatrix<f64> {
+        let mlen = self.alpha.len();
+        let mut t = DMatrix::zeros(mlen, mlen);
+        for i in 0..mlen {
+            t[(i, i)] = self.alpha[i];
+            if i + 1 < mlen {
+                t[(i, i + 1)] = self.beta[i];
+                t[(i + 1, i)] = self.beta[i];
+            }
+        }
+        t
+    }
+}
+
+/// Runs up to `steps` Lanczos steps from the M-normalized `start`, fully
+/// reorthogonalized against `deflate` and the Lanczos vectors.
+fn krylov_space(
+    m: &BlockSparseMatrix,
+    solver: &FreeDofSolver,
+    deflate: &[Vec<f64>],
+    start: Vec<f64>,
+    steps: usize,
+    tmp: &mut [f64],
+) -> Krylov {
+    let n = start.len();
+    let mut v: Vec<Vec<f64>> = Vec::with_capacity(steps + 1);
+    let mut alpha = Vec::with_capacity(steps);
+    let mut beta: Vec<f64> = Vec::with_capacity(steps);
+    v.push(start);
+    let mut w = vec![0.0; n];
+    let mut breakdown = false;
+    for j in 0..steps {
+        m.mul_vec(&v[j], tmp);
+        solver.solve(tmp, &mut w);
+        let a = m_dot(m, &v[j], &w, tmp);
+        alpha.push(a);
+        // Full reorthogonalization (twice) against the deflated and Lanczos vectors.
+        for _ in 0..2 {
+            project_out(m, &mut w, tmp, deflate);
+            project_out(m, &mut w, tmp, &v);
+        }
+        let b = m_dot(m, &w, &w, tmp).sqrt();
+        if j + 1 == steps {
+            beta.push(b);
+            break;
+        }
+        if b <= 1e-12 * a.abs().max(f64::MIN_POSITIVE) {
+            beta.push(0.0);
+            breakdown = true;
+            break;
+        }
+        beta.push(b);
+        v.push(w.iter().map(|x| x / b).collect());
+    }
+    Krylov {
+        v,
+        alpha,
+        beta,
+        breakdown,
+    }
+}
+
+/// The M-normalized Ritz vector with coefficients `s` over the first `mlen` Lanczos
+/// vectors `v`.
+fn ritz_vector(
+    m: &BlockSparseMatrix,
+    v: &[Vec<f64>],
+    s: &[f64],
+    mlen: usize,
+    tmp: &mut [f64],
+) -> Vec<f64> {
+    let mut x = vec![0.0; tmp.len()];
+    for (jj, vj) in v.iter().enumerate().take(mlen) {
+        for (xd, vd) in x.iter_mut().zip(vj) {
+            *xd += s[jj] * vd;
+        }
+    }
+    let nrm = m_dot(m, &x, &x, tmp).sqrt();
+    x.iter_mut().for_each(|e| *e /= nrm);
+    x
 }
 
 /// Computes linear modes. `fixed[d]` marks constrained dofs; `rest` (the rest positions)
@@ -279,21 +348,8 @@ pub fn linear_modes(
         });
     }
     let mut tmp = vec![0.0; n];
-    // Shift: zero for constrained objects; for unconstrained ones a small negative shift
-    // relative to the typical diagonal ratio of K and M, so K - sigma M is definite.
-    let sigma = if opts.unconstrained {
-        let kd: f64 = (0..n).map(|d| k.get(d, d)).sum::<f64>();
-        let md: f64 = (0..n).map(|d| m.get(d, d)).sum::<f64>();
-        -1e-4 * kd / md
-    } else {
-        0.0
-    };
-    let mut shifted = k.clone();
-    for (s, mv) in shifted.values.iter_mut().zip(&m.values) {
-        *s -= sigma * mv;
-    }
-    let mut solver = FreeDofSolver::new(&shifted, fixed).map_err(ModesError::Singular)?;
-    solver.factor(&shifted).map_err(ModesError::Singular)?;
+    let sigma = modes_shift(k, m, opts.unconstrained);
+    let solver = shifted_solver(k, m, fixed, sigma)?;
     let mut deflate: Vec<Vec<f64>> = if opts.unconstrained {
         let mut r = rigid_motions(rest);
         m_orthonormalize(m, &mut r, &mut tmp);
@@ -321,13 +377,7 @@ pub fn linear_modes(
             steps,
         })?;
         total_steps += steps;
-        let largest = found.last().map(|f| f.0);
-        let nothing_new = match (largest, new.first()) {
-            (Some(l), Some(first)) => found.len() >= opts.count && first.0 >= l * (1.0 - 1e-9),
-            (_, None) => true,
-            _ => false,
-        };
-        if nothing_new {
+        if nothing_new(&found, &new, opts.count) {
             break;
         }
         for (l, x) in new {
@@ -346,4 +396,44 @@ pub fn linear_modes(
         vectors,
         lanczos_steps: total_steps,
     })
+}
+
+/// The eigensolver's shift sigma.
+fn modes_shift(k: &BlockSparseMatrix, m: &BlockSparseMatrix, unconstrained: bool) -> f64 {
+    let n = k.dim();
+    // Shift: zero for constrained objects; for unconstrained ones a small negative shift
+    // relative to the typical diagonal ratio of K and M, so K - sigma M is definite.
+    if unconstrained {
+        let kd: f64 = (0..n).map(|d| k.get(d, d)).sum::<f64>();
+        let md: f64 = (0..n).map(|d| m.get(d, d)).sum::<f64>();
+        -1e-4 * kd / md
+    } else {
+        0.0
+    }
+}
+
+/// The factored K - sigma M on the free dofs.
+fn shifted_solver(
+    k: &BlockSparseMatrix,
+    m: &BlockSparseMatrix,
+    fixed: &[bool],
+    sigma: f64,
+) -> Result<FreeDofSolver, ModesError> {
+    let mut shifted = k.clone();
+    for (s, mv) in shifted.values.iter_mut().zip(&m.values) {
+        *s -= sigma * mv;
+    }
+    let mut solver = FreeDofSolver::new(&shifted, fixed).map_err(ModesError::Singular)?;
+    solver.factor(&shifted).map_err(ModesError::Singular)?;
+    Ok(solver)
+}
+
+/// Whether a Lanczos run found nothing below the largest of `count` accepted modes.
+fn nothing_new(found: &[(f64, Vec<f64>)], new: &[(f64, Vec<f64>)], count: usize) -> bool {
+    let largest = found.last().map(|f| f.0);
+    match (largest, new.first()) {
+        (Some(l), Some(first)) => found.len() >= count && first.0 >= l * (1.0 - 1e-9),
+        (_, None) => true,
+        _ => false,
+    }
 }

@@ -509,7 +509,6 @@ impl Loader<'_> {
         source: VoxelSource,
     ) -> Result<Reduced, SceneError> {
         let file = self.file;
-        let canonical = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
         let volume = spec
             .volume_source()
             .map_err(|m| self.build(object, "simulation mesh", m))?;
@@ -521,46 +520,67 @@ impl Loader<'_> {
                     .map_err(|e| self.build(object, &format!("reading {key}.volume"), e))?;
                 (p, mesh)
             }
-            VolumeSource::Voxels(res) => {
-                let mut k = CacheKey::new("veg");
-                match &source {
-                    VoxelSource::Box(size) => k.value("box", size),
-                    VoxelSource::Boxes(b) => k.value("boxes", b),
-                    VoxelSource::Mesh(p) => self.key_file(&mut k, object, p)?,
-                }
-                k.value("voxel_resolution", &res);
-                let name = k.name("veg");
-                self.stage(object, "voxelize");
-                let this = self;
-                let compute = || -> Result<VolumeMesh, SceneError> {
-                    match source {
-                        VoxelSource::Box(size) => Ok(box_volume(&size, res)),
-                        _ => voxelize(
-                            surface,
-                            &VoxelizeOptions {
-                                resolution: res,
-                                ..VoxelizeOptions::default()
-                            },
-                            &crate::progress::NoProgress,
-                        )
-                        .map(|v| v.mesh)
-                        .map_err(|e| this.build(object, "voxelize", e)),
-                    }
-                };
-                let mesh = self.cached(
-                    format!("{object}: simulation mesh"),
-                    name.clone(),
-                    |p| read_veg(p).map_err(Into::into),
-                    |p, m| write_veg(p, m).map_err(Into::into),
-                    compute,
-                )?;
-                (canonical(self.cache.join(name)), mesh)
-            }
+            VolumeSource::Voxels(res) => self.voxel_mesh(object, surface, source, res)?,
         };
         let fixed = spec.fixed.as_ref().map(|f| canonical(file.resolve(f)));
         if let Some(fibres) = &spec.fibres {
             return self.muscle_model(object, key, spec, mesh, &volume_path, fixed, fibres);
         }
+        self.baked_model(object, spec, mesh, volume_path, fixed)
+    }
+
+    /// The voxelized simulation mesh of an object (cached) and its canonical cache path.
+    fn voxel_mesh(
+        &self,
+        object: &str,
+        surface: &SurfaceMesh,
+        source: VoxelSource,
+        res: usize,
+    ) -> Result<(PathBuf, VolumeMesh), SceneError> {
+        let mut k = CacheKey::new("veg");
+        match &source {
+            VoxelSource::Box(size) => k.value("box", size),
+            VoxelSource::Boxes(b) => k.value("boxes", b),
+            VoxelSource::Mesh(p) => self.key_file(&mut k, object, p)?,
+        }
+        k.value("voxel_resolution", &res);
+        let name = k.name("veg");
+        self.stage(object, "voxelize");
+        let this = self;
+        let compute = || -> Result<VolumeMesh, SceneError> {
+            match source {
+                VoxelSource::Box(size) => Ok(box_volume(&size, res)),
+                _ => voxelize(
+                    surface,
+                    &VoxelizeOptions {
+                        resolution: res,
+                        ..VoxelizeOptions::default()
+                    },
+                    &crate::progress::NoProgress,
+                )
+                .map(|v| v.mesh)
+                .map_err(|e| this.build(object, "voxelize", e)),
+            }
+        };
+        let mesh = self.cached(
+            format!("{object}: simulation mesh"),
+            name.clone(),
+            |p| read_veg(p).map_err(Into::into),
+            |p, m| write_veg(p, m).map_err(Into::into),
+            compute,
+        )?;
+        Ok((canonical(self.cache.join(name)), mesh))
+    }
+
+    /// A passive deformable object: its bake (cached) and the reduced polynomial dynamics.
+    fn baked_model(
+        &self,
+        object: &str,
+        spec: &DeformableSpec,
+        mesh: VolumeMesh,
+        volume_path: PathBuf,
+        fixed: Option<PathBuf>,
+    ) -> Result<Reduced, SceneError> {
         let params = BakeParams {
             linear_modes: spec.linear_modes,
             basis: spec.r(),
@@ -605,6 +625,11 @@ impl Loader<'_> {
             dynamics: ReducedNewmark::new(ObjectForces::Polynomial(forces), params),
         })
     }
+}
+
+/// The canonical form of a path, or the path itself where it cannot be resolved.
+fn canonical(p: PathBuf) -> PathBuf {
+    std::fs::canonicalize(&p).unwrap_or(p)
 }
 
 impl Loader<'_> {

@@ -108,17 +108,10 @@ impl std::error::Error for BadInput {}
 pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
     let load_start = Instant::now();
     let loaded = load(a)?;
-    let (robot, world, path, name) = (&loaded.robot, &loaded.world, &loaded.path, &loaded.name);
+    let (robot, world, path) = (&loaded.robot, &loaded.world, &loaded.path);
     let load_s = load_start.elapsed().as_secs_f64();
     let segments = path.len().saturating_sub(1);
-    let bar = a.progress.then(|| {
-        let b = indicatif::ProgressBar::new(segments as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("checking {bar:40} {pos}/{len} segments {eta}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b
-    });
+    let bar = segment_bar(a.progress, segments, "checking");
     let options = CheckOptions {
         tolerance: a.tolerance,
         first_contact_only: a.first_contact,
@@ -133,41 +126,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
         b.finish_and_clear();
     }
     let compliant = if a.compliant {
-        let Some(scene) = loaded.scene.as_ref() else {
-            return Err(BadInput(anyhow::anyhow!(
-                "{}: --compliant needs a scene (.toml) with deformable environment objects",
-                a.problem.display()
-            ))
-            .into());
-        };
-        if scene.environment.iter().all(|e| e.dynamics.is_none()) {
-            return Err(BadInput(anyhow::anyhow!(
-                "{}: --compliant: the scene has no deformable environment object",
-                a.problem.display()
-            ))
-            .into());
-        }
-        let step = a.compliant_step.unwrap_or(1e-2 * robot.diagonal);
-        let bar = a.progress.then(|| {
-            let b = indicatif::ProgressBar::new(segments as u64);
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "equilibria {bar:40} {pos}/{len} segments {eta}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            b
-        });
-        let start = Instant::now();
-        let c = haptics::check::compliant::check_compliant(scene, path, step, &mut |i| {
-            if let Some(b) = &bar {
-                b.set_position(i as u64 + 1);
-            }
-        });
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        Some((c, start.elapsed().as_secs_f64()))
+        Some(run_compliant(a, &loaded, segments)?)
     } else {
         None
     };
@@ -177,52 +136,140 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<bool> {
             && a.max_displacement.is_none_or(|d| c.max_displacement <= d)
     });
     let passed = report.passes(a.min_clearance) && limits_ok;
-    print!("{}", summary(name, &report, a.min_clearance, passed));
+    let outcome = Outcome {
+        report: &report,
+        compliant: compliant.as_ref(),
+        load_s,
+        passed,
+        segments,
+    };
+    print_summary(a, &loaded, &outcome);
+    write_outputs(a, &loaded, &outcome)?;
+    Ok(passed)
+}
+
+/// The compliant check's report and its time in seconds.
+type CompliantOutcome = (haptics::check::compliant::CompliantReport, f64);
+
+/// What a check found, for the summary and the output files.
+struct Outcome<'a> {
+    report: &'a Report,
+    compliant: Option<&'a CompliantOutcome>,
+    load_s: f64,
+    passed: bool,
+    segments: usize,
+}
+
+/// A progress bar over `segments` path segments labelled `label`, when `progress` is set.
+fn segment_bar(progress: bool, segments: usize, label: &str) -> Option<indicatif::ProgressBar> {
+    progress.then(|| {
+        let b = indicatif::ProgressBar::new(segments as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(&format!(
+                "{label} {{bar:40}} {{pos}}/{{len}} segments {{eta}}"
+            ))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    })
+}
+
+/// Runs the compliant check on the loaded scene, or fails when it has no deformable object.
+fn run_compliant(
+    a: &CheckArgs,
+    loaded: &Loaded,
+    segments: usize,
+) -> anyhow::Result<CompliantOutcome> {
+    let Some(scene) = loaded.scene.as_ref() else {
+        return Err(BadInput(anyhow::anyhow!(
+            "{}: --compliant needs a scene (.toml) with deformable environment objects",
+            a.problem.display()
+        ))
+        .into());
+    };
+    if scene.environment.iter().all(|e| e.dynamics.is_none()) {
+        return Err(BadInput(anyhow::anyhow!(
+            "{}: --compliant: the scene has no deformable environment object",
+            a.problem.display()
+        ))
+        .into());
+    }
+    let step = a.compliant_step.unwrap_or(1e-2 * loaded.robot.diagonal);
+    let bar = segment_bar(a.progress, segments, "equilibria");
+    let start = Instant::now();
+    let c = haptics::check::compliant::check_compliant(scene, &loaded.path, step, &mut |i| {
+        if let Some(b) = &bar {
+            b.set_position(i as u64 + 1);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok((c, start.elapsed().as_secs_f64()))
+}
+
+/// Prints the summary, the open-edges note and the compliant summary.
+fn print_summary(a: &CheckArgs, loaded: &Loaded, o: &Outcome) {
+    let (robot, world) = (&loaded.robot, &loaded.world);
+    print!(
+        "{}",
+        summary(&loaded.name, o.report, a.min_clearance, o.passed)
+    );
     if robot.open_edges > 0 || world.open_edges > 0 {
         println!(
             "  note            not closed: robot {} open edges, world {}; a penetration depth is\n                  only measured inside closed meshes (touching and crossing are still found)",
             robot.open_edges, world.open_edges
         );
     }
-    if let Some((c, seconds)) = &compliant {
-        print!("{}", compliant_summary(c, *seconds, a, segments));
+    if let Some((c, seconds)) = o.compliant {
+        print!("{}", compliant_summary(c, *seconds, a, o.segments));
     }
+}
+
+/// Writes the requested report, plot and screenshot.
+fn write_outputs(a: &CheckArgs, loaded: &Loaded, o: &Outcome) -> anyhow::Result<()> {
     if let Some(p) = &a.report {
-        let context = ReportContext {
-            name,
-            load_s,
-            min_clearance: a.min_clearance,
-            passed,
-            open_edges: (robot.open_edges, world.open_edges),
-        };
-        let mut json = report_json(&report, &context);
-        if let Some((c, seconds)) = &compliant {
-            json = add_compliant_json(&json, c, *seconds, a);
-        }
-        haptics::io::write_bytes_atomic(p, json.as_bytes())
-            .with_context(|| format!("writing {}", p.display()))?;
-        println!("report -> {}", p.display());
+        write_report(p, a, loaded, o)?;
     }
     if let Some(p) = &a.plot {
-        match &compliant {
-            Some((c, _)) => compliant_plot(p, c, segments)?,
-            None => plot(p, &report)?,
+        match o.compliant {
+            Some((c, _)) => compliant_plot(p, c, o.segments)?,
+            None => plot(p, o.report)?,
         }
         println!("plot -> {}", p.display());
     }
     if let Some(p) = &a.screenshot {
-        let points = match (&compliant, loaded.scene.as_ref()) {
+        let points = match (o.compliant, loaded.scene.as_ref()) {
             (Some((c, _)), Some(scene)) if c.max_force > 0.0 => {
-                compliant_screenshot(p, scene, path, c)?
+                compliant_screenshot(p, scene, &loaded.path, c)?
             }
-            _ => screenshot(p, &loaded, &report)?,
+            _ => screenshot(p, loaded, o.report)?,
         };
         println!(
             "worst pose ({points} contact points marked) -> {}",
             p.display()
         );
     }
-    Ok(passed)
+    Ok(())
+}
+
+/// Writes the JSON report to `p`.
+fn write_report(p: &Path, a: &CheckArgs, loaded: &Loaded, o: &Outcome) -> anyhow::Result<()> {
+    let context = ReportContext {
+        name: &loaded.name,
+        load_s: o.load_s,
+        min_clearance: a.min_clearance,
+        passed: o.passed,
+        open_edges: (loaded.robot.open_edges, loaded.world.open_edges),
+    };
+    let mut json = report_json(o.report, &context);
+    if let Some((c, seconds)) = o.compliant {
+        json = add_compliant_json(&json, c, *seconds, a);
+    }
+    haptics::io::write_bytes_atomic(p, json.as_bytes())
+        .with_context(|| format!("writing {}", p.display()))?;
+    println!("report -> {}", p.display());
+    Ok(())
 }
 
 /// The compliant part of the summary.

@@ -133,11 +133,26 @@ pub fn read_force_csv(
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut lines = text.lines().enumerate();
+    check_force_header(path, lines.next().map(|(_, h)| h), r)?;
+    let mut rows: Vec<(usize, Vec<f64>)> = Vec::new();
+    for (i, line) in lines {
+        let lineno = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let last = rows.last().map(|(s, _)| *s);
+        rows.push(parse_force_row(path, lineno, line, r, steps, last)?);
+    }
+    Ok(rows)
+}
+
+/// Checks a force file's header: `step,f0,...,f{r-1}`.
+fn check_force_header(path: &Path, header: Option<&str>, r: usize) -> anyhow::Result<()> {
     let expected: Vec<String> = std::iter::once("step".to_string())
         .chain((0..r).map(|i| format!("f{i}")))
         .collect();
-    match lines.next() {
-        Some((_, header)) => {
+    match header {
+        Some(header) => {
             let got: Vec<&str> = header.split(',').map(str::trim).collect();
             if got != expected {
                 bail!(
@@ -154,58 +169,63 @@ pub fn read_force_csv(
             expected.join(",")
         ),
     }
-    let mut rows: Vec<(usize, Vec<f64>)> = Vec::new();
-    for (i, line) in lines {
-        let lineno = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if fields.len() != r + 1 {
+    Ok(())
+}
+
+/// Parses one force row (line `lineno`): its step, after `last` and within 1..=`steps`,
+/// and its `r` forces.
+fn parse_force_row(
+    path: &Path,
+    lineno: usize,
+    line: &str,
+    r: usize,
+    steps: usize,
+    last: Option<usize>,
+) -> anyhow::Result<(usize, Vec<f64>)> {
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    if fields.len() != r + 1 {
+        bail!(
+            "{}:{lineno}: expected {} comma-separated values, found {}",
+            path.display(),
+            r + 1,
+            fields.len()
+        );
+    }
+    let step: usize = fields[0].parse().with_context(|| {
+        format!(
+            "{}:{lineno}: expected a step number, found '{}'",
+            path.display(),
+            fields[0]
+        )
+    })?;
+    if step == 0 || step > steps {
+        bail!(
+            "{}:{lineno}: step {step} is outside 1..={steps}",
+            path.display()
+        );
+    }
+    if let Some(last) = last {
+        if step <= last {
             bail!(
-                "{}:{lineno}: expected {} comma-separated values, found {}",
-                path.display(),
-                r + 1,
-                fields.len()
-            );
-        }
-        let step: usize = fields[0].parse().with_context(|| {
-            format!(
-                "{}:{lineno}: expected a step number, found '{}'",
-                path.display(),
-                fields[0]
-            )
-        })?;
-        if step == 0 || step > steps {
-            bail!(
-                "{}:{lineno}: step {step} is outside 1..={steps}",
+                "{}:{lineno}: steps must increase (step {step} after {last})",
                 path.display()
             );
         }
-        if let Some((last, _)) = rows.last() {
-            if step <= *last {
-                bail!(
-                    "{}:{lineno}: steps must increase (step {step} after {last})",
-                    path.display()
-                );
-            }
-        }
-        let mut f = Vec::with_capacity(r);
-        for (k, v) in fields[1..].iter().enumerate() {
-            let x: f64 = v.parse().with_context(|| {
-                format!(
-                    "{}:{lineno}: f{k}: expected a number, found '{v}'",
-                    path.display()
-                )
-            })?;
-            if !x.is_finite() {
-                bail!("{}:{lineno}: f{k} is not finite ('{v}')", path.display());
-            }
-            f.push(x);
-        }
-        rows.push((step, f));
     }
-    Ok(rows)
+    let mut f = Vec::with_capacity(r);
+    for (k, v) in fields[1..].iter().enumerate() {
+        let x: f64 = v.parse().with_context(|| {
+            format!(
+                "{}:{lineno}: f{k}: expected a number, found '{v}'",
+                path.display()
+            )
+        })?;
+        if !x.is_finite() {
+            bail!("{}:{lineno}: f{k} is not finite ('{v}')", path.display());
+        }
+        f.push(x);
+    }
+    Ok((step, f))
 }
 
 fn load_model(model: &Path) -> anyhow::Result<(CubicPolynomial, Option<nalgebra::DMatrix<f64>>)> {

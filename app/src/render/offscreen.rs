@@ -79,26 +79,11 @@ pub fn render_image(
     overlays: &Overlays,
     (width, height): (u32, u32),
 ) -> Result<Image, RenderError> {
-    if renderer.color_format() != OFFSCREEN_FORMAT {
-        return Err(RenderError::UnsupportedFormat(format!(
-            "offscreen frames are {OFFSCREEN_FORMAT:?}, the renderer was built for {:?}",
-            renderer.color_format()
-        )));
-    }
-    let max = ctx.device.limits().max_texture_dimension_2d;
-    if width == 0 || height == 0 || width > max || height > max {
-        return Err(RenderError::Limits(format!(
-            "a {width}x{height} frame; the device renders 1 to {max} pixels a side"
-        )));
-    }
+    check_target(ctx, renderer, width, height)?;
     renderer.prepare(frame, camera, (width, height), None, overlays)?;
     let texture = ctx.device.create_texture(&wgpu::TextureDescriptor {
         label: Some("offscreen colour"),
-        size: wgpu::Extent3d {
-            width,
-            height,
-            depth_or_array_layers: 1,
-        },
+        size: extent(width, height),
         mip_level_count: 1,
         sample_count: 1,
         dimension: wgpu::TextureDimension::D2,
@@ -107,13 +92,10 @@ pub fn render_image(
         view_formats: &[],
     });
     let view = texture.create_view(&Default::default());
-    // Rows of a texture-to-buffer copy are padded to 256 bytes.
-    let row = 4 * width;
-    let padded =
-        row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+    let rows = RowLayout::new(width, height);
     let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("offscreen read-back"),
-        size: u64::from(padded) * u64::from(height),
+        size: u64::from(rows.padded) * u64::from(height),
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
@@ -134,35 +116,91 @@ pub fn render_image(
             buffer: &staging,
             layout: wgpu::TexelCopyBufferLayout {
                 offset: 0,
-                bytes_per_row: Some(padded),
+                bytes_per_row: Some(rows.padded),
                 rows_per_image: Some(height),
             },
         },
-        wgpu::Extent3d {
-            width,
-            height,
-            depth_or_array_layers: 1,
-        },
+        extent(width, height),
     );
     ctx.queue.submit([encoder.finish()]);
     super::map_read_blocking(&ctx.device, &staging)?;
-    let mut rgba = Vec::with_capacity((row * height) as usize);
-    {
-        let mapped = staging
-            .slice(..)
-            .get_mapped_range()
-            .map_err(|e| RenderError::Map(format!("{e}")))?;
-        for y in 0..height as usize {
-            let start = y * padded as usize;
-            rgba.extend_from_slice(&mapped[start..start + row as usize]);
-        }
-    }
-    staging.unmap();
+    let rgba = rows.read(&staging)?;
     Ok(Image {
         width,
         height,
         rgba,
     })
+}
+
+/// Fails unless the renderer draws [`OFFSCREEN_FORMAT`] and the device renders a
+/// `width x height` texture.
+fn check_target(
+    ctx: &GpuContext,
+    renderer: &SceneRenderer,
+    width: u32,
+    height: u32,
+) -> Result<(), RenderError> {
+    if renderer.color_format() != OFFSCREEN_FORMAT {
+        return Err(RenderError::UnsupportedFormat(format!(
+            "offscreen frames are {OFFSCREEN_FORMAT:?}, the renderer was built for {:?}",
+            renderer.color_format()
+        )));
+    }
+    let max = ctx.device.limits().max_texture_dimension_2d;
+    if width == 0 || height == 0 || width > max || height > max {
+        return Err(RenderError::Limits(format!(
+            "a {width}x{height} frame; the device renders 1 to {max} pixels a side"
+        )));
+    }
+    Ok(())
+}
+
+/// A single-layer extent of `width x height`.
+fn extent(width: u32, height: u32) -> wgpu::Extent3d {
+    wgpu::Extent3d {
+        width,
+        height,
+        depth_or_array_layers: 1,
+    }
+}
+
+/// The rows of a frame in a read-back buffer, padded to 256 bytes as texture-to-buffer
+/// copies require.
+struct RowLayout {
+    row: u32,
+    padded: u32,
+    height: u32,
+}
+
+impl RowLayout {
+    /// The layout of a `width x height` RGBA8 frame.
+    fn new(width: u32, height: u32) -> Self {
+        let row = 4 * width;
+        let padded =
+            row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        Self {
+            row,
+            padded,
+            height,
+        }
+    }
+
+    /// Copies the rows out of the mapped `staging` buffer without padding, then unmaps it.
+    fn read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>, RenderError> {
+        let mut rgba = Vec::with_capacity((self.row * self.height) as usize);
+        {
+            let mapped = staging
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| RenderError::Map(format!("{e}")))?;
+            for y in 0..self.height as usize {
+                let start = y * self.padded as usize;
+                rgba.extend_from_slice(&mapped[start..start + self.row as usize]);
+            }
+        }
+        staging.unmap();
+        Ok(rgba)
+    }
 }
 
 /// The background colour as it appears in an offscreen frame (sRGB bytes).

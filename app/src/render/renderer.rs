@@ -729,6 +729,49 @@ fn upload_object(
     })
 }
 
+/// Uploads the environment's objects (in the palette's colours) and then the haptic one.
+fn upload_objects(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    uniforms: &Uniforms,
+    environment: &[RenderObject],
+    haptic: &RenderObject,
+) -> Result<(Vec<DrawObject>, DrawObject), RenderError> {
+    let environment = environment
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            upload_object(
+                device,
+                queue,
+                uniforms,
+                &format!("environment {}", e.name),
+                ObjectSource {
+                    mesh: e.mesh,
+                    basis: e.basis,
+                    r: e.r,
+                    model: e.pose.cast::<f32>().to_homogeneous(),
+                    color: ENVIRONMENT_PALETTE[i % ENVIRONMENT_PALETTE.len()],
+                },
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let haptic = upload_object(
+        device,
+        queue,
+        uniforms,
+        haptic.name,
+        ObjectSource {
+            mesh: haptic.mesh,
+            basis: haptic.basis,
+            r: haptic.r,
+            model: haptic.pose.cast::<f32>().to_homogeneous(),
+            color: HAPTIC_COLOR,
+        },
+    )?;
+    Ok((environment, haptic))
+}
+
 /// `viewport` clamped to a `w` x `h` target, or the whole target if `None`.
 fn clamp_viewport(viewport: Option<[f32; 4]>, w: u32, h: u32) -> [f32; 4] {
     viewport
@@ -852,38 +895,7 @@ impl SceneRenderer {
         );
         let camera_group = uniforms.group("camera group", &uniforms.camera_layout, &camera_buffer);
         let bounds = objects_bounds(environment.iter().chain(std::iter::once(haptic)));
-        let environment = environment
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                upload_object(
-                    device,
-                    queue,
-                    &uniforms,
-                    &format!("environment {}", e.name),
-                    ObjectSource {
-                        mesh: e.mesh,
-                        basis: e.basis,
-                        r: e.r,
-                        model: e.pose.cast::<f32>().to_homogeneous(),
-                        color: ENVIRONMENT_PALETTE[i % ENVIRONMENT_PALETTE.len()],
-                    },
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let haptic = upload_object(
-            device,
-            queue,
-            &uniforms,
-            haptic.name,
-            ObjectSource {
-                mesh: haptic.mesh,
-                basis: haptic.basis,
-                r: haptic.r,
-                model: haptic.pose.cast::<f32>().to_homogeneous(),
-                color: HAPTIC_COLOR,
-            },
-        )?;
+        let (environment, haptic) = upload_objects(device, queue, &uniforms, environment, haptic)?;
         let (ghost_uniform, ghost_group) =
             uniforms.object("manipulandum ghost", Matrix4::identity(), GHOST_COLOR);
         let (_identity, identity_group) =
@@ -1083,62 +1095,70 @@ impl SceneRenderer {
         let [x, y, w, h] = self.viewport;
         pass.set_viewport(x, y, w, h, 0.0, 1.0);
         pass.set_bind_group(0, &self.camera_group, &[]);
-        let draw_mesh = |pass: &mut wgpu::RenderPass, object: &DrawObject, ghost: bool, group| {
-            pass.set_bind_group(1, group, &[]);
-            match &object.mesh {
-                MeshBuffers::Deformable {
-                    deformer,
-                    indices,
-                    index_count,
-                } => {
-                    pass.set_pipeline(if ghost {
-                        &self.ghost_pipeline
-                    } else {
-                        &self.mesh_pipeline
-                    });
-                    pass.set_vertex_buffer(0, deformer.buffer(DeformOutput::Positions).slice(..));
-                    pass.set_vertex_buffer(1, deformer.buffer(DeformOutput::Normals).slice(..));
-                    pass.set_index_buffer(indices.slice(..), wgpu::IndexFormat::Uint32);
-                    pass.draw_indexed(0..*index_count, 0, 0..1);
-                }
-                MeshBuffers::Rigid {
-                    vertices,
-                    vertex_count,
-                } => {
-                    pass.set_pipeline(if ghost {
-                        &self.rigid_ghost_pipeline
-                    } else {
-                        &self.rigid_pipeline
-                    });
-                    pass.set_vertex_buffer(0, vertices.slice(..));
-                    pass.draw(0..*vertex_count, 0..1);
-                }
-            }
-        };
         for object in &self.environment {
-            draw_mesh(&mut pass, object, false, &object.bind_group);
+            self.draw_mesh(&mut pass, object, false, &object.bind_group);
         }
-        draw_mesh(&mut pass, &self.haptic, false, &self.haptic.bind_group);
-        if self.lines.count > 0 {
-            pass.set_pipeline(&self.line_pipeline);
-            pass.set_bind_group(1, &self.identity_group, &[]);
-            pass.set_vertex_buffer(0, self.lines.buffer.slice(..));
-            pass.draw(0..self.lines.count, 0..1);
-        }
-        if self.points.count > 0 {
-            pass.set_pipeline(&self.point_pipeline);
-            pass.set_bind_group(1, &self.identity_group, &[]);
-            pass.set_vertex_buffer(0, self.points.buffer.slice(..));
-            pass.draw(0..self.points.count, 0..1);
-        }
+        self.draw_mesh(&mut pass, &self.haptic, false, &self.haptic.bind_group);
+        self.draw_overlay(&mut pass, &self.line_pipeline, &self.lines);
+        self.draw_overlay(&mut pass, &self.point_pipeline, &self.points);
         if self.show_ghost {
-            draw_mesh(&mut pass, &self.haptic, true, &self.ghost_group);
+            self.draw_mesh(&mut pass, &self.haptic, true, &self.ghost_group);
         }
-        if self.markers.count > 0 {
-            pass.set_pipeline(&self.marker_pipeline);
+        self.draw_overlay(&mut pass, &self.marker_pipeline, &self.markers);
+    }
+
+    /// Draws one object's mesh with its uniform `group`, as a ghost or solid.
+    fn draw_mesh(
+        &self,
+        pass: &mut wgpu::RenderPass,
+        object: &DrawObject,
+        ghost: bool,
+        group: &wgpu::BindGroup,
+    ) {
+        pass.set_bind_group(1, group, &[]);
+        match &object.mesh {
+            MeshBuffers::Deformable {
+                deformer,
+                indices,
+                index_count,
+            } => {
+                pass.set_pipeline(if ghost {
+                    &self.ghost_pipeline
+                } else {
+                    &self.mesh_pipeline
+                });
+                pass.set_vertex_buffer(0, deformer.buffer(DeformOutput::Positions).slice(..));
+                pass.set_vertex_buffer(1, deformer.buffer(DeformOutput::Normals).slice(..));
+                pass.set_index_buffer(indices.slice(..), wgpu::IndexFormat::Uint32);
+                pass.draw_indexed(0..*index_count, 0, 0..1);
+            }
+            MeshBuffers::Rigid {
+                vertices,
+                vertex_count,
+            } => {
+                pass.set_pipeline(if ghost {
+                    &self.rigid_ghost_pipeline
+                } else {
+                    &self.rigid_pipeline
+                });
+                pass.set_vertex_buffer(0, vertices.slice(..));
+                pass.draw(0..*vertex_count, 0..1);
+            }
+        }
+    }
+
+    /// Draws an overlay vertex list with `pipeline`, unless it is empty.
+    fn draw_overlay(
+        &self,
+        pass: &mut wgpu::RenderPass,
+        pipeline: &wgpu::RenderPipeline,
+        vertices: &DynamicVertices,
+    ) {
+        if vertices.count > 0 {
+            pass.set_pipeline(pipeline);
             pass.set_bind_group(1, &self.identity_group, &[]);
-            pass.set_vertex_buffer(0, self.markers.buffer.slice(..));
-            pass.draw(0..self.markers.count, 0..1);
+            pass.set_vertex_buffer(0, vertices.buffer.slice(..));
+            pass.draw(0..vertices.count, 0..1);
         }
     }
 }

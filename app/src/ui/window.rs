@@ -441,6 +441,142 @@ struct InputState {
     clutch: bool,
 }
 
+impl InputState {
+    /// Records a mouse button going down or up.
+    fn press(&mut self, button: MouseButton, down: bool) {
+        match button {
+            MouseButton::Left => self.left = down,
+            MouseButton::Right => self.right = down,
+            MouseButton::Middle => self.middle = down,
+            _ => {}
+        }
+    }
+}
+
+/// Moves the simulated hand's target by world motions, through the workspace mapping.
+struct TargetMover {
+    alpha: f64,
+    index: nalgebra::Isometry3<f64>,
+}
+
+impl TargetMover {
+    /// Translates `pose` by the world translation `t`.
+    fn translate(&self, pose: &mut Pose, t: &nalgebra::Vector3<f64>) {
+        move_target(
+            pose,
+            t,
+            &UnitQuaternion::identity(),
+            self.alpha,
+            &self.index,
+        )
+    }
+
+    /// Rotates `pose` by the world rotation `r`.
+    fn rotate(&self, pose: &mut Pose, r: &UnitQuaternion<f64>) {
+        move_target(
+            pose,
+            &nalgebra::Vector3::zeros(),
+            r,
+            self.alpha,
+            &self.index,
+        )
+    }
+}
+
+/// Orbits, pans or drags the target by a cursor move to `(x, y)`; returns whether the
+/// target moved.
+fn cursor_moved(
+    input: &mut InputState,
+    g: &mut Gfx,
+    s: &mut Session,
+    mover: &TargetMover,
+    (x, y): (f64, f64),
+) -> bool {
+    let height = f64::from(g.config.height);
+    let mut moved = false;
+    if let Some((x0, y0)) = input.cursor {
+        let (dx, dy) = (x - x0, y - y0);
+        let ctrl = input.modifiers.control_key();
+        let shift = input.modifiers.shift_key();
+        if input.right {
+            g.camera.orbit(
+                -dx as f32 * ORBIT_RAD_PER_PIXEL,
+                dy as f32 * ORBIT_RAD_PER_PIXEL,
+            );
+        } else if input.middle || (input.left && ctrl) {
+            let k = g.camera.pixel_size(height as f32) / g.camera.distance;
+            g.camera.pan(-dx as f32 * k, dy as f32 * k);
+        } else if input.left && shift {
+            let r = drag_rotation(&g.camera, dx, dy);
+            mover.rotate(&mut s.target.pose, &r);
+            moved = true;
+        } else if input.left {
+            let t = drag_translation(&g.camera, dx, dy, height);
+            mover.translate(&mut s.target.pose, &t);
+            moved = true;
+        }
+    }
+    input.cursor = Some((x, y));
+    moved
+}
+
+/// Zooms (with Ctrl) or pushes the target along the view by a wheel turn; returns
+/// whether the target moved.
+fn mouse_wheel(
+    input: &InputState,
+    g: &mut Gfx,
+    s: &mut Session,
+    mover: &TargetMover,
+    delta: &MouseScrollDelta,
+) -> bool {
+    let steps = match delta {
+        MouseScrollDelta::LineDelta(_, y) => f64::from(*y),
+        MouseScrollDelta::PixelDelta(p) => p.y / 40.0,
+    };
+    if input.modifiers.control_key() {
+        g.camera.zoom(0.9f32.powf(steps as f32));
+        false
+    } else {
+        let t = wheel_translation(&g.camera, steps);
+        mover.translate(&mut s.target.pose, &t);
+        true
+    }
+}
+
+/// Handles the clutch, reset, home and camera-reset keys; returns whether the target
+/// moved.
+fn key_input(
+    input: &mut InputState,
+    g: &mut Gfx,
+    s: &mut Session,
+    event: &winit::event::KeyEvent,
+) -> bool {
+    let down = event.state == ElementState::Pressed;
+    let PhysicalKey::Code(code) = event.physical_key else {
+        return false;
+    };
+    match code {
+        KeyCode::Space => {
+            input.clutch = down;
+            s.target.buttons = if down { SIMULATED_CLUTCH } else { 0 };
+            true
+        }
+        KeyCode::KeyR if down && !event.repeat => {
+            s.haptic.send(Command::Reset);
+            false
+        }
+        KeyCode::Home if down => {
+            s.target.pose = Pose::default();
+            true
+        }
+        KeyCode::KeyF if down => {
+            g.camera = default_camera(&g.renderer);
+            false
+        }
+        _ => false,
+    }
+}
+
 struct App {
     display: winit::event_loop::OwnedDisplayHandle,
     config: WindowConfig,
@@ -562,93 +698,31 @@ impl App {
         let (Some(g), Some(s)) = (&mut self.gfx, &mut self.session) else {
             return;
         };
-        let height = f64::from(g.config.height);
-        let alpha = s.workspace_scale;
-        let index = s.haptic.snapshot().workspace_index;
-        let mut moved = false;
-        let translate = |pose: &mut Pose, t: &nalgebra::Vector3<f64>| {
-            move_target(pose, t, &UnitQuaternion::identity(), alpha, &index)
+        let mover = TargetMover {
+            alpha: s.workspace_scale,
+            index: s.haptic.snapshot().workspace_index,
         };
-        match event {
-            WindowEvent::ModifiersChanged(m) => self.input.modifiers = m.state(),
+        let input = &mut self.input;
+        let moved = match event {
+            WindowEvent::ModifiersChanged(m) => {
+                input.modifiers = m.state();
+                false
+            }
             WindowEvent::MouseInput { state, button, .. } => {
-                let down = *state == ElementState::Pressed;
-                match button {
-                    MouseButton::Left => self.input.left = down,
-                    MouseButton::Right => self.input.right = down,
-                    MouseButton::Middle => self.input.middle = down,
-                    _ => {}
-                }
+                input.press(*button, *state == ElementState::Pressed);
+                false
             }
             WindowEvent::CursorMoved { position, .. } => {
-                let (x, y) = (position.x, position.y);
-                if let Some((x0, y0)) = self.input.cursor {
-                    let (dx, dy) = (x - x0, y - y0);
-                    let ctrl = self.input.modifiers.control_key();
-                    let shift = self.input.modifiers.shift_key();
-                    if self.input.right {
-                        g.camera.orbit(
-                            -dx as f32 * ORBIT_RAD_PER_PIXEL,
-                            dy as f32 * ORBIT_RAD_PER_PIXEL,
-                        );
-                    } else if self.input.middle || (self.input.left && ctrl) {
-                        let k = g.camera.pixel_size(height as f32) / g.camera.distance;
-                        g.camera.pan(-dx as f32 * k, dy as f32 * k);
-                    } else if self.input.left && shift {
-                        let r = drag_rotation(&g.camera, dx, dy);
-                        move_target(
-                            &mut s.target.pose,
-                            &nalgebra::Vector3::zeros(),
-                            &r,
-                            alpha,
-                            &index,
-                        );
-                        moved = true;
-                    } else if self.input.left {
-                        let t = drag_translation(&g.camera, dx, dy, height);
-                        translate(&mut s.target.pose, &t);
-                        moved = true;
-                    }
-                }
-                self.input.cursor = Some((x, y));
+                cursor_moved(input, g, s, &mover, (position.x, position.y))
             }
-            WindowEvent::CursorLeft { .. } => self.input.cursor = None,
-            WindowEvent::MouseWheel { delta, .. } => {
-                let steps = match delta {
-                    MouseScrollDelta::LineDelta(_, y) => f64::from(*y),
-                    MouseScrollDelta::PixelDelta(p) => p.y / 40.0,
-                };
-                if self.input.modifiers.control_key() {
-                    g.camera.zoom(0.9f32.powf(steps as f32));
-                } else {
-                    let t = wheel_translation(&g.camera, steps);
-                    translate(&mut s.target.pose, &t);
-                    moved = true;
-                }
+            WindowEvent::CursorLeft { .. } => {
+                input.cursor = None;
+                false
             }
-            WindowEvent::KeyboardInput { event, .. } => {
-                let down = event.state == ElementState::Pressed;
-                if let PhysicalKey::Code(code) = event.physical_key {
-                    match code {
-                        KeyCode::Space => {
-                            self.input.clutch = down;
-                            s.target.buttons = if down { SIMULATED_CLUTCH } else { 0 };
-                            moved = true;
-                        }
-                        KeyCode::KeyR if down && !event.repeat => {
-                            s.haptic.send(Command::Reset);
-                        }
-                        KeyCode::Home if down => {
-                            s.target.pose = Pose::default();
-                            moved = true;
-                        }
-                        KeyCode::KeyF if down => g.camera = default_camera(&g.renderer),
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
-        }
+            WindowEvent::MouseWheel { delta, .. } => mouse_wheel(input, g, s, &mover, delta),
+            WindowEvent::KeyboardInput { event, .. } => key_input(input, g, s, event),
+            _ => false,
+        };
         if moved {
             s.send_target();
         }

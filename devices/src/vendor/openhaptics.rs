@@ -406,54 +406,69 @@ fn finite_or(v: f64, default: f64) -> f64 {
     }
 }
 
+/// The error for a failed HDAPI call `what`, from the pending error it left.
+fn hd_failure(what: &str, (code, internal, text): (u32, i32, String)) -> VendorError {
+    VendorError::Device {
+        vendor: Vendor::OpenHaptics,
+        detail: format!(
+            "{what} failed: error 0x{code:04x} {} ({text}; internal code {internal})",
+            error_name(code)
+        ),
+    }
+}
+
+/// Initializes the default device and returns its handle.
+fn init_device(api: &Api) -> Result<Hhd, VendorError> {
+    // SAFETY: HD_DEFAULT_DEVICE is NULL.
+    let hhd = unsafe { (api.init_device)(std::ptr::null()) };
+    if let Some(e) = api.error() {
+        return Err(hd_failure(
+            "hdInitDevice (is the device plugged in and configured with Touch Setup?)",
+            e,
+        ));
+    }
+    if hhd == HD_INVALID_HANDLE {
+        return Err(VendorError::Device {
+            vendor: Vendor::OpenHaptics,
+            detail: "hdInitDevice returned an invalid handle".into(),
+        });
+    }
+    Ok(hhd)
+}
+
+/// The servo callback's state for device `hhd`, before its first frame.
+fn new_servo(api: Api, hhd: Hhd, info: &DeviceInfo) -> Box<Servo> {
+    Box::new(Servo {
+        api,
+        hhd,
+        epoch: Instant::now(),
+        torque_out: info.dof_actuated >= 6,
+        max_force_n: info.max_force_n,
+        max_torque_nm: info.max_torque_nm,
+        sample: SeqSlot::new([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]),
+        // Frame -1: stale until the haptic thread writes.
+        wrench: SeqSlot::new([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]),
+        frames: AtomicU64::new(0),
+        fault: AtomicU64::new(0),
+        force_errors: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        finished: AtomicBool::new(false),
+    })
+}
+
 impl OpenHapticsDevice {
     /// Loads `libHD.so`, initializes the default device, enables force output, schedules
     /// the servo callback and starts the scheduler; returns once the first frame arrived.
     pub fn open() -> Result<OpenHapticsDevice, VendorError> {
         let (library, source) = find_library(Vendor::OpenHaptics)?;
         let api = Api::load(&library, &source)?;
-        let fail = |what: &str, (code, internal, text): (u32, i32, String)| VendorError::Device {
-            vendor: Vendor::OpenHaptics,
-            detail: format!(
-                "{what} failed: error 0x{code:04x} {} ({text}; internal code {internal})",
-                error_name(code)
-            ),
-        };
-        // SAFETY: HD_DEFAULT_DEVICE is NULL.
-        let hhd = unsafe { (api.init_device)(std::ptr::null()) };
-        if let Some(e) = api.error() {
-            return Err(fail(
-                "hdInitDevice (is the device plugged in and configured with Touch Setup?)",
-                e,
-            ));
-        }
-        if hhd == HD_INVALID_HANDLE {
-            return Err(VendorError::Device {
-                vendor: Vendor::OpenHaptics,
-                detail: "hdInitDevice returned an invalid handle".into(),
-            });
-        }
+        let hhd = init_device(&api)?;
         // SAFETY: a handle just returned by hdInitDevice.
         unsafe { (api.make_current_device)(hhd) };
         let (info, _) = read_info(&api);
         // SAFETY: plain HDAPI calls on the current device.
         unsafe { (api.enable)(HD_FORCE_OUTPUT) };
-        let servo = Box::new(Servo {
-            api,
-            hhd,
-            epoch: Instant::now(),
-            torque_out: info.dof_actuated >= 6,
-            max_force_n: info.max_force_n,
-            max_torque_nm: info.max_torque_nm,
-            sample: SeqSlot::new([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]),
-            // Frame -1: stale until the haptic thread writes.
-            wrench: SeqSlot::new([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]),
-            frames: AtomicU64::new(0),
-            fault: AtomicU64::new(0),
-            force_errors: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
-            finished: AtomicBool::new(false),
-        });
+        let servo = new_servo(api, hhd, &info);
         let data = &*servo as *const Servo as *mut c_void;
         // SAFETY: the callback reads `servo` until the scheduler is stopped in `close`,
         // and the box outlives that.
@@ -474,19 +489,25 @@ impl OpenHapticsDevice {
         };
         if let Some(e) = api.error() {
             dev.close();
-            return Err(fail("hdStartScheduler", e));
+            return Err(hd_failure("hdStartScheduler", e));
         }
+        dev.wait_first_frame()?;
+        Ok(dev)
+    }
+
+    /// Waits for the servo's first frame; closes the device when it fails or times out.
+    fn wait_first_frame(&mut self) -> Result<(), VendorError> {
         let start = Instant::now();
-        while dev.servo.frames.load(Ordering::Acquire) == 0 {
-            if let Some(f) = dev.servo.fault() {
-                dev.close();
+        while self.servo.frames.load(Ordering::Acquire) == 0 {
+            if let Some(f) = self.servo.fault() {
+                self.close();
                 return Err(VendorError::Device {
                     vendor: Vendor::OpenHaptics,
                     detail: format!("the first servo frame failed: {f}"),
                 });
             }
             if start.elapsed() > FIRST_FRAME_TIMEOUT {
-                dev.close();
+                self.close();
                 return Err(VendorError::Device {
                     vendor: Vendor::OpenHaptics,
                     detail: format!(
@@ -497,7 +518,7 @@ impl OpenHapticsDevice {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        Ok(dev)
+        Ok(())
     }
 
     /// Where the library was found.

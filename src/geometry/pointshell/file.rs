@@ -125,17 +125,57 @@ impl Pointshell {
 }
 
 fn parse_pointshell(bytes: &[u8], path: &Path) -> Result<Pointshell, PointshellFileError> {
-    let truncated = |t: Truncated| PointshellFileError::Truncated {
+    let mut c = ByteReader::new(bytes);
+    let header = read_header(&mut c, path)?;
+    check_header(&header, bytes.len(), path)?;
+    let (levels, count) = (header.levels, header.count as usize);
+    let level_offsets = read_level_offsets(&mut c, path, levels, count)?;
+    let radii = read_radii(&mut c, path, levels)?;
+    let (points, normals) = read_points(&mut c, path, count)?;
+    Ok(Pointshell {
+        points,
+        normals,
+        level_offsets,
+        radii,
+        offset: header.offset,
+    })
+}
+
+/// The error for a value the file ends before.
+fn truncated_error(path: &Path, t: Truncated) -> PointshellFileError {
+    PointshellFileError::Truncated {
         path: path.to_path_buf(),
         offset: t.offset,
         expected: t.what,
-    };
-    let invalid = |offset: usize, reason: String| PointshellFileError::Invalid {
+    }
+}
+
+/// The error for a value at byte `offset` that breaks an invariant.
+fn invalid_error(path: &Path, offset: usize, reason: String) -> PointshellFileError {
+    PointshellFileError::Invalid {
         path: path.to_path_buf(),
         offset: offset as u64,
         reason,
-    };
-    let mut c = ByteReader::new(bytes);
+    }
+}
+
+/// The fixed-size header of a pointshell file and where its checked fields start.
+struct Header {
+    /// The level count L.
+    levels: usize,
+    /// The point count N.
+    count: u64,
+    /// The byte offset of the point count.
+    count_at: usize,
+    /// The level-set offset.
+    offset: f64,
+    /// The byte offset of the level-set offset.
+    offset_at: usize,
+}
+
+/// Reads the magic bytes, the version, the counts and the offset.
+fn read_header(c: &mut ByteReader, path: &Path) -> Result<Header, PointshellFileError> {
+    let truncated = |t: Truncated| truncated_error(path, t);
     if c.take(8, "the magic bytes").map_err(truncated)? != MAGIC {
         return Err(PointshellFileError::BadMagic {
             path: path.to_path_buf(),
@@ -153,47 +193,68 @@ fn parse_pointshell(bytes: &[u8], path: &Path) -> Result<Pointshell, PointshellF
     let count = c.u64("the point count").map_err(truncated)?;
     let offset_at = c.offset();
     let offset = c.f64("the offset").map_err(truncated)?;
+    Ok(Header {
+        levels,
+        count,
+        count_at,
+        offset,
+        offset_at,
+    })
+}
+
+/// Checks the header's level count and offset, and that the file's `len` bytes are
+/// exactly what its counts need.
+fn check_header(h: &Header, len: usize, path: &Path) -> Result<(), PointshellFileError> {
+    let (levels, count, offset) = (h.levels, h.count, h.offset);
     if levels == 0 {
-        return Err(invalid(12, "zero levels".into()));
+        return Err(invalid_error(path, 12, "zero levels".into()));
     }
     let expected = 32u64
         .checked_add(16 * levels as u64)
         .and_then(|h| count.checked_mul(48).and_then(|b| b.checked_add(h)));
     match expected {
-        Some(e) if e == bytes.len() as u64 => {}
-        Some(e) if e > bytes.len() as u64 => {
+        Some(e) if e == len as u64 => {}
+        Some(e) if e > len as u64 => {
             return Err(PointshellFileError::Truncated {
                 path: path.to_path_buf(),
-                offset: bytes.len() as u64,
-                expected: format!(
-                    "{e} bytes for {levels} levels and {count} points, found {}",
-                    bytes.len()
-                ),
+                offset: len as u64,
+                expected: format!("{e} bytes for {levels} levels and {count} points, found {len}"),
             })
         }
         _ => {
-            return Err(invalid(
-                count_at,
-                format!(
-                    "{} bytes do not match {levels} levels and {count} points",
-                    bytes.len()
-                ),
+            return Err(invalid_error(
+                path,
+                h.count_at,
+                format!("{len} bytes do not match {levels} levels and {count} points"),
             ))
         }
     }
     if !(offset.is_finite() && offset >= 0.0) {
-        return Err(invalid(
-            offset_at,
+        return Err(invalid_error(
+            path,
+            h.offset_at,
             format!("offset {offset} is not >= 0 and finite"),
         ));
     }
-    let count = count as usize;
+    Ok(())
+}
+
+/// Reads the level end offsets (with the leading 0), which must increase to `count`.
+fn read_level_offsets(
+    c: &mut ByteReader,
+    path: &Path,
+    levels: usize,
+    count: usize,
+) -> Result<Vec<usize>, PointshellFileError> {
     let mut level_offsets = vec![0usize];
     for i in 0..levels {
         let at = c.offset();
-        let o = c.u64("a level offset").map_err(truncated)? as usize;
+        let o = c
+            .u64("a level offset")
+            .map_err(|t| truncated_error(path, t))? as usize;
         if o <= level_offsets[i] || o > count || (i + 1 == levels && o != count) {
-            return Err(invalid(
+            return Err(invalid_error(
+                path,
                 at,
                 format!(
                     "level {i} ends at {o}: level ends must increase to the point count {count}"
@@ -202,30 +263,53 @@ fn parse_pointshell(bytes: &[u8], path: &Path) -> Result<Pointshell, PointshellF
         }
         level_offsets.push(o);
     }
+    Ok(level_offsets)
+}
+
+/// Reads the levels' radii, each finite and >= 0.
+fn read_radii(
+    c: &mut ByteReader,
+    path: &Path,
+    levels: usize,
+) -> Result<Vec<f64>, PointshellFileError> {
     let mut radii = Vec::with_capacity(levels);
     for i in 0..levels {
         let at = c.offset();
-        let r = c.f64("a radius").map_err(truncated)?;
+        let r = c.f64("a radius").map_err(|t| truncated_error(path, t))?;
         if !(r.is_finite() && r >= 0.0) {
-            return Err(invalid(
+            return Err(invalid_error(
+                path,
                 at,
                 format!("radius {r} of level {i} is not >= 0 and finite"),
             ));
         }
         radii.push(r);
     }
+    Ok(radii)
+}
+
+/// A pointshell's points and their inward unit normals.
+type PointsAndNormals = (Vec<Point3<f64>>, Vec<Vector3<f64>>);
+
+/// Reads the `count` points and their unit normals.
+fn read_points(
+    c: &mut ByteReader,
+    path: &Path,
+    count: usize,
+) -> Result<PointsAndNormals, PointshellFileError> {
     let mut points = Vec::with_capacity(count);
     let mut normals = Vec::with_capacity(count);
     for i in 0..count {
         let at = c.offset();
         let mut v = [0.0; 6];
         for x in &mut v {
-            *x = c.f64("a point").map_err(truncated)?;
+            *x = c.f64("a point").map_err(|t| truncated_error(path, t))?;
         }
         let p = Point3::new(v[0], v[1], v[2]);
         let n = Vector3::new(v[3], v[4], v[5]);
         if !v.iter().all(|x| x.is_finite()) || !is_unit(&n) {
-            return Err(invalid(
+            return Err(invalid_error(
+                path,
                 at,
                 format!("point {i} is not finite or its normal is not a unit vector"),
             ));
@@ -233,11 +317,5 @@ fn parse_pointshell(bytes: &[u8], path: &Path) -> Result<Pointshell, PointshellF
         points.push(p);
         normals.push(n);
     }
-    Ok(Pointshell {
-        points,
-        normals,
-        level_offsets,
-        radii,
-        offset,
-    })
+    Ok((points, normals))
 }
