@@ -296,8 +296,7 @@ impl HapticSimulation {
         self.scene.haptic.field.update_deformation();
         let pushed_out = self.push_out();
         let contact = self.traverse_environment();
-        // The patch, computed at most once a cycle: both friction calls ask for it with
-        // the same normal (that of the contact wrench).
+        // The contact patch, shared by the two friction calls ([`patch_once`]).
         let mut patch: Option<Option<Patch>> = None;
         let (pushed, friction, friction_torque) = self.add_friction(&contact.total, &mut patch);
         let (c, swept) = self.couple(mapped.as_ref(), &pushed, contact.depth);
@@ -408,7 +407,7 @@ impl HapticSimulation {
         let outputs = &self.outputs;
         let (force, torque) = self.friction.add_to(
             (&pose.translation.vector, &pose.rotation),
-            |n| *patch.get_or_insert_with(|| Patch::of_contacts(contact_points(outputs), n)),
+            |n| patch_once(patch, outputs, n),
             &mut pushed,
         );
         (pushed, force, torque)
@@ -449,7 +448,7 @@ impl HapticSimulation {
             &f,
             (&pose.translation.vector, &pose.rotation),
             total,
-            |n| *patch.get_or_insert_with(|| Patch::of_contacts(contact_points(outputs), n)),
+            |n| patch_once(patch, outputs, n),
             (&c.coupling_force, &c.coupling_torque),
         );
     }
@@ -748,6 +747,16 @@ impl HapticSimulation {
         }
         best
     }
+}
+
+/// The contact patch for the net normal `n`, computed at most once a cycle (`patch`
+/// caches it): both friction calls ask for it with the same normal.
+fn patch_once(
+    patch: &mut Option<Option<Patch>>,
+    outputs: &[ContactOutput],
+    n: &Vector3<f64>,
+) -> Option<Patch> {
+    *patch.get_or_insert_with(|| Patch::of_contacts(contact_points(outputs), n))
 }
 
 /// Every contact point of the cycle's outputs, with its output's force scale (the patch of

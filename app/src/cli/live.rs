@@ -25,19 +25,18 @@ pub type VendorDevice = SafeDevice<Box<dyn Device + Send>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadman(pub Option<u32>);
 
-/// Parses `--deadman`: a button index 0..=31, or `off`. The clutch's button
-/// ([`SafetySettings::clutch_button`] of the vendor devices' settings) is refused: holding
-/// the enable button would then also hold the clutch, and the held object would stop
+/// Parses `--deadman`: a button index 0..=31, or `off`. The vendor devices' settings
+/// ([`vendor_safety`]) must accept it: the clutch's button is refused, since holding the
+/// enable button would then also hold the clutch, and the held object would stop
 /// following the hand.
 pub fn parse_deadman(s: &str) -> Result<Deadman, String> {
-    let clutch = SafetySettings::default().clutch_button.unwrap_or(u32::MAX);
     match s.trim() {
         "off" | "none" => Ok(Deadman(None)),
         t => match t.parse::<u32>() {
-            Ok(b) if b == clutch => Err(format!(
-                "button {b} is the clutch (workspace indexing): holding it as the enable button would also hold the clutch; choose another button, or 'off'"
-            )),
-            Ok(b) if b < 32 => Ok(Deadman(Some(b))),
+            Ok(b) if b < 32 => {
+                vendor_safety(Some(b)).validate()?;
+                Ok(Deadman(Some(b)))
+            }
             _ => Err(format!("'{s}' is not a button index 0..=31 or 'off'")),
         },
     }

@@ -117,7 +117,7 @@ impl SafetySettings {
         if let (Some(e), Some(c)) = (self.enable_button, self.clutch_button) {
             if e == c {
                 return Err(format!(
-                    "enable_button and clutch_button are both {e}: holding the enable button would also hold the clutch, and the held object would stop following the hand"
+                    "button {e} is the clutch (clutch_button, workspace indexing): holding it as the enable button would also hold the clutch, and the held object would stop following the hand; choose another enable button, another clutch_button, or none"
                 ));
             }
         }
