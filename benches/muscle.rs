@@ -15,7 +15,7 @@
 //! - `muscle/force/20`: the cubature force alone.
 //!
 //! Printed before the timings: the fastest of 2,000 evaluations in each compilation of
-//! the cubature kernels this CPU runs (`CubatureKernels`), taken in turns so that the
+//! the cubature kernels this CPU runs (`SimdLevel`), taken in turns so that the
 //! machine's load falls on each alike; the default at r = 20 is the faster of them.
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -24,7 +24,8 @@ use haptics::fem::blemker::MuscleMaterial;
 use haptics::muscle::fusiform::FusiformSpec;
 use haptics::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
 use haptics::muscle::{FusiformModel, MaterialFile};
-use haptics::reduction::cubature::{CubatureForces, CubatureKernels};
+use haptics::reduction::cubature::{default_kernels, CubatureForces};
+use haptics::reduction::simd::SimdLevel;
 use haptics::scene::format::DEFAULT_STIFFNESS_SLICES;
 
 fn bench(c: &mut Criterion) {
@@ -92,9 +93,9 @@ fn bench(c: &mut Criterion) {
 /// Fastest evaluation per compilation of the kernels, interleaved in rounds.
 fn compare_kernels(cub: &CubatureForces<MuscleMaterial>, q: &[f64]) {
     let r = q.len();
-    let mut kernels = vec![CubatureKernels::Portable];
-    for k in [CubatureKernels::Avx2, CubatureKernels::Avx512] {
-        if k <= CubatureKernels::detect() {
+    let mut kernels = vec![SimdLevel::Portable];
+    for k in [SimdLevel::Avx2, SimdLevel::Avx512] {
+        if k <= SimdLevel::detect() {
             kernels.push(k);
         }
     }
@@ -118,10 +119,7 @@ fn compare_kernels(cub: &CubatureForces<MuscleMaterial>, q: &[f64]) {
             best * 1e6
         );
     }
-    eprintln!(
-        "muscle: default at r = {r}: {:?}",
-        CubatureKernels::default_for(r)
-    );
+    eprintln!("muscle: default at r = {r}: {:?}", default_kernels(r));
 }
 
 criterion_group! {

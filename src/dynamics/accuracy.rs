@@ -18,11 +18,13 @@ use super::reduced::{ReducedNewmark, ReducedParams, StepEvent};
 use crate::fem::{FemError, FemModel, MassKind, MaterialLaw};
 use crate::mesh::VolumeMesh;
 use crate::plot::{line_plot, PlotError, Series};
-use crate::reduction::basis::{
-    mass_pca, modal_derivatives, scaled_modes_and_derivatives, BasisError,
-};
+use crate::progress::NoProgress;
+use crate::reduction::basis::{mass_pca, BasisError};
 use crate::reduction::evaluator::ReducedForces;
-use crate::reduction::modes::{linear_modes, ModesError, ModesOptions};
+use crate::reduction::modes::{ModesError, ModesOptions};
+use crate::reduction::pipeline::{
+    modal_derivative_basis, BasisSizes, PipelineError, RestSystem, StvkDerivatives,
+};
 use crate::reduction::precompute::{reduced_polynomial, PrecomputeError};
 
 /// The experiment's set-up.
@@ -288,26 +290,44 @@ fn reduced_bases(
     let mut k0 = model.new_matrix();
     model.tangent_stiffness(&vec![0.0; n], &mut k0);
     let mass = model.mass_matrix(MassKind::Consistent);
-    let count = cfg.r.max(cfg.linear_modes);
-    let lm = linear_modes(
-        &k0,
-        &mass,
-        &fixed,
-        &model.rest_positions,
-        &ModesOptions {
-            count,
+    let system = RestSystem {
+        k0: &k0,
+        mass: &mass,
+        fixed: &fixed,
+        rest: &model.rest_positions,
+    };
+    // max(r, k) modes: the first r are a basis of their own, the first k take derivatives.
+    let sizes = BasisSizes {
+        modes: ModesOptions {
+            count: cfg.r.max(cfg.linear_modes),
             unconstrained: cfg.fixed_vertices.is_empty(),
             tolerance: 1e-10,
         },
-    )?;
-    let u_linear = lm.vectors.columns(0, cfg.r).into_owned();
-    let k_vectors = lm.vectors.columns(0, cfg.linear_modes).into_owned();
-    let phis = modal_derivatives(model, &k0, &fixed, &k_vectors)?;
-    let y = scaled_modes_and_derivatives(&lm.eigenvalues[..cfg.linear_modes], &k_vectors, &phis);
-    let (u_md, _) = mass_pca(&mass, &y, cfg.r)?;
+        derivative_modes: cfg.linear_modes,
+        basis: cfg.r,
+    };
+    // The symmetric derivatives K Phi_ij = -(H : psi_i) psi_j on the free dofs.
+    let derivatives = StvkDerivatives {
+        model,
+        system,
+        unconstrained: false,
+    };
+    let md = modal_derivative_basis(&system, &sizes, &derivatives, &NoProgress)
+        .map_err(pipeline_error)?;
+    let u_linear = md.modes.vectors.columns(0, cfg.r).into_owned();
     let snap = DMatrix::from_columns(snapshots);
     let (u_pca, _) = mass_pca(&mass, &snap, cfg.r)?;
-    Ok([u_linear, u_md, u_pca])
+    Ok([u_linear, md.u, u_pca])
+}
+
+/// The experiment's error for a failed step of the modal-derivative basis.
+fn pipeline_error(e: PipelineError<BasisError>) -> AccuracyError {
+    match e {
+        PipelineError::Modes(e) => e.into(),
+        PipelineError::Derivatives(e) | PipelineError::Pca(e) => e.into(),
+        // The basis is built without a progress that could cancel it.
+        PipelineError::Cancelled => AccuracyError::Setup("the basis was cancelled".into()),
+    }
 }
 
 /// The observed vertex's trajectory in the reduced model of basis `u` under the full

@@ -19,6 +19,7 @@
 
 use super::newmark::{NewmarkCoefficients, NewmarkParams};
 use crate::reduction::evaluator::{dot, ReducedForces, ReducedInternalForces};
+use crate::reduction::simd::SimdLevel;
 
 /// Settings of the reduced integrator.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -286,7 +287,7 @@ impl<F: ReducedInternalForces> ReducedNewmark<F> {
 /// memory, which nalgebra's owned decompositions do not offer. n <= MAX_R (255).
 pub(crate) fn cholesky_solve_in_place(a: &mut [f64], n: usize, b: &mut [f64]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if SimdLevel::detect() >= SimdLevel::Avx2 {
         // SAFETY: the CPU has AVX2.
         return unsafe { cholesky_avx2(a, n, b) };
     }

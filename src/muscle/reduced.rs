@@ -24,14 +24,21 @@ use nalgebra::{DMatrix, DVector};
 use super::statics::{solve_static, StaticOptions};
 use super::MuscleError;
 use crate::fem::blemker::MuscleMaterial;
-use crate::fem::{FemModel, FreeDofSolver, MassKind, MaterialLaw, TetKernel, TetMaterial};
+use crate::fem::{
+    BlockSparseMatrix, FemModel, FreeDofSolver, MassKind, MaterialLaw, TetKernel, TetMaterial,
+};
 use crate::mesh::VolumeMesh;
-use crate::reduction::basis::{mass_orthonormalize_column, mass_pca, scaled_modes_and_derivatives};
+use crate::progress::NoProgress;
+use crate::reduction::basis::mass_orthonormalize_column;
 use crate::reduction::cubature::{
     exact_equilibria, train_cubature, CubatureForces, CubatureOptions, CubatureReport,
     StiffnessProbe,
 };
-use crate::reduction::modes::{linear_modes, ModesOptions};
+use crate::reduction::modes::ModesOptions;
+use crate::reduction::pipeline::{
+    modal_derivative_basis, BasisSizes, ModalDerivativeBasis, ModalDerivatives, PipelineError,
+    RestSystem,
+};
 
 /// Settings of [`muscle_basis`].
 #[derive(Debug, Clone)]
@@ -96,32 +103,13 @@ pub fn muscle_basis(
     fixed: &[bool],
     opts: &MuscleBasisOptions,
 ) -> Result<MuscleBasis, MuscleError> {
-    let mut passive = material.clone();
-    passive.set_activation(0.0);
     let n = kernel.num_dofs();
-    let mut k0 = kernel.new_matrix();
-    kernel.tangent_stiffness(&passive, &vec![0.0; n], &mut k0);
     let fem = FemModel::new(mesh, MaterialLaw::Linear)?;
     let m = fem.mass_matrix(MassKind::Consistent);
-    let modes = linear_modes(
-        &k0,
-        &m,
-        fixed,
-        &kernel.rest,
-        &ModesOptions {
-            count: opts.linear_modes,
-            unconstrained: false,
-            tolerance: 1e-10,
-        },
-    )
-    .map_err(|e| MuscleError::Geometry(format!("linear modes: {e}")))?;
     let size = {
         let b = crate::mesh::Aabb::from_points(&kernel.rest);
         (b.max - b.min).norm()
     };
-    let derivatives =
-        tangent_modal_derivatives(kernel, &passive, &k0, fixed, &modes.vectors, size)?;
-    let y = scaled_modes_and_derivatives(&modes.eigenvalues, &modes.vectors, &derivatives);
     let mut eq = activated_equilibria(kernel, material, fixed, opts, size)?;
     // Each site adds one nonlinear snapshot per (activation, load).
     let per = opts.snapshot_loads.len();
@@ -130,12 +118,13 @@ pub fn muscle_basis(
         .palpation_sites
         .len()
         .min(opts.r.saturating_sub(2 + extra) / per.max(1));
-    let (pca, variance_kept) = mass_pca(&m, &y, opts.r - per * sites - extra)
-        .map_err(|e| MuscleError::Geometry(format!("mass-PCA: {e}")))?;
+    let r = opts.r - per * sites - extra;
+    let passive = passive_basis(kernel, material, fixed, &m, opts.linear_modes, r, size)?;
+    let pca = &passive.u;
     // Palpation responses and contracted shapes, mass-orthonormalized against the PCA
     // columns and each other (two Gram-Schmidt passes).
     let mut u = DMatrix::zeros(n, pca.ncols() + per * sites + extra);
-    u.columns_mut(0, pca.ncols()).copy_from(&pca);
+    u.columns_mut(0, pca.ncols()).copy_from(pca);
     let mut mu = vec![0.0; n];
     let belly = Belly::of(&kernel.rest);
     for (c, &site) in opts.palpation_sites[..sites].iter().enumerate() {
@@ -161,64 +150,134 @@ pub fn muscle_basis(
         equilibria: eq.table,
         training_states: eq.states,
         u,
-        frequencies_hz: modes.frequencies_hz(),
-        variance_kept,
+        frequencies_hz: passive.modes.frequencies_hz(),
+        variance_kept: passive.retained,
     })
 }
 
-/// The modal derivatives H(phi_i, phi_j) = dK/du[phi_j] phi_i of the muscle's tangent
-/// (packed, i <= j), by central differences of the tangent: the fibre law has no
-/// closed-form Hessian. The step is scaled so that the largest nodal displacement is
-/// 1e-6 of the mesh size `size` (truncation ~1e-12 relative, round-off ~eps / 1e-6 =
-/// 2e-10).
-fn tangent_modal_derivatives(
+/// The mass-PCA to `r` columns of the `k` lowest linear modes of the passive muscle's
+/// rest tangent and their modal derivatives ([`TangentDerivatives`], steps scaled to the
+/// mesh size `size`).
+fn passive_basis(
     kernel: &TetKernel,
-    passive: &MuscleMaterial,
-    k0: &crate::fem::BlockSparseMatrix,
+    material: &MuscleMaterial,
     fixed: &[bool],
-    phi: &DMatrix<f64>,
+    m: &BlockSparseMatrix,
+    k: usize,
+    r: usize,
     size: f64,
-) -> Result<Vec<DVector<f64>>, MuscleError> {
-    let n = kernel.num_dofs();
-    let k = phi.ncols();
-    let mut solver = FreeDofSolver::new(k0, fixed).map_err(|source| MuscleError::Solve {
-        case: "muscle basis".into(),
-        source,
-    })?;
-    solver.factor(k0).map_err(|source| MuscleError::Solve {
-        case: "muscle basis".into(),
-        source,
-    })?;
-    let mut derivatives = vec![DVector::zeros(n); k * (k + 1) / 2];
-    let (mut kp, mut km) = (kernel.new_matrix(), kernel.new_matrix());
-    let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
-    for j in 0..k {
-        let col = phi.column(j);
-        let amax = col
-            .iter()
-            .fold(0.0f64, |s, v| s.max(v.abs()))
-            .max(f64::MIN_POSITIVE);
-        let h = 1e-6 * size / amax;
-        let up: Vec<f64> = col.iter().map(|v| h * v).collect();
-        let um: Vec<f64> = col.iter().map(|v| -h * v).collect();
-        kernel.tangent_stiffness(passive, &up, &mut kp);
-        kernel.tangent_stiffness(passive, &um, &mut km);
-        for i in 0..=j {
-            kp.mul_vec(phi.column(i).as_slice(), &mut a);
-            km.mul_vec(phi.column(i).as_slice(), &mut b);
-            let rhs: Vec<f64> = a
-                .iter()
-                .zip(&b)
-                .map(|(p, q)| -(p - q) / (2.0 * h))
-                .collect();
-            let mut x = vec![0.0; n];
-            solver.solve(&rhs, &mut x);
-            // Packed (i <= j) order: row i, column j.
-            let idx = i * k - i * (i + 1) / 2 + j;
-            derivatives[idx] = DVector::from_vec(x);
-        }
+) -> Result<ModalDerivativeBasis, MuscleError> {
+    let mut passive = material.clone();
+    passive.set_activation(0.0);
+    let mut k0 = kernel.new_matrix();
+    kernel.tangent_stiffness(&passive, &vec![0.0; kernel.num_dofs()], &mut k0);
+    let system = RestSystem {
+        k0: &k0,
+        mass: m,
+        fixed,
+        rest: &kernel.rest,
+    };
+    let sizes = BasisSizes {
+        modes: ModesOptions {
+            count: k,
+            unconstrained: false,
+            tolerance: 1e-10,
+        },
+        derivative_modes: k,
+        basis: r,
+    };
+    let derivatives = TangentDerivatives {
+        kernel,
+        passive: &passive,
+        k0: &k0,
+        fixed,
+        size,
+    };
+    modal_derivative_basis(&system, &sizes, &derivatives, &NoProgress).map_err(|e| match e {
+        PipelineError::Modes(e) => MuscleError::Geometry(format!("linear modes: {e}")),
+        PipelineError::Derivatives(e) => e,
+        PipelineError::Pca(e) => MuscleError::Geometry(format!("mass-PCA: {e}")),
+        PipelineError::Cancelled => MuscleError::Cancelled,
+    })
+}
+
+/// The modal derivatives of the muscle's passive tangent, K0 Phi_ij = -(dK/du . phi_j)
+/// phi_i (packed, i <= j), the directional derivative of the tangent by central
+/// differences, since the fibre law has no closed-form Hessian. The step is scaled so that
+/// the largest nodal displacement is 1e-6 of the mesh size `size` (truncation ~1e-12
+/// relative, round-off ~eps / 1e-6 = 2e-10).
+struct TangentDerivatives<'a> {
+    kernel: &'a TetKernel,
+    /// The muscle material at zero activation.
+    passive: &'a MuscleMaterial,
+    /// Its tangent stiffness at rest.
+    k0: &'a BlockSparseMatrix,
+    fixed: &'a [bool],
+    size: f64,
+}
+
+impl ModalDerivatives for TangentDerivatives<'_> {
+    type Error = MuscleError;
+
+    fn symmetric(&self) -> bool {
+        true
     }
-    Ok(derivatives)
+
+    fn compute(
+        &self,
+        phi: &DMatrix<f64>,
+        _eigenvalues: &[f64],
+        done: &(dyn Fn(u64) + Sync),
+    ) -> Result<Vec<DVector<f64>>, MuscleError> {
+        let TangentDerivatives {
+            kernel,
+            passive,
+            k0,
+            fixed,
+            size,
+        } = *self;
+        let n = kernel.num_dofs();
+        let k = phi.ncols();
+        let mut solver = FreeDofSolver::new(k0, fixed).map_err(|source| MuscleError::Solve {
+            case: "muscle basis".into(),
+            source,
+        })?;
+        solver.factor(k0).map_err(|source| MuscleError::Solve {
+            case: "muscle basis".into(),
+            source,
+        })?;
+        let mut derivatives = vec![DVector::zeros(n); k * (k + 1) / 2];
+        let (mut kp, mut km) = (kernel.new_matrix(), kernel.new_matrix());
+        let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+        for j in 0..k {
+            let col = phi.column(j);
+            let amax = col
+                .iter()
+                .fold(0.0f64, |s, v| s.max(v.abs()))
+                .max(f64::MIN_POSITIVE);
+            let h = 1e-6 * size / amax;
+            let up: Vec<f64> = col.iter().map(|v| h * v).collect();
+            let um: Vec<f64> = col.iter().map(|v| -h * v).collect();
+            kernel.tangent_stiffness(passive, &up, &mut kp);
+            kernel.tangent_stiffness(passive, &um, &mut km);
+            for i in 0..=j {
+                kp.mul_vec(phi.column(i).as_slice(), &mut a);
+                km.mul_vec(phi.column(i).as_slice(), &mut b);
+                let rhs: Vec<f64> = a
+                    .iter()
+                    .zip(&b)
+                    .map(|(p, q)| -(p - q) / (2.0 * h))
+                    .collect();
+                let mut x = vec![0.0; n];
+                solver.solve(&rhs, &mut x);
+                // Packed (i <= j) order: row i, column j.
+                let idx = i * k - i * (i + 1) / 2 + j;
+                derivatives[idx] = DVector::from_vec(x);
+                done(1);
+            }
+        }
+        Ok(derivatives)
+    }
 }
 
 /// The muscle's unloaded equilibria under activation.

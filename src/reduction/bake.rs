@@ -20,11 +20,12 @@ use std::time::Instant;
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
-use super::basis::{
-    mass_pca, modal_derivatives_unconstrained, modal_derivatives_with_progress, render_basis,
-    scaled_modes_and_all_derivatives, scaled_modes_and_derivatives, BasisError,
+use super::basis::{mass_pca, render_basis, BasisError};
+use super::modes::{LinearModes, ModesError, ModesOptions};
+use super::pipeline::{
+    linear_modes_stage, modal_derivative_basis, BasisSizes, PipelineError, RestSystem,
+    StvkDerivatives,
 };
-use super::modes::{linear_modes, LinearModes, ModesError, ModesOptions};
 use super::polynomial::CubicPolynomial;
 use super::precompute::{reduced_polynomial, MaterialGroupPolynomials, PrecomputeError};
 use super::vega::{read_cub, read_matrix, write_cub, write_matrix, Precision, VegaError};
@@ -458,6 +459,16 @@ impl Fem {
     fn num_dofs(&self) -> usize {
         self.model.num_dofs()
     }
+
+    /// The stiffness, mass, fixed degrees of freedom and positions at rest.
+    fn rest_system(&self) -> RestSystem<'_> {
+        RestSystem {
+            k0: &self.k0,
+            mass: &self.mass,
+            fixed: &self.fixed,
+            rest: &self.model.rest_positions,
+        }
+    }
 }
 
 /// The StVK model of `mesh`, its fixed degrees of freedom (a free object must be
@@ -520,25 +531,17 @@ fn build_basis(
             retained: None,
         }),
         BasisKind::Snapshots => snapshot_basis(input, fem, progress, timings),
-        kind @ (BasisKind::LinearModes | BasisKind::ModalDerivatives) => {
-            let lm = timed_stage(
-                progress,
-                "linear modes (shift-invert Lanczos)",
-                &mut timings.linear_modes,
-                || linear_modes_of(p, fem),
-            )?;
-            let (u, retained) = if kind == BasisKind::LinearModes {
-                (first_linear_modes(p, &lm)?, None)
-            } else {
-                let (u, kept) = derivative_basis(p, fem, &lm, progress, timings)?;
-                (u, Some(kept))
-            };
+        BasisKind::LinearModes => {
+            let (lm, seconds) = linear_modes_stage(&fem.rest_system(), &modes_options(p), progress)
+                .map_err(|e| pipeline_error(e, p.linear_modes))?;
+            timings.linear_modes = seconds;
             Ok(Basis {
-                u,
+                u: first_linear_modes(p, &lm)?,
                 modes: Some(lm),
-                retained,
+                retained: None,
             })
         }
+        BasisKind::ModalDerivatives => derivative_basis(p, fem, progress, timings),
     }
 }
 
@@ -608,20 +611,13 @@ fn snapshot_basis(
     })
 }
 
-/// The k lowest linear modes (shift-invert Lanczos; rigid modes skipped when
-/// unconstrained).
-fn linear_modes_of(p: &BakeParams, fem: &Fem) -> Result<LinearModes, BakeError> {
-    Ok(linear_modes(
-        &fem.k0,
-        &fem.mass,
-        &fem.fixed,
-        &fem.model.rest_positions,
-        &ModesOptions {
-            count: p.linear_modes,
-            unconstrained: p.unconstrained,
-            tolerance: 1e-10,
-        },
-    )?)
+/// The k lowest linear modes (rigid modes skipped when unconstrained).
+fn modes_options(p: &BakeParams) -> ModesOptions {
+    ModesOptions {
+        count: p.linear_modes,
+        unconstrained: p.unconstrained,
+        tolerance: 1e-10,
+    }
 }
 
 /// Basis kind `linear-modes`: the first r linear modes.
@@ -635,67 +631,52 @@ fn first_linear_modes(p: &BakeParams, lm: &LinearModes) -> Result<DMatrix<f64>, 
     Ok(lm.vectors.columns(0, p.basis).into_owned())
 }
 
-/// Basis kind `modal-derivatives`: mass-PCA of the scaled linear modes and their modal
-/// derivatives (thesis 2.8.3); also returns the retained variance.
+/// Basis kind `modal-derivatives`: mass-PCA of the scaled linear modes and their analytic
+/// modal derivatives (thesis 2.8.3), k(k+1)/2 of a constrained object, k^2 of a free one,
+/// by [`modal_derivative_basis`].
 fn derivative_basis(
     p: &BakeParams,
     fem: &Fem,
-    lm: &LinearModes,
     progress: &dyn Progress,
     timings: &mut StageTimings,
-) -> Result<(DMatrix<f64>, f64), BakeError> {
-    let y = modes_and_derivatives(p, fem, lm, progress, &mut timings.modal_derivatives)?;
-    let k = p.linear_modes;
-    timed_stage(progress, "mass-PCA", &mut timings.pca, || {
-        mass_pca(&fem.mass, &y, p.basis).map_err(|e| match e {
-            BasisError::RankTooLow { asked, rank } => BakeError::Parameters(format!(
-                "--basis {asked} exceeds the {rank} independent modes and derivatives of k = {k}"
-            )),
-            other => other.into(),
-        })
+) -> Result<Basis, BakeError> {
+    let system = fem.rest_system();
+    let sizes = BasisSizes {
+        modes: modes_options(p),
+        derivative_modes: p.linear_modes,
+        basis: p.basis,
+    };
+    let derivatives = StvkDerivatives {
+        model: &fem.model,
+        system,
+        unconstrained: p.unconstrained,
+    };
+    let basis = modal_derivative_basis(&system, &sizes, &derivatives, progress)
+        .map_err(|e| pipeline_error(e, p.linear_modes))?;
+    timings.linear_modes = basis.seconds.linear_modes;
+    timings.modal_derivatives = basis.seconds.modal_derivatives;
+    timings.pca = basis.seconds.pca;
+    Ok(Basis {
+        u: basis.u,
+        modes: Some(basis.modes),
+        retained: Some(basis.retained),
     })
 }
 
-/// The scaled linear modes and modal derivatives (k(k+1)/2 of a constrained object, k^2
-/// of a free one), as columns; a progress stage of one unit per derivative.
-fn modes_and_derivatives(
-    p: &BakeParams,
-    fem: &Fem,
-    lm: &LinearModes,
-    progress: &dyn Progress,
-    seconds: &mut f64,
-) -> Result<DMatrix<f64>, BakeError> {
-    let k = p.linear_modes;
-    let pairs = if p.unconstrained {
-        k * k
-    } else {
-        k * (k + 1) / 2
-    };
-    stop_if_cancelled(progress)?;
-    progress.stage("modal derivatives", pairs as u64);
-    let t0 = Instant::now();
-    let y = if p.unconstrained {
-        let phis = modal_derivatives_unconstrained(
-            &fem.model,
-            &fem.k0,
-            &fem.mass,
-            &lm.vectors,
-            &lm.eigenvalues,
-        )?;
-        scaled_modes_and_all_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
-    } else {
-        let phis =
-            modal_derivatives_with_progress(&fem.model, &fem.k0, &fem.fixed, &lm.vectors, &|| {
-                progress.advance(1)
-            })?;
-        scaled_modes_and_derivatives(&lm.eigenvalues, &lm.vectors, &phis)
-    };
-    *seconds = t0.elapsed().as_secs_f64();
-    if p.unconstrained {
-        progress.advance(pairs as u64);
+/// The bake's error for a failed step of the basis pipeline of `k` linear modes: a basis
+/// larger than the modes and derivatives span is a parameter error.
+fn pipeline_error(e: PipelineError<BasisError>, k: usize) -> BakeError {
+    match e {
+        PipelineError::Cancelled => BakeError::Cancelled,
+        PipelineError::Modes(e) => e.into(),
+        PipelineError::Derivatives(e) => e.into(),
+        PipelineError::Pca(BasisError::RankTooLow { asked, rank }) => {
+            BakeError::Parameters(format!(
+                "--basis {asked} exceeds the {rank} independent modes and derivatives of k = {k}"
+            ))
+        }
+        PipelineError::Pca(e) => e.into(),
     }
-    progress.finish();
-    Ok(y)
 }
 
 /// Runs `work` on a fresh temporary directory beside `out`, then

@@ -26,17 +26,7 @@
 use std::collections::HashMap;
 
 use super::polynomial::{num_cubic, num_quadratic, CubicPolynomial};
-
-/// Instruction-set level of the evaluation kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SimdLevel {
-    /// Plain Rust for the baseline target (eight-lane loops the compiler vectorizes).
-    Portable,
-    /// AVX2 + FMA intrinsics, the quartic product row by row.
-    Avx2,
-    /// AVX2 + FMA, with the quartic product in AVX-512F/VL blocks of eight rows.
-    Avx512,
-}
+use super::simd::SimdLevel;
 
 /// Storage precision of the quartic coefficients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +68,9 @@ pub struct ReducedForces {
     /// Multiplicity of each packed pair in the q q^T packing (1 on the diagonal, else 2).
     pair_mult: Vec<f64>,
     pair_ij: Vec<(u16, u16)>,
-    avx2: bool,
-    avx512: bool,
+    /// The kernels' compilation ([`SimdLevel`]): AVX2 and FMA row by row, or the quartic
+    /// product in AVX-512 blocks of eight rows.
+    simd: SimdLevel,
 }
 
 /// Largest supported basis size.
@@ -204,8 +195,7 @@ impl ReducedForces {
                 .map(|&(i, j)| if i == j { 1.0 } else { 2.0 })
                 .collect(),
             pair_ij: pairs.iter().map(|&(i, j)| (i as u16, j as u16)).collect(),
-            avx2: detect_avx2(),
-            avx512: detect_avx512(),
+            simd: SimdLevel::detect(),
         })
     }
 
@@ -218,8 +208,7 @@ impl ReducedForces {
     /// check every code path against the others on one machine.
     #[cfg(test)]
     pub(crate) fn limit_simd(&mut self, level: SimdLevel) {
-        self.avx2 = level >= SimdLevel::Avx2 && detect_avx2();
-        self.avx512 = level >= SimdLevel::Avx512 && detect_avx512();
+        self.simd = level.or_below();
     }
 
     /// R~(q) into `force` (length r) and K~(q) into `stiffness` (r x r column-major),
@@ -232,7 +221,7 @@ impl ReducedForces {
         scratch: &mut EvalScratch,
     ) {
         #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
+        if self.simd >= SimdLevel::Avx2 {
             // SAFETY: AVX2 and FMA were detected on this CPU at construction.
             unsafe { self.evaluate_avx2(q, force, stiffness, scratch) };
             return;
@@ -303,11 +292,11 @@ impl ReducedForces {
             // SAFETY: `simd` is true only when AVX2 and FMA were detected.
             unsafe {
                 match &self.quartic {
-                    Quartic::F64(a) if self.avx512 => {
+                    Quartic::F64(a) if self.simd >= SimdLevel::Avx512 => {
                         simd_x86::sym_packed_gemv_f64_avx512(a, &s.w, &mut s.z)
                     }
                     Quartic::F64(a) => simd_x86::sym_packed_gemv_f64(a, &s.w, &mut s.z),
-                    Quartic::F32(a) if self.avx512 => {
+                    Quartic::F32(a) if self.simd >= SimdLevel::Avx512 => {
                         simd_x86::sym_packed_gemv_f32_avx512(a, &s.w, &mut s.z)
                     }
                     Quartic::F32(a) => simd_x86::sym_packed_gemv_f32(a, &s.w, &mut s.z),
@@ -653,29 +642,6 @@ mod simd_x86 {
     rows_avx2!(sym_packed_gemv_f32, f32, |p: *const f32| _mm256_cvtps_pd(
         _mm_loadu_ps(p)
     ));
-}
-
-fn detect_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-fn detect_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
 }
 
 #[cfg(test)]

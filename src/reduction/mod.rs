@@ -7,8 +7,10 @@ pub mod basis;
 pub mod cubature;
 pub mod evaluator;
 pub mod modes;
+pub(crate) mod pipeline;
 pub mod polynomial;
 pub mod precompute;
+pub mod simd;
 pub mod vega;
 
 pub use cubature::{CubatureForces, CubatureOptions, CubatureReport};

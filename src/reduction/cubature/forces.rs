@@ -1,11 +1,6 @@
 //! The run-time cubature forces: construction from points and weights, the reduced
 //! force and stiffness, and the [`ReducedInternalForces`] interface of the integrator.
 
-//! bits on every CPU: a replay recorded on one machine reproduces on another. The
-//! kernels are compiled three times ([`CubatureKernels`]: portable, AVX2+FMA, AVX-512),
-//! chosen at run time, and differ only in speed; the stiffness product is written here
-//! rather than taken from faer, whose kernel and blocking depend on the CPU.
-
 use nalgebra::{DMatrix, DVector, Matrix3};
 
 use crate::fem::{TetKernel, TetMaterial};
@@ -82,7 +77,7 @@ impl<M: TetMaterial> CubatureForces<M> {
             linear_slope,
             linear_activation: 0.0,
             correction: None,
-            kernels: CubatureKernels::default_for(r),
+            kernels: default_kernels(r),
             block_bytes: BLOCK_BYTES,
             stiffness_slices: 1,
         };
@@ -346,7 +341,7 @@ impl<M: TetMaterial> CubatureForces<M> {
     pub fn evaluate_force(&self, q: &[f64], force: &mut [f64], scratch: &mut CubatureScratch) {
         let _ = scratch;
         #[cfg(target_arch = "x86_64")]
-        if self.kernels >= CubatureKernels::Avx2 {
+        if self.kernels >= SimdLevel::Avx2 {
             // SAFETY: the CPU has AVX2 and FMA (`kernels` is never above `detect`).
             return unsafe { self.force_avx2(q, force) };
         }
@@ -437,13 +432,13 @@ impl<M: TetMaterial> CubatureForces<M> {
         match self.kernels {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX-512F, AVX2 and FMA (`kernels` is never above
-            // `CubatureKernels::detect`).
-            CubatureKernels::Avx512 => unsafe {
+            // `SimdLevel::detect`).
+            SimdLevel::Avx512 => unsafe {
                 self.evaluate_avx512::<SLICED>(q, force, stiffness, scratch)
             },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the CPU has AVX2 and FMA (as above).
-            CubatureKernels::Avx2 => unsafe {
+            SimdLevel::Avx2 => unsafe {
                 self.evaluate_avx2::<SLICED>(q, force, stiffness, scratch)
             },
             _ => self.evaluate_any::<false, false, SLICED>(q, force, stiffness, scratch),
@@ -497,13 +492,13 @@ impl<M: TetMaterial> CubatureForces<M> {
 
     /// Runs the given compilation of the kernels, or the fastest below it this CPU
     /// has, so tests can compare them on one machine. Returns the one chosen.
-    pub fn use_kernels(&mut self, kernels: CubatureKernels) -> CubatureKernels {
-        self.kernels = kernels.min(CubatureKernels::detect());
+    pub fn use_kernels(&mut self, kernels: SimdLevel) -> SimdLevel {
+        self.kernels = kernels.or_below();
         self.kernels
     }
 
     /// The compilation of the kernels in use.
-    pub fn kernels(&self) -> CubatureKernels {
+    pub fn kernels(&self) -> SimdLevel {
         self.kernels
     }
 
@@ -750,7 +745,7 @@ impl<M: TetMaterial> CubatureForces<M> {
     /// rest). Its gradient is the force and its Hessian the stiffness.
     pub fn strain_energy(&self, q: &[f64]) -> f64 {
         #[cfg(target_arch = "x86_64")]
-        if self.kernels >= CubatureKernels::Avx2 {
+        if self.kernels >= SimdLevel::Avx2 {
             // SAFETY: the CPU has AVX2 and FMA (`kernels` is never above `detect`).
             return unsafe { self.energy_avx2(q) };
         }

@@ -2,11 +2,6 @@
 //! (`Real` over f32 and f64 storage), and the same chains in explicit AVX2 and AVX-512
 //! registers (`rows`, `tiles`), so that every CPU gives the same bits.
 
-//! bits on every CPU: a replay recorded on one machine reproduces on another. The
-//! kernels are compiled three times ([`CubatureKernels`]: portable, AVX2+FMA, AVX-512),
-//! chosen at run time, and differ only in speed; the stiffness product is written here
-//! rather than taken from faer, whose kernel and blocking depend on the CPU.
-
 use nalgebra::Matrix3;
 
 use super::*;
@@ -298,7 +293,7 @@ pub(super) fn dot9_with<S: Real, const SIMD: bool>(
     #[cfg(target_arch = "x86_64")]
     if SIMD {
         // SAFETY: `SIMD` paths run only where the CPU has AVX2 and FMA (their callers'
-        // contract, `CubatureKernels`).
+        // contract, `SimdLevel`).
         return unsafe { S::simd_dot9(g, q, r, stride) };
     }
     dot9::<S>(g, q, r, stride)

@@ -2,11 +2,6 @@
 //! equilibrium correction at the rest and training equilibria, with the linearizations
 //! of the material that they need.
 
-//! bits on every CPU: a replay recorded on one machine reproduces on another. The
-//! kernels are compiled three times ([`CubatureKernels`]: portable, AVX2+FMA, AVX-512),
-//! chosen at run time, and differ only in speed; the stiffness product is written here
-//! rather than taken from faer, whose kernel and blocking depend on the CPU.
-
 use nalgebra::{DMatrix, DVector, Matrix3};
 
 use crate::fem::{TetKernel, TetMaterial};

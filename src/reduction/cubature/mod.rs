@@ -90,13 +90,14 @@
 //!
 //! Every sum is a fixed chain of fused multiply-adds, so an evaluation gives the same
 //! bits on every CPU: a replay recorded on one machine reproduces on another. The
-//! kernels are compiled three times ([`CubatureKernels`]: portable, AVX2+FMA, AVX-512),
+//! kernels are compiled three times ([`SimdLevel`]: portable, AVX2+FMA, AVX-512F/VL),
 //! chosen at run time, and differ only in speed; the stiffness product is written here
 //! rather than taken from faer, whose kernel and blocking depend on the CPU.
 
 use nalgebra::DMatrix;
 
 use super::evaluator::MAX_R;
+use super::simd::SimdLevel;
 use crate::fem::TetKernel;
 
 mod forces;
@@ -281,8 +282,8 @@ pub struct CubatureForces<M> {
     /// The equilibrium correction ([`Self::correct_equilibria`]): the fit's force
     /// residual at the exact reduced equilibria, by ascending activation.
     correction: Option<Box<EquilibriumCorrection>>,
-    /// The compilation the kernels run in ([`CubatureKernels`]).
-    kernels: CubatureKernels,
+    /// The compilation the kernels run in ([`SimdLevel`]).
+    kernels: SimdLevel,
     /// Bytes of one block of tangent products ([`BLOCK_BYTES`]; tests shrink it).
     block_bytes: usize,
     /// Slices of the points whose stiffness [`Self::evaluate_step`] refreshes in turn
@@ -403,48 +404,19 @@ fn identity_entry(c: usize) -> f64 {
     }
 }
 
-/// The compilations of the per-point kernels and the stiffness product. All three do
-/// the same arithmetic (the same chains of fused multiply-adds, in the same order), so
-/// they give the same bits; they differ only in the instructions and their speed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CubatureKernels {
-    /// No target features (every fused multiply-add a library call where the build's
-    /// target has no FMA: correct and slow).
-    Portable,
-    /// AVX2 and FMA (8 f32 lanes).
-    Avx2,
-    /// AVX-512F (16 f32 lanes for the stiffness product).
-    Avx512,
-}
-
-impl CubatureKernels {
-    /// The default at r modes: AVX-512 where the stiffness product dominates (r above
-    /// 32), else at most AVX2: AVX-512 speeds the product up at r = 60 and 100, but slows
-    /// the whole muscle evaluation at r = 20, where the scalar per-point material law
-    /// dominates (wide instructions lower the core's clock for it too; the figures are in
-    /// docs/performance.md, "Optimized cubature and the reduced muscle").
-    pub fn default_for(r: usize) -> Self {
-        let best = Self::detect();
-        if r > 32 {
-            best
-        } else {
-            best.min(CubatureKernels::Avx2)
-        }
-    }
-
-    /// The fastest this CPU runs.
-    pub fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            if has!("avx2") && has!("fma") {
-                return if has!("avx512f") {
-                    CubatureKernels::Avx512
-                } else {
-                    CubatureKernels::Avx2
-                };
-            }
-        }
-        CubatureKernels::Portable
+/// The kernels' compilation by default at r modes: AVX-512 where the stiffness product
+/// dominates (r above 32), else at most AVX2. AVX-512 speeds the product up at r = 60
+/// and 100, but slows the whole muscle evaluation at r = 20, where the scalar per-point
+/// material law dominates (wide instructions lower the core's clock for it too; the
+/// figures are in docs/performance.md, "Optimized cubature and the reduced muscle").
+/// All three compilations do the same arithmetic (the same chains of fused
+/// multiply-adds, in the same order), so they give the same bits; they differ only in
+/// the instructions and their speed.
+pub fn default_kernels(r: usize) -> SimdLevel {
+    let best = SimdLevel::detect();
+    if r > 32 {
+        best
+    } else {
+        best.min(SimdLevel::Avx2)
     }
 }

@@ -1,11 +1,6 @@
 //! Non-negative least squares: An et al.'s greedy point selection and the active-set
 //! solver (Lawson and Hanson 1974) on the normal equations.
 
-//! bits on every CPU: a replay recorded on one machine reproduces on another. The
-//! kernels are compiled three times ([`CubatureKernels`]: portable, AVX2+FMA, AVX-512),
-//! chosen at run time, and differ only in speed; the stiffness product is written here
-//! rather than taken from faer, whose kernel and blocking depend on the CPU.
-
 use nalgebra::{DMatrix, DVector};
 
 /// Solves the least-squares problem on the passive set: G_PP s = c_P (Cholesky, with a

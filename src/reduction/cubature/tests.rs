@@ -160,11 +160,7 @@ fn all_elements_with_unit_weights_is_the_exact_reduced_force() {
         // build's default compilation).
         let mut force_only = vec![0.0; r];
         cub.evaluate_force(&q, &mut force_only, &mut cub.scratch());
-        for kernels in [
-            CubatureKernels::Portable,
-            CubatureKernels::Avx2,
-            CubatureKernels::Avx512,
-        ] {
+        for kernels in [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512] {
             let mut c2 = cub.clone();
             c2.use_kernels(kernels);
             c2.block_bytes = 10 * 9 * 5 * 8;
@@ -184,10 +180,10 @@ fn all_elements_with_unit_weights_is_the_exact_reduced_force() {
         // per block) and every compilation give the same bits.
         let mut first_f32: Option<(Vec<f64>, Vec<f64>)> = None;
         for (kernels, block_bytes) in [
-            (CubatureKernels::Portable, 7 * 9 * 5 * 4),
-            (CubatureKernels::Avx2, 13 * 9 * 5 * 4),
-            (CubatureKernels::Avx512, 13 * 9 * 5 * 4),
-            (CubatureKernels::Avx512, BLOCK_BYTES),
+            (SimdLevel::Portable, 7 * 9 * 5 * 4),
+            (SimdLevel::Avx2, 13 * 9 * 5 * 4),
+            (SimdLevel::Avx512, 13 * 9 * 5 * 4),
+            (SimdLevel::Avx512, BLOCK_BYTES),
         ] {
             let mut c3 = cub.clone();
             c3.use_kernels(kernels);
@@ -231,7 +227,7 @@ fn stiffness_slices_lag_the_stiffness_but_never_the_force() {
     let (f0, k0) = eval(&q0);
     let (f1, k1) = eval(&q1);
     let slices = 4;
-    for kernels in [CubatureKernels::Portable, CubatureKernels::detect()] {
+    for kernels in [SimdLevel::Portable, SimdLevel::detect()] {
         let mut cub = exact.clone();
         cub.use_kernels(kernels);
         cub.set_stiffness_slices(slices);
@@ -293,8 +289,8 @@ fn stiffness_slices_lag_the_stiffness_but_never_the_force() {
         }
         out
     };
-    let reference = run(CubatureKernels::Portable);
-    for kernels in [CubatureKernels::Avx2, CubatureKernels::Avx512] {
+    let reference = run(SimdLevel::Portable);
+    for kernels in [SimdLevel::Avx2, SimdLevel::Avx512] {
         assert_eq!(run(kernels), reference, "{kernels:?}");
     }
 }
@@ -334,11 +330,11 @@ fn check_lower_product<T: Real + std::fmt::Debug + PartialEq, const L: usize, co
 ) {
     check_lower_product_with::<T, L, H, false>(r, stride, cols);
     let needed = if L == 2 * T::LANES {
-        CubatureKernels::Avx512
+        SimdLevel::Avx512
     } else {
-        CubatureKernels::Avx2
+        SimdLevel::Avx2
     };
-    if CubatureKernels::detect() >= needed {
+    if SimdLevel::detect() >= needed {
         check_lower_product_with::<T, L, H, true>(r, stride, cols);
     }
 }

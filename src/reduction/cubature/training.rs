@@ -1,11 +1,6 @@
 //! Training: poses sampled about the rest shape and the equilibria, the exact reduced
 //! forces of the full mesh, and the fit of points and weights ([`train_cubature`]).
 
-//! bits on every CPU: a replay recorded on one machine reproduces on another. The
-//! kernels are compiled three times ([`CubatureKernels`]: portable, AVX2+FMA, AVX-512),
-//! chosen at run time, and differ only in speed; the stiffness product is written here
-//! rather than taken from faer, whose kernel and blocking depend on the CPU.
-
 use std::time::Instant;
 
 use faer::linalg::matmul::matmul;
