@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use haptics::mesh::embed::embed;
+use haptics::geometry::embed::embed;
 use haptics::mesh::voxelize::{voxelize, VoxelizeOptions};
 use haptics::mesh::{read_surface, write_interp, write_veg, Material};
 

@@ -16,6 +16,8 @@
 //! - [`deform`]: the compute pass ([`GpuDeformer`]) and its CPU reference;
 //! - [`renderer`]: the scene pass ([`SceneRenderer`]): lit objects, the manipulandum
 //!   ghost, the floor grid and overlays;
+//! - `pipelines` and `uploads` (private): the scene pass's render pipelines, and its
+//!   GPU buffers (uniforms, mesh buffers, overlay vertex lists) with their writes;
 //! - [`overlay`]: the overlay geometry (arrows, BD spheres, pointshell points);
 //! - [`camera`]: the orbit camera;
 //! - [`offscreen`]: frames rendered to a texture and written as PNG.
@@ -28,7 +30,9 @@ pub mod camera;
 pub mod deform;
 pub mod offscreen;
 pub mod overlay;
+mod pipelines;
 pub mod renderer;
+mod uploads;
 
 pub use camera::OrbitCamera;
 pub use deform::{

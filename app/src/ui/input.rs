@@ -12,11 +12,22 @@
 //! ```
 //!
 //! so the manipulandum follows the mouse whatever the clutch has done to `T_index`.
+//!
+//! The window hands its mouse and keyboard events to `InputState::handle`, which keeps
+//! the buttons and modifiers between events, moves the camera or the target, and
+//! handles the keys: Space (held) is the clutch, R resets the objects, Home recentres
+//! the device and F frames the scene.
 
 use haptics_devices::Pose;
 use nalgebra::{Isometry3, UnitQuaternion, Vector3};
+use winit::event::{ElementState, KeyEvent, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::keyboard::{KeyCode, ModifiersState, PhysicalKey};
 
+use super::headless::default_camera;
+use super::session::Session;
+use super::surface::Gfx;
 use crate::render::OrbitCamera;
+use haptics::haptic::Command;
 
 /// Radians of rotation per pixel of Shift-drag.
 pub const ROTATE_RAD_PER_PIXEL: f64 = 0.008;
@@ -59,6 +70,180 @@ pub fn move_target(
     let r = index.rotation;
     target.position += alpha * (r.inverse() * world_translation);
     target.orientation = r.inverse() * world_rotation * r * target.orientation;
+}
+
+/// The buttons of the simulated hand while the clutch key is held: the default clutch
+/// button ([`SafetySettings::clutch_button`](haptics_devices::SafetySettings::clutch_button)).
+const SIMULATED_CLUTCH: u32 = 1 << haptics_devices::safety::DEFAULT_CLUTCH_BUTTON;
+
+/// Mouse and keyboard state between events.
+#[derive(Debug, Default)]
+pub(super) struct InputState {
+    cursor: Option<(f64, f64)>,
+    left: bool,
+    right: bool,
+    middle: bool,
+    modifiers: ModifiersState,
+    /// The clutch key is held.
+    pub(super) clutch: bool,
+}
+
+impl InputState {
+    /// Applies a window event: to the modifier and button state, the camera `g.camera`
+    /// and the simulated hand's target `s.target`, which is sent to the hand when it
+    /// moved.
+    pub(super) fn handle(&mut self, event: &WindowEvent, g: &mut Gfx, s: &mut Session) {
+        let mover = TargetMover {
+            alpha: s.workspace_scale,
+            index: s.haptic.snapshot().workspace_index,
+        };
+        let moved = match event {
+            WindowEvent::ModifiersChanged(m) => {
+                self.modifiers = m.state();
+                false
+            }
+            WindowEvent::MouseInput { state, button, .. } => {
+                self.press(*button, *state == ElementState::Pressed);
+                false
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                cursor_moved(self, g, s, &mover, (position.x, position.y))
+            }
+            WindowEvent::CursorLeft { .. } => {
+                self.cursor = None;
+                false
+            }
+            WindowEvent::MouseWheel { delta, .. } => mouse_wheel(self, g, s, &mover, delta),
+            WindowEvent::KeyboardInput { event, .. } => key_input(self, g, s, event),
+            _ => false,
+        };
+        if moved {
+            s.send_target();
+        }
+    }
+
+    /// Records a mouse button going down or up.
+    fn press(&mut self, button: MouseButton, down: bool) {
+        match button {
+            MouseButton::Left => self.left = down,
+            MouseButton::Right => self.right = down,
+            MouseButton::Middle => self.middle = down,
+            _ => {}
+        }
+    }
+}
+
+/// Moves the simulated hand's target by world motions, through the workspace mapping.
+struct TargetMover {
+    alpha: f64,
+    index: Isometry3<f64>,
+}
+
+impl TargetMover {
+    /// Translates `pose` by the world translation `t`.
+    fn translate(&self, pose: &mut Pose, t: &Vector3<f64>) {
+        move_target(
+            pose,
+            t,
+            &UnitQuaternion::identity(),
+            self.alpha,
+            &self.index,
+        )
+    }
+
+    /// Rotates `pose` by the world rotation `r`.
+    fn rotate(&self, pose: &mut Pose, r: &UnitQuaternion<f64>) {
+        move_target(pose, &Vector3::zeros(), r, self.alpha, &self.index)
+    }
+}
+
+/// Orbits, pans or drags the target by a cursor move to `(x, y)`; returns whether the
+/// target moved.
+fn cursor_moved(
+    input: &mut InputState,
+    g: &mut Gfx,
+    s: &mut Session,
+    mover: &TargetMover,
+    (x, y): (f64, f64),
+) -> bool {
+    let height = f64::from(g.config.height);
+    let mut moved = false;
+    if let Some((x0, y0)) = input.cursor {
+        let (dx, dy) = (x - x0, y - y0);
+        let ctrl = input.modifiers.control_key();
+        let shift = input.modifiers.shift_key();
+        if input.right {
+            g.camera.orbit(
+                -dx as f32 * ORBIT_RAD_PER_PIXEL,
+                dy as f32 * ORBIT_RAD_PER_PIXEL,
+            );
+        } else if input.middle || (input.left && ctrl) {
+            let k = g.camera.pixel_size(height as f32) / g.camera.distance;
+            g.camera.pan(-dx as f32 * k, dy as f32 * k);
+        } else if input.left && shift {
+            let r = drag_rotation(&g.camera, dx, dy);
+            mover.rotate(&mut s.target.pose, &r);
+            moved = true;
+        } else if input.left {
+            let t = drag_translation(&g.camera, dx, dy, height);
+            mover.translate(&mut s.target.pose, &t);
+            moved = true;
+        }
+    }
+    input.cursor = Some((x, y));
+    moved
+}
+
+/// Zooms (with Ctrl) or pushes the target along the view by a wheel turn; returns
+/// whether the target moved.
+fn mouse_wheel(
+    input: &InputState,
+    g: &mut Gfx,
+    s: &mut Session,
+    mover: &TargetMover,
+    delta: &MouseScrollDelta,
+) -> bool {
+    let steps = match delta {
+        MouseScrollDelta::LineDelta(_, y) => f64::from(*y),
+        MouseScrollDelta::PixelDelta(p) => p.y / 40.0,
+    };
+    if input.modifiers.control_key() {
+        g.camera.zoom(0.9f32.powf(steps as f32));
+        false
+    } else {
+        let t = wheel_translation(&g.camera, steps);
+        mover.translate(&mut s.target.pose, &t);
+        true
+    }
+}
+
+/// Handles the clutch, reset, home and camera-reset keys; returns whether the target
+/// moved.
+fn key_input(input: &mut InputState, g: &mut Gfx, s: &mut Session, event: &KeyEvent) -> bool {
+    let down = event.state == ElementState::Pressed;
+    let PhysicalKey::Code(code) = event.physical_key else {
+        return false;
+    };
+    match code {
+        KeyCode::Space => {
+            input.clutch = down;
+            s.target.buttons = if down { SIMULATED_CLUTCH } else { 0 };
+            true
+        }
+        KeyCode::KeyR if down && !event.repeat => {
+            s.haptic.send(Command::Reset);
+            false
+        }
+        KeyCode::Home if down => {
+            s.target.pose = Pose::default();
+            true
+        }
+        KeyCode::KeyF if down => {
+            g.camera = default_camera(&g.renderer);
+            false
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -13,13 +13,18 @@
 //! - [`frame`]: snapshot to [`crate::render::FrameState`], and the debug views;
 //! - [`input`]: mouse and keyboard to a 6-DOF target pose and camera motion;
 //! - [`headless`]: offscreen frames and the headless demo;
-//! - [`window`]: the winit + wgpu + egui window.
+//! - [`window`]: the winit event loop of the window;
+//! - `session` (private): the haptic thread with its device, and recordings;
+//! - `surface` (private): the window's wgpu surface, scene renderer and egui, and a
+//!   frame's passes through them.
 
 pub mod frame;
 pub mod guide;
 pub mod headless;
 pub mod input;
 mod panels;
+mod session;
+mod surface;
 pub mod window;
 
 pub use frame::{fill_frame, DebugContact, DebugViews};
