@@ -117,9 +117,8 @@ impl Format {
         }
     }
 
-    /// The format with this [`Format::name`].
-    #[cfg(test)]
-    pub(crate) fn from_name(name: &str) -> Option<Format> {
+    /// The format with this [`Format::name`] (how each fuzz target picks its format).
+    pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name() == name)
     }
 

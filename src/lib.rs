@@ -22,16 +22,27 @@
 //! - [`haptic`]: the allocation-free haptic cycle, the 1 kHz thread, its log and replay;
 //! - [`scene`]: TOML scenes loaded into runtime objects with a baked cache, and the
 //!   tunable parameters ([`scene::Param`]) defined once;
-//! - [`muscle`]: active skeletal muscle: the fusiform muscle, its isometric experiment,
-//!   statics, contraction and the reduced real-time muscle;
+//! - [`muscle`]: active skeletal muscle: the fusiform muscle, its isometric experiment
+//!   (with `testbed`), statics, contraction and the reduced real-time muscle;
 //! - [`proximity`]: mesh-mesh distances and sweeps (a bounding-volume hierarchy), exact
 //!   triangle distances and SE(3) motions, for the offline tools;
 //! - [`check`]: continuous collision checks of a rigid (or compliant) part along a path,
 //!   on OMPL.app's problems and scenes;
 //! - [`plan`]: collision-free paths for a rigid part (RRT-Connect on exact distances);
-//! - [`formats`]: every file format the engine reads, behind one entry point (fuzzed);
+//! - `formats` (with `testbed`): every file format the engine reads, behind one entry
+//!   point (fuzzed);
 //! - [`assets`], [`io`], [`progress`], [`plot`]: bundled files, atomic writes and binary
 //!   readers, progress reports and cancellation, PNG plots.
+//!
+//! # The `testbed` feature
+//!
+//! The experiments and harnesses that exercise the engine without being part of it are
+//! compiled only with the cargo feature `testbed`: the accuracy experiment of thesis
+//! Fig. 2.3 (`dynamics::accuracy`), the stability ladder (`haptic::stability`), the
+//! isometric muscle experiment (`muscle::isometric` and its re-exports in `muscle`) and
+//! the table of every reader that the fuzzers drive (`formats`). The `haptics-app` CLI,
+//! the Python bindings and the fuzz targets turn it on; so does this crate's
+//! dev-dependency on itself, so that its tests and benches always build with it.
 //!
 //! The equations and their sources are in `docs/equations.md`, the architecture in
 //! `docs/architecture.md`.
@@ -83,6 +94,7 @@ pub mod contact;
 pub mod coupling;
 pub mod dynamics;
 pub mod fem;
+#[cfg(feature = "testbed")]
 pub mod formats;
 pub mod geometry;
 pub mod haptic;

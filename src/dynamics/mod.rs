@@ -1,6 +1,7 @@
 //! Time integration: the implicit Newmark scheme (thesis 2.7, 2.9) for the full-space
 //! finite element reference simulator (and its static mode) and for reduced models.
 
+#[cfg(feature = "testbed")]
 pub mod accuracy;
 pub mod full;
 pub mod newmark;

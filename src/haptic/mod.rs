@@ -7,6 +7,7 @@ pub mod log;
 pub mod replay;
 pub mod scheduler;
 pub mod simulation;
+#[cfg(feature = "testbed")]
 pub mod stability;
 pub mod thread;
 pub mod timing;

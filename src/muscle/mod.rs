@@ -1,6 +1,6 @@
 //! Active skeletal muscle as a system to run: the material file, the isometric
-//! tension-length experiment of Chen (1991) on a uniaxial block, and the static
-//! contraction of a fusiform muscle with fixed tendons.
+//! tension-length experiment of Chen (1991) on a uniaxial block (with the `testbed`
+//! feature), and the static contraction of a fusiform muscle with fixed tendons.
 //!
 //! The material itself (the Blemker fibre law with activation, its tangent, the
 //! inversion-robust evaluation) lives in [`crate::fem::blemker`]; the NURBS fusiform
@@ -9,12 +9,14 @@
 
 pub mod contract;
 pub mod fusiform;
+#[cfg(feature = "testbed")]
 pub mod isometric;
 pub mod material_file;
 pub mod reduced;
 pub mod statics;
 
 pub use contract::{contract, Contraction, FusiformModel};
+#[cfg(feature = "testbed")]
 pub use isometric::{
     homogeneous_uniaxial, isometric_block, run_isometric, IsometricCurve, IsometricPoint,
     IsometricSetup,
