@@ -162,7 +162,8 @@ fn bad_bake_inputs_get_clear_errors_and_leave_no_cache() {
 
 #[test]
 fn snapshot_basis_render_basis_and_material_groups_are_written() {
-    use haptics::mesh::{embed, read_obj, write_interp};
+    use haptics::geometry::embed::embed;
+    use haptics::mesh::{read_obj, write_interp};
     let dir = tempfile::tempdir().unwrap();
     // Snapshots: the fixture's modes scaled and mixed (any displacement fields work).
     let u = read_matrix(

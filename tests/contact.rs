@@ -10,9 +10,10 @@ use haptics::contact::{
     Lookup, Poses, ShellModes, Traversal,
 };
 use haptics::fem::{FemModel, MassKind, MaterialLaw};
+use haptics::geometry::embed::embed;
 use haptics::geometry::pointshell::SplitMix64;
 use haptics::geometry::{MeshDistance, SignedDistanceField};
-use haptics::mesh::{embed, read_bou, read_obj, read_veg, SurfaceMesh, VolumeMesh};
+use haptics::mesh::{read_bou, read_obj, read_veg, SurfaceMesh, VolumeMesh};
 use haptics::reduction::modes::{linear_modes, ModesOptions};
 use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 use std::path::PathBuf;
@@ -931,7 +932,7 @@ fn proxy_cache_answers_bit_for_bit() {
 /// beam.
 #[test]
 fn sweep_shares_the_traversals_lookups_bit_for_bit() {
-    use haptics::contact::continuous::{slide, Motion, Sweep, SweepParams, SweepResult};
+    use haptics::contact::continuous::{slide, CycleMotion, ShellSweep, SweepParams, SweepResult};
     let (.., mut deformed) = beam_field(48);
     let sdf = deformed.rest_field().clone();
     deformed.update(&[0.005, -0.002, 0.001, 0.0]);
@@ -952,7 +953,7 @@ fn sweep_shares_the_traversals_lookups_bit_for_bit() {
         let mut slides = 0;
         let mut tr = Traversal::for_field(shell, params, field);
         let mut out = Traversal::output(shell, field.reduced_dim());
-        let (mut shared, mut own) = (Sweep::for_field(shell, field), Sweep::new(shell));
+        let (mut shared, mut own) = (ShellSweep::for_field(shell, field), ShellSweep::new(shell));
         let sweep_params = SweepParams::with_limit(0.002);
         let mut total_shared = 0;
         for trial in 0..300 {
@@ -966,7 +967,7 @@ fn sweep_shares_the_traversals_lookups_bit_for_bit() {
                 Vector3::zeros(),
             );
             let grasp = Point3::new(0.0, 0.5, 0.0);
-            let motion = Motion {
+            let motion = CycleMotion {
                 from: from * Translation3::from(grasp.coords),
                 dx: unit(&mut rng) * 0.02 * rng.next_f64(),
                 dw: unit(&mut rng) * 0.2 * rng.next_f64(),

@@ -132,7 +132,7 @@ fn contact_traversal_allocates_nothing() {
 /// construction.
 #[test]
 fn deformed_field_contact_allocates_nothing() {
-    use haptics::contact::continuous::{slide, Motion, Sweep, SweepParams};
+    use haptics::contact::continuous::{slide, CycleMotion, ShellSweep, SweepParams};
     use haptics::contact::{ContactParams, ContactShell, DeformedDistanceField, Poses, Traversal};
     use haptics::geometry::{MeshDistance, SignedDistanceField};
     use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
@@ -174,7 +174,7 @@ fn deformed_field_contact_allocates_nothing() {
         ..ContactParams::default()
     };
     let mut traversal = Traversal::for_field(&shell, params, &field);
-    let mut sweep = Sweep::for_field(&shell, &field);
+    let mut sweep = ShellSweep::for_field(&shell, &field);
     let mut out = Traversal::output(&shell, 2);
     let sweep_params = SweepParams::with_limit(1e-3);
     let grasp = Point3::new(0.0, 0.5, 0.0);
@@ -187,7 +187,7 @@ fn deformed_field_contact_allocates_nothing() {
             Translation3::new(0.09 - 0.05 * (3.0 * s).sin(), 0.2 + 0.6 * s, 0.0),
             UnitQuaternion::from_scaled_axis(Vector3::new(s, 0.0, 2.0 * s)),
         );
-        let motion = Motion {
+        let motion = CycleMotion {
             from: Isometry3::translation(grasp.x, grasp.y, grasp.z),
             dx: Vector3::new(0.004, 0.0, 0.0),
             dw: Vector3::new(0.0, 0.01, 0.0),

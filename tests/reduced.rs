@@ -257,7 +257,7 @@ fn material_group_polynomials_combine_to_the_full_one_and_follow_material_edits(
 
 #[test]
 fn render_basis_interpolates_the_simulation_basis() {
-    use haptics::mesh::embed;
+    use haptics::geometry::embed::embed;
     use haptics::reduction::basis::render_basis;
     let r = 4;
     let (model, u) = beam_and_modes(r);

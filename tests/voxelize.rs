@@ -5,11 +5,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+use haptics::geometry::embed::embed;
 use haptics::geometry::pointshell::SplitMix64;
 use haptics::mesh::volume::{hex_shape, HEX_CORNERS};
 use haptics::mesh::voxelize::{triangle_box_overlap, triangle_box_overlap_by_clipping};
 use haptics::mesh::{
-    box_hex_mesh, box_tet_mesh, embed, hex_to_tets, voxelize, ElementKind, Material, SurfaceMesh,
+    box_hex_mesh, box_tet_mesh, hex_to_tets, voxelize, ElementKind, Material, SurfaceMesh,
     VolumeMesh, Voxelization, VoxelizeOptions,
 };
 use haptics::progress::NoProgress;

@@ -51,8 +51,9 @@ use super::distance::{cached_distance, cached_distance_above, DistanceQuery, Loo
 use super::params::DEFAULT_NODE_BUDGET;
 use super::point_tree::ContactShell;
 use super::traversal::Traversal;
+use crate::proximity::rigid::screw_bound;
 
-/// Points at the limit a sweep keeps for the slide ([`Sweep::at_limit`]).
+/// Points at the limit a sweep keeps for the slide ([`ShellSweep::at_limit`]).
 pub const MAX_AT_LIMIT: usize = 32;
 
 /// A point whose margin is below this fraction of the limit is *at* the limit.
@@ -83,8 +84,14 @@ impl SweepParams {
 /// The motion of the held object over one cycle: its grasp frame moves from `from` by a
 /// world translation `dx` and a world rotation vector `dw`; its body frame is the grasp
 /// frame translated by `-grasp` (the body-frame grasp point).
+///
+/// A path check's interval ([`crate::proximity::bvh::Motion`]) is the same kind of
+/// screw motion, parameterized from its middle so that its bounds are directional; a
+/// cycle starts where the last one stopped and is cut at its first contact time, so it
+/// is parameterized from its start, and bounded by [`screw_bound`] about the moving grasp
+/// point.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Motion {
+pub struct CycleMotion {
     /// Grasp frame at `t = 0`.
     pub from: Isometry3<f64>,
     /// World translation of the grasp point over the cycle.
@@ -95,7 +102,7 @@ pub struct Motion {
     pub grasp: Point3<f64>,
 }
 
-impl Motion {
+impl CycleMotion {
     /// The grasp frame at `t`.
     pub fn grasp_at(&self, t: f64) -> Isometry3<f64> {
         Isometry3::from_parts(
@@ -121,7 +128,7 @@ impl Motion {
         let c0 = Point3::from(self.from.translation.vector);
         let dx = self.dx.norm();
         // The grasp point moves too, so the lever arm grows by up to |dx|.
-        dx + self.dw.norm() * ((x - c0).norm() + radius + dx)
+        screw_bound(dx, self.dw.norm(), (x - c0).norm() + radius + dx)
     }
 }
 
@@ -220,7 +227,7 @@ impl Ord for Event {
 
 /// Reusable buffers of the sweep of one pointshell.
 #[derive(Debug, Clone)]
-pub struct Sweep {
+pub struct ShellSweep {
     /// Points the last gather found within reach of the motion.
     near: Vec<Near>,
     candidates: Vec<Candidate>,
@@ -232,7 +239,7 @@ pub struct Sweep {
     next: Vec<u32>,
     seen: Vec<bool>,
     q_abs: Vec<f64>,
-    /// One per point against a field that uses them ([`Sweep::for_field`]); else empty.
+    /// One per point against a field that uses them ([`ShellSweep::for_field`]); else empty.
     proxy_cache: Vec<ProxyCache>,
     /// The start pose (grasp frame) at which the advancement evaluated the `near`
     /// distances (not set by the candidate search, whose composed transform rounds
@@ -248,7 +255,7 @@ struct SweepInput<'a, D> {
     field: &'a D,
     shell_pose: &'a Isometry3<f64>,
     q: &'a [f64],
-    motion: &'a Motion,
+    motion: &'a CycleMotion,
     params: &'a SweepParams,
     /// The field's Lipschitz constant.
     lip: f64,
@@ -262,10 +269,10 @@ impl<D> Clone for SweepInput<'_, D> {
 
 impl<D> Copy for SweepInput<'_, D> {}
 
-impl Sweep {
+impl ShellSweep {
     /// Allocates every buffer for `shell`.
     pub fn new(shell: &ContactShell) -> Self {
-        Sweep {
+        ShellSweep {
             near: Vec::with_capacity(shell.len()),
             candidates: Vec::with_capacity(shell.len()),
             events: BinaryHeap::with_capacity(shell.len()),
@@ -282,9 +289,9 @@ impl Sweep {
 
     /// The buffers for sweeps of `shell` against `field`, with a [`ProxyCache`] per point
     /// if the field uses them (a deformed distance field: the sweep queries the same
-    /// points cycle after cycle); otherwise [`Sweep::new`].
+    /// points cycle after cycle); otherwise [`ShellSweep::new`].
     pub fn for_field<D: DistanceQuery>(shell: &ContactShell, field: &D) -> Self {
-        let mut sweep = Sweep::new(shell);
+        let mut sweep = ShellSweep::new(shell);
         if field.uses_proxy_cache() {
             sweep.proxy_cache = vec![ProxyCache::default(); shell.len()];
         }
@@ -317,7 +324,7 @@ impl Sweep {
         field: &D,
         shell_pose: &Isometry3<f64>,
         q: &[f64],
-        motion: &Motion,
+        motion: &CycleMotion,
         params: &SweepParams,
         traversal: Option<&Traversal>,
     ) -> SweepResult {
@@ -374,7 +381,7 @@ impl Sweep {
         field: &D,
         shell_pose: &Isometry3<f64>,
         q: &[f64],
-        motion: &Motion,
+        motion: &CycleMotion,
         params: &SweepParams,
     ) -> SweepResult {
         let mut result = SweepResult::WHOLE;
@@ -587,7 +594,7 @@ impl Sweep {
         shell_pose: &Isometry3<f64>,
         to_body0: &Isometry3<f64>,
         q: &[f64],
-        motion: &Motion,
+        motion: &CycleMotion,
         params: &SweepParams,
         lip: f64,
         traversal: Option<&Traversal>,
@@ -704,7 +711,7 @@ fn outward_normal<D: DistanceQuery>(
 /// sweep stops the object instead). Only the translation is corrected: a correction in
 /// rotation would tilt a face pushed flat onto a wall, and a tilted edge sinks between
 /// the pointshell's points.
-pub fn slide(motion: &Motion, t: f64, contacts: &[Blocking]) -> Motion {
+pub fn slide(motion: &CycleMotion, t: f64, contacts: &[Blocking]) -> CycleMotion {
     let from = motion.grasp_at(t);
     let (dx, dw) = (motion.dx * (1.0 - t), motion.dw * (1.0 - t));
     let c = Point3::from(from.translation.vector);
@@ -714,7 +721,7 @@ pub fn slide(motion: &Motion, t: f64, contacts: &[Blocking]) -> Motion {
             .iter()
             .map(|b| (b.normal, dw.cross(&(b.position - c)), 0.0)),
     );
-    Motion {
+    CycleMotion {
         from,
         dx,
         dw,
@@ -791,7 +798,7 @@ mod tests {
             position: Point3::new(x, 0.0, 0.0),
             normal: n,
         };
-        let m = |dx: Vector3<f64>, dw: Vector3<f64>| Motion {
+        let m = |dx: Vector3<f64>, dw: Vector3<f64>| CycleMotion {
             from: Isometry3::identity(),
             dx,
             dw,
@@ -861,7 +868,7 @@ mod tests {
 
     #[test]
     fn motion_interpolates_translation_and_rotation() {
-        let m = Motion {
+        let m = CycleMotion {
             from: Isometry3::translation(1.0, 0.0, 0.0),
             dx: Vector3::new(0.0, 2.0, 0.0),
             dw: Vector3::new(0.0, 0.0, 1.0),
@@ -889,9 +896,9 @@ mod tests {
         .unwrap();
         let field = HalfSpace::floor(0.0);
         let params = SweepParams::with_limit(0.01);
-        let mut sweep = Sweep::new(&shell);
+        let mut sweep = ShellSweep::new(&shell);
         for length in [0.6, 1.0, 100.0] {
-            let m = Motion {
+            let m = CycleMotion {
                 from: Isometry3::identity(),
                 dx: Vector3::new(0.0, 0.0, length),
                 dw: Vector3::zeros(),
@@ -916,7 +923,7 @@ mod tests {
                 "{length}: depth {depth}"
             );
         }
-        let away = Motion {
+        let away = CycleMotion {
             from: Isometry3::identity(),
             dx: Vector3::new(0.0, 0.0, -10.0),
             dw: Vector3::zeros(),

@@ -25,7 +25,7 @@ pub mod point_tree;
 pub mod shell_modes;
 pub mod traversal;
 
-pub use continuous::{Motion, Sweep, SweepParams, SweepResult};
+pub use continuous::{CycleMotion, ShellSweep, SweepParams, SweepResult};
 pub use deformed_field::{DeformedDistanceField, DeformedFieldError};
 pub use distance::{DistanceQuery, ExactField, HalfSpace, Lookup, ProxyCache};
 pub use model::{point_contact, Friction, PointContact};

@@ -19,9 +19,9 @@
 use nalgebra::{DMatrix, Matrix3, Point3, Vector3};
 
 use crate::fem::model::tet_gradients;
-use crate::mesh::embed::invert_trilinear;
+use crate::geometry::embed::{embed, invert_trilinear, EmbedError};
 use crate::mesh::volume::{hex_jacobian, hex_shape_gradients};
-use crate::mesh::{embed, ElementKind, EmbedError, VolumeMesh};
+use crate::mesh::{ElementKind, VolumeMesh};
 
 /// Why per-point modes could not be computed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -65,7 +65,7 @@ pub enum Load {
         end: f64,
     },
     /// A force at a point inside an element, spread by its interpolation weights
-    /// (trilinear or barycentric, see `mesh::embed`) during [start, end).
+    /// (trilinear or barycentric, see `geometry::embed`) during [start, end).
     Point {
         /// 0-based vertices of the element containing the point.
         vertices: Vec<usize>,

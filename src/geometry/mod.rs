@@ -1,9 +1,11 @@
 //! Geometry for contact, computed offline: exact point-triangle distances, signed
 //! distance fields of closed meshes and of polygon soups (thesis 3.11) and their Vega
 //! `.dist` files, and multi-resolution pointshells by particle repulsion (3.8.1) or
-//! farthest-point ordering. The run-time contact engine in `crate::contact` uses them.
+//! farthest-point ordering, and the embedding of render-mesh vertices in a volumetric
+//! mesh. The run-time contact engine in `crate::contact` uses them.
 
 pub mod dist;
+pub mod embed;
 pub mod farthest;
 pub mod nurbs;
 pub mod pointshell;

@@ -153,4 +153,22 @@ mod tests {
         assert!((n - Vector3::z()).norm() < 1e-15);
         assert!((ang.iter().sum::<f64>() - std::f64::consts::PI).abs() < 1e-12);
     }
+
+    #[test]
+    fn closest_point_on_triangle_regions() {
+        let a = Point3::new(0.0, 0.0, 0.0);
+        let b = Point3::new(1.0, 0.0, 0.0);
+        let c = Point3::new(0.0, 1.0, 0.0);
+        let q = |p: Point3<f64>, expect: Point3<f64>| {
+            let got = closest_point(&p, &a, &b, &c).0;
+            assert!((got - expect).norm() < 1e-15, "{p}: {got} vs {expect}");
+        };
+        q(Point3::new(-1.0, -1.0, 1.0), a);
+        q(Point3::new(2.0, -0.5, 0.0), b);
+        q(Point3::new(-0.5, 2.0, 0.0), c);
+        q(Point3::new(0.2, 0.2, 3.0), Point3::new(0.2, 0.2, 0.0));
+        q(Point3::new(1.0, 1.0, 0.0), Point3::new(0.5, 0.5, 0.0));
+        q(Point3::new(0.5, -1.0, 0.0), Point3::new(0.5, 0.0, 0.0));
+        q(Point3::new(-1.0, 0.5, 0.0), Point3::new(0.0, 0.5, 0.0));
+    }
 }

@@ -23,7 +23,9 @@ use nalgebra::{Isometry3, Point3, Translation3, Vector3};
 
 use crate::contact::continuous::{push_out, slide, Blocking, Overlap};
 use crate::contact::ContactPoint;
-use crate::contact::{ContactOutput, Motion, PointContact, Poses, Sweep, SweepParams, Traversal};
+use crate::contact::{
+    ContactOutput, CycleMotion, PointContact, Poses, ShellSweep, SweepParams, Traversal,
+};
 use crate::coupling::friction::Patch;
 use crate::coupling::{
     pose_is_finite, CouplingOutput, FrictionProxy, StaticCoupling, Step, Workspace,
@@ -107,7 +109,7 @@ pub struct HapticSimulation {
     /// Device-to-simulation mapping (scale and clutch indexing).
     pub workspace: Workspace,
     traversals: Vec<Traversal>,
-    sweeps: Vec<Sweep>,
+    sweeps: Vec<ShellSweep>,
     /// Contacts met by this cycle's sweeps (the slide respects them all).
     met: Vec<Blocking>,
     /// Points found beyond the penetration limit at the start of this cycle.
@@ -553,7 +555,7 @@ impl HapticSimulation {
             self.coupling.pose = Translation3::from(dx) * from;
             return dx.norm();
         }
-        let motion = Motion {
+        let motion = CycleMotion {
             from,
             dx,
             dw: Vector3::zeros(),
@@ -675,7 +677,7 @@ impl HapticSimulation {
             return (step.pose_after(&from, 1.0), 1.0);
         }
         let params = self.sweep_params(limit);
-        let mut motion = Motion {
+        let mut motion = CycleMotion {
             from,
             dx: step.dx,
             dw: step.dw,
@@ -707,7 +709,7 @@ impl HapticSimulation {
     /// points at the limit it would deepen join the contacts met this cycle.
     fn first_contact(
         &mut self,
-        motion: &Motion,
+        motion: &CycleMotion,
         params: &SweepParams,
         from: SweepFrom,
     ) -> (f64, Option<Blocking>) {

@@ -1,5 +1,6 @@
 //! Meshes: surface (triangle) and volumetric (tet / hex) meshes, their readers and
-//! writers, the voxelizer, and the embedding of a render mesh in a volumetric mesh.
+//! writers, and the voxelizer. (The embedding of a render mesh in a volumetric mesh is
+//! [`crate::geometry::embed`].)
 //!
 //! This is the first stage of the data flow (docs/architecture.md, "Two stages: bake,
 //! then run"): everything downstream (finite elements, reduction, contact, rendering)
@@ -8,7 +9,6 @@
 
 pub mod bou;
 pub mod collada;
-pub mod embed;
 pub mod error;
 pub mod fibres;
 pub mod generate;
@@ -27,7 +27,6 @@ pub mod voxelize;
 
 pub use self::gltf::read_gltf;
 pub use bou::{read_bou, write_bou};
-pub use embed::{embed, EmbedError, Embedding};
 pub use error::{Location, MeshError};
 pub use fibres::{fibres_path, parse_fibres, read_fibres, write_fibres};
 pub use generate::{box_hex_mesh, box_surface_mesh, box_tet_mesh, vertices_where};

@@ -69,11 +69,19 @@ impl State {
     }
 }
 
-/// The motion bound of a segment: `|dp| + |dtheta| R`.
+/// The motion bound of a segment: `|dp| + |dtheta| R` ([`screw_bound`]).
 pub fn motion_bound(a: &State, b: &State, radius: f64) -> f64 {
     let theta = a.orientation.angle_to(&b.orientation);
     // angle_to is in [0, pi] for unit quaternions: the shorter arc slerp takes.
-    (b.position - a.position).norm() + theta * radius
+    screw_bound((b.position - a.position).norm(), theta, radius)
+}
+
+/// How far a point moves under a rigid motion that translates a pivot by `translation`
+/// and turns by the angle `angle` about it, the point at most `lever` from the pivot
+/// throughout: `translation + angle lever` (an arc is no longer than its angle times
+/// its radius). Conservative advancement divides a distance by this bound.
+pub fn screw_bound(translation: f64, angle: f64, lever: f64) -> f64 {
+    translation + angle * lever
 }
 
 /// The rotation that slerp applies over a segment, as its axis in the world frame times

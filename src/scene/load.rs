@@ -27,13 +27,14 @@ use crate::dynamics::{NewmarkParams, ObjectDynamics, ObjectForces, ReducedNewmar
 use crate::fem::blemker::MuscleMaterial;
 use crate::fem::TetKernel;
 use crate::geometry::dist::{read_dist, write_dist};
+use crate::geometry::embed::embed;
 use crate::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
 use crate::geometry::soup::{soup_offset_surface, soup_signed_field, SoupOptions, DEFAULT_OFFSET};
 use crate::geometry::thickness::min_half_thickness;
 use crate::geometry::{MeshDistance, SdfOptions, SignedDistanceField};
 use crate::mesh::read::default_material;
 use crate::mesh::{
-    box_hex_mesh, embed, read_surface, read_veg, read_volume, voxelize, write_veg, SurfaceMesh,
+    box_hex_mesh, read_surface, read_veg, read_volume, voxelize, write_veg, SurfaceMesh,
     VolumeMesh, VoxelizeOptions,
 };
 use crate::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasis, MuscleBasisOptions};

@@ -23,8 +23,8 @@ use nalgebra::{Isometry3, Point3};
 
 use crate::contact::continuous;
 use crate::contact::{
-    ContactOutput, ContactParams, ContactShell, DeformedDistanceField, DistanceQuery, ExactField,
-    Motion, Poses, Sweep, SweepParams, SweepResult, Traversal,
+    ContactOutput, ContactParams, ContactShell, CycleMotion, DeformedDistanceField, DistanceQuery,
+    ExactField, Poses, ShellSweep, SweepParams, SweepResult, Traversal,
 };
 use crate::coupling::CouplingParams;
 use crate::dynamics::ObjectDynamics;
@@ -127,27 +127,27 @@ impl HapticField {
     /// `traversal`, if given, is this cycle's traversal of the pair at the motion's start
     /// (its temporal-coherence bounds and lookups prune the search). With `continued`, the
     /// motion continues the last one swept (a slide) and reuses its gathered points
-    /// ([`Sweep::continue_contact`]).
+    /// ([`ShellSweep::continue_contact`]).
     #[allow(clippy::too_many_arguments)]
     pub fn sweep(
         &self,
-        sweep: &mut Sweep,
+        sweep: &mut ShellSweep,
         shell: &ContactShell,
         shell_pose: &Isometry3<f64>,
         q: &[f64],
-        motion: &Motion,
+        motion: &CycleMotion,
         params: &SweepParams,
         traversal: Option<&Traversal>,
         continued: bool,
     ) -> SweepResult {
         #[allow(clippy::too_many_arguments)]
         fn run<D: DistanceQuery>(
-            sweep: &mut Sweep,
+            sweep: &mut ShellSweep,
             shell: &ContactShell,
             field: &D,
             pose: &Isometry3<f64>,
             q: &[f64],
-            motion: &Motion,
+            motion: &CycleMotion,
             params: &SweepParams,
             traversal: Option<&Traversal>,
             continued: bool,
@@ -180,11 +180,11 @@ impl HapticField {
     }
 
     /// The buffers of sweeps of an environment pointshell against this field (with proxy
-    /// caches against a deformed field, [`Sweep::for_field`]).
-    pub fn new_sweep(&self, shell: &ContactShell) -> Sweep {
+    /// caches against a deformed field, [`ShellSweep::for_field`]).
+    pub fn new_sweep(&self, shell: &ContactShell) -> ShellSweep {
         match self {
-            HapticField::Deformable { field, .. } => Sweep::for_field(shell, field.as_ref()),
-            _ => Sweep::new(shell),
+            HapticField::Deformable { field, .. } => ShellSweep::for_field(shell, field.as_ref()),
+            _ => ShellSweep::new(shell),
         }
     }
 

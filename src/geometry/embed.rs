@@ -22,9 +22,10 @@
 use nalgebra::{Matrix3, Point3, Vector3};
 use rayon::prelude::*;
 
-use super::interp::Interpolation;
-use super::surface::Aabb;
-use super::volume::{hex_jacobian, hex_shape, ElementKind, VolumeMesh};
+use super::triangle;
+use crate::mesh::interp::Interpolation;
+use crate::mesh::surface::Aabb;
+use crate::mesh::volume::{hex_jacobian, hex_shape, ElementKind, VolumeMesh};
 
 /// Render vertices embedded in a volumetric mesh.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,52 +230,8 @@ pub fn invert_trilinear(x: &[Point3<f64>; 8], p: &Point3<f64>) -> [f64; 3] {
 fn point_tet_distance(p: &Point3<f64>, x: &[Point3<f64>; 4]) -> f64 {
     [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]
         .iter()
-        .map(|f| (closest_on_triangle(p, &x[f[0]], &x[f[1]], &x[f[2]]) - p).norm())
+        .map(|f| (triangle::closest_point(p, &x[f[0]], &x[f[1]], &x[f[2]]).0 - p).norm())
         .fold(f64::INFINITY, f64::min)
-}
-
-/// The point of triangle `abc` closest to `p` (Ericson, Real-Time Collision Detection,
-/// section 5.1.5).
-fn closest_on_triangle(
-    p: &Point3<f64>,
-    a: &Point3<f64>,
-    b: &Point3<f64>,
-    c: &Point3<f64>,
-) -> Point3<f64> {
-    let ab = b - a;
-    let ac = c - a;
-    let ap = p - a;
-    let d1 = ab.dot(&ap);
-    let d2 = ac.dot(&ap);
-    if d1 <= 0.0 && d2 <= 0.0 {
-        return *a;
-    }
-    let bp = p - b;
-    let d3 = ab.dot(&bp);
-    let d4 = ac.dot(&bp);
-    if d3 >= 0.0 && d4 <= d3 {
-        return *b;
-    }
-    let vc = d1 * d4 - d3 * d2;
-    if vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0 {
-        return a + ab * (d1 / (d1 - d3));
-    }
-    let cp = p - c;
-    let d5 = ab.dot(&cp);
-    let d6 = ac.dot(&cp);
-    if d6 >= 0.0 && d5 <= d6 {
-        return *c;
-    }
-    let vb = d5 * d2 - d1 * d6;
-    if vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0 {
-        return a + ac * (d2 / (d2 - d6));
-    }
-    let va = d3 * d6 - d5 * d4;
-    if va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0 {
-        return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)));
-    }
-    let denom = 1.0 / (va + vb + vc);
-    a + ab * (vb * denom) + ac * (vc * denom)
 }
 
 /// A uniform grid over the mesh bounding box; every cell lists the elements whose
@@ -542,23 +499,5 @@ mod tests {
                 ..
             })
         ));
-    }
-
-    #[test]
-    fn closest_point_on_triangle_regions() {
-        let a = Point3::new(0.0, 0.0, 0.0);
-        let b = Point3::new(1.0, 0.0, 0.0);
-        let c = Point3::new(0.0, 1.0, 0.0);
-        let q = |p: Point3<f64>, expect: Point3<f64>| {
-            let got = closest_on_triangle(&p, &a, &b, &c);
-            assert!((got - expect).norm() < 1e-15, "{p}: {got} vs {expect}");
-        };
-        q(Point3::new(-1.0, -1.0, 1.0), a);
-        q(Point3::new(2.0, -0.5, 0.0), b);
-        q(Point3::new(-0.5, 2.0, 0.0), c);
-        q(Point3::new(0.2, 0.2, 3.0), Point3::new(0.2, 0.2, 0.0));
-        q(Point3::new(1.0, 1.0, 0.0), Point3::new(0.5, 0.5, 0.0));
-        q(Point3::new(0.5, -1.0, 0.0), Point3::new(0.5, 0.0, 0.0));
-        q(Point3::new(-1.0, 0.5, 0.0), Point3::new(0.0, 0.5, 0.0));
     }
 }
