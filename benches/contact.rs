@@ -23,8 +23,8 @@ mod common;
 use common::*;
 use criterion::{criterion_group, criterion_main, Criterion};
 use haptics::contact::{
-    shell_modes, ContactOutput, ContactParams, ContactShell, DeformedDistanceField, DistanceQuery,
-    Poses, Traversal,
+    deformed_field::DeformedDistanceField, distance::DistanceQuery, params::ContactParams,
+    shell_modes, ContactOutput, ContactShell, Poses, Traversal,
 };
 use haptics::mesh::read_obj;
 use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};

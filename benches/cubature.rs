@@ -30,15 +30,15 @@ use std::path::PathBuf;
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
-use haptics::fem::{FemModel, MassKind, MaterialLaw, StvkMaterial, TetKernel};
-use haptics::mesh::{hex_to_tets, read_bou, read_veg};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw, StvkMaterial, TetKernel};
+use haptics::mesh::{bou::read_bou, veg::read_veg, voxelize::hex_to_tets};
 use haptics::reduction::cubature::{
     exact_reduced_force, relative_error, train_cubature, CubatureForces, CubatureOptions, FitError,
     PoseSampler,
 };
 use haptics::reduction::evaluator::{ReducedForces, ReducedInternalForces};
 use haptics::reduction::modes::{linear_modes, ModesOptions};
-use haptics::reduction::reduced_polynomial;
+use haptics::reduction::precompute::reduced_polynomial;
 use haptics::reduction::vega::{read_cub, read_matrix, write_cub, write_matrix, Precision};
 use nalgebra::DMatrix;
 use rand::SeedableRng;

@@ -23,8 +23,9 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use haptics_devices::vendor::fake_inverse::{FakeInverseService, Script};
 use haptics_devices::vendor::fakes;
 use haptics_devices::{
-    Device, ForceDimensionDevice, HandTarget, HaplyDevice, OpenHapticsDevice, Pose, SafeDevice,
-    SafetySettings, SimConfig, SimulatedDevice, TargetSource, Vendor, Wrench,
+    safety::SafeDevice, simulated::HandTarget, simulated::SimConfig, simulated::SimulatedDevice,
+    simulated::TargetSource, vendor::dhd::ForceDimensionDevice, vendor::haply::HaplyDevice,
+    vendor::openhaptics::OpenHapticsDevice, vendor::Vendor, Device, Pose, SafetySettings, Wrench,
 };
 
 fn round_trip(d: &mut dyn Device) -> Wrench {

@@ -7,9 +7,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use haptics::fem::edge::EdgeStvk;
-use haptics::fem::{FemModel, MaterialLaw};
+use haptics::fem::{model::FemModel, model::MaterialLaw};
 use haptics::mesh::voxelize::{hex_to_tets, voxelize, VoxelizeOptions};
-use haptics::mesh::{read_surface, read_veg, Material};
+use haptics::mesh::{read::read_surface, veg::read_veg, volume::Material};
 use haptics::progress::NoProgress;
 
 /// A deterministic, moderately large deformation.
@@ -37,7 +37,7 @@ fn bench_bridge_hex(c: &mut Criterion) {
 }
 
 /// The bridge surface voxelized at resolution 160 and split into tets.
-pub fn bridge_tets() -> haptics::mesh::VolumeMesh {
+pub fn bridge_tets() -> haptics::mesh::volume::VolumeMesh {
     let surface = read_surface(&haptics::assets::model("simpleBridge/simpleBridge.obj"))
         .expect("bridge surface");
     let opts = VoxelizeOptions {

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use common::*;
 use criterion::{criterion_group, criterion_main, Criterion};
-use haptics::contact::{shell_modes, ContactParams, DeformedDistanceField};
+use haptics::contact::{deformed_field::DeformedDistanceField, params::ContactParams, shell_modes};
 use haptics::coupling::CouplingParams;
 use haptics::dynamics::{ReducedNewmark, ReducedParams};
 use haptics::haptic::{CycleStats, HapticSimulation};
@@ -48,10 +48,12 @@ fn deformable_hoses(rest: haptics::geometry::SignedDistanceField) -> HapticField
 /// The reduced implicit Newmark integrator of a baked model (damping 0.01 x stiffness).
 fn reduced_dynamics(
     model: &haptics::reduction::bake::BakedModel,
-) -> haptics::dynamics::ObjectDynamics {
+) -> haptics::dynamics::object::ObjectDynamics {
     let r = model.basis.ncols();
     ReducedNewmark::new(
-        haptics::dynamics::ObjectForces::from(ReducedForces::new(&model.polynomial, r).unwrap()),
+        haptics::dynamics::object::ObjectForces::from(
+            ReducedForces::new(&model.polynomial, r).unwrap(),
+        ),
         ReducedParams {
             damping_stiffness: 0.01,
             ..ReducedParams::default()

@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use haptics::geometry::farthest::farthest_point_order;
-use haptics::geometry::pointshell::{
-    sample_pointshell, PointshellParams, SplitMix64, SurfaceSampler,
-};
+use haptics::geometry::pointshell::{sample_pointshell, PointshellParams, SurfaceSampler};
 use haptics::geometry::MeshDistance;
 use haptics::mesh::read_obj;
 use haptics::progress::NoProgress;
+use haptics_devices::rng::SplitMix64;
 
 fn bench(c: &mut Criterion) {
     let path = haptics::assets::model("tube/tube.veg.obj");

@@ -10,11 +10,11 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams};
-use haptics::fem::{FemModel, MassKind, MaterialLaw};
-use haptics::mesh::{read_bou, read_veg};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw};
+use haptics::mesh::{bou::read_bou, veg::read_veg};
 use haptics::reduction::evaluator::ReducedForces;
 use haptics::reduction::modes::{linear_modes, ModesOptions};
-use haptics::reduction::reduced_polynomial;
+use haptics::reduction::precompute::reduced_polynomial;
 use nalgebra::DMatrix;
 
 fn bridge_modes(count: usize) -> (FemModel, DMatrix<f64>) {

@@ -2,12 +2,12 @@
 //! the tube (15,840 triangles) at 128^3 and 256^3, and the bridge soup at 256^3.
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
-use haptics::geometry::pointshell::SplitMix64;
 use haptics::geometry::{
-    soup_signed_field, MeshDistance, SdfOptions, SignedDistanceField, SoupOptions,
+    soup::soup_signed_field, soup::SoupOptions, MeshDistance, SdfOptions, SignedDistanceField,
 };
 use haptics::mesh::{read_obj, SurfaceMesh};
 use haptics::progress::NoProgress;
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{Point3, Vector3};
 
 fn model(rel: &str) -> SurfaceMesh {

@@ -2,7 +2,7 @@
 //! fill, at three resolutions.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use haptics::mesh::{read_obj, voxelize, VoxelizeOptions};
+use haptics::mesh::{read_obj, voxelize::voxelize, voxelize::VoxelizeOptions};
 use haptics::progress::NoProgress;
 
 fn bench(c: &mut Criterion) {

@@ -14,14 +14,14 @@
 use std::path::{Path, PathBuf};
 
 use crate::geometry::dist::parse_dist;
-use crate::geometry::Pointshell;
+use crate::geometry::pointshell::Pointshell;
 use crate::mesh::interp::parse_interp;
 use crate::mesh::text::as_utf8;
 use crate::mesh::{bou::parse_bou, parse_obj, stl::parse_stl, tetgen::parse_tetgen};
 use crate::reduction::bake::parse_manifest;
 use crate::reduction::vega::{parse_cub, parse_matrix, Precision};
 use crate::scene::format::parse_scene_bytes;
-use haptics_devices::hid::Profile;
+use haptics_devices::hid::profile::Profile;
 use haptics_devices::trajectory::parse_trajectory;
 
 /// A file format the engine reads.

@@ -21,7 +21,7 @@
 //!   the workspace and friction (Ch. 4);
 //! - [`haptic`]: the allocation-free haptic cycle, the 1 kHz thread, its log and replay;
 //! - [`scene`]: TOML scenes loaded into runtime objects with a baked cache, and the
-//!   tunable parameters ([`scene::Param`]) defined once;
+//!   tunable parameters ([`scene::params::Param`]) defined once;
 //! - [`muscle`]: active skeletal muscle: the fusiform muscle, its isometric experiment
 //!   (with `testbed`), statics, contraction and the reduced real-time muscle;
 //! - [`proximity`]: mesh-mesh distances and sweeps (a bounding-volume hierarchy), exact

@@ -3,7 +3,7 @@
 //! plot to the test output directory (and prints where).
 
 use haptics::dynamics::accuracy::{run_accuracy_experiment, AccuracyConfig};
-use haptics::mesh::{read_bou, read_veg, vertices_where};
+use haptics::mesh::{bou::read_bou, veg::read_veg, vertices_where};
 use nalgebra::Vector3;
 use std::path::PathBuf;
 

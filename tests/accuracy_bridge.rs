@@ -3,7 +3,7 @@
 //! to the test output directory.
 
 use haptics::dynamics::accuracy::{run_accuracy_experiment, AccuracyConfig};
-use haptics::mesh::{read_bou, read_veg};
+use haptics::mesh::{bou::read_bou, veg::read_veg};
 use nalgebra::{Point3, Vector3};
 use std::path::PathBuf;
 

@@ -2,15 +2,15 @@
 //! through a bake with its basis, cache behaviour, atomic writes, and readable errors for
 //! bad input (the `haptics bake` command line is tested in the application crate).
 
-use haptics::fem::{FemModel, MassKind, MaterialLaw};
-use haptics::geometry::pointshell::SplitMix64;
-use haptics::mesh::read_veg;
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw};
+use haptics::mesh::veg::read_veg;
 use haptics::progress::NoProgress;
 use haptics::reduction::bake::{
     bake, load_baked, mass_orthonormality_error, BakeError, BakeInput, BakeOutcome, BakeParams,
     BasisKind,
 };
 use haptics::reduction::vega::{read_cub, read_matrix, write_matrix, Precision};
+use haptics_devices::rng::SplitMix64;
 
 fn beam_input(kind: BasisKind, k: usize, r: usize) -> BakeInput {
     BakeInput {
@@ -163,7 +163,7 @@ fn bad_bake_inputs_get_clear_errors_and_leave_no_cache() {
 #[test]
 fn snapshot_basis_render_basis_and_material_groups_are_written() {
     use haptics::geometry::embed::embed;
-    use haptics::mesh::{read_obj, write_interp};
+    use haptics::mesh::{interp::write_interp, read_obj};
     let dir = tempfile::tempdir().unwrap();
     // Snapshots: the fixture's modes scaled and mixed (any displacement fields work).
     let u = read_matrix(

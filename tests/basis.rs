@@ -1,9 +1,9 @@
 //! Modal derivatives against finite differences of the static response (thesis 2.8.4)
 //! and the mass-orthonormality of the mass-PCA basis.
 
-use haptics::dynamics::{FullSimParams, FullSimulator};
-use haptics::fem::{FemModel, MassKind, MaterialLaw};
-use haptics::mesh::{box_hex_mesh, vertices_where, Material};
+use haptics::dynamics::{full::FullSimParams, full::FullSimulator};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw};
+use haptics::mesh::{box_hex_mesh, vertices_where, volume::Material};
 use haptics::reduction::basis::{mass_pca, modal_derivatives, scaled_modes_and_derivatives};
 use haptics::reduction::modes::{linear_modes, ModesOptions};
 use nalgebra::{DMatrix, DVector, Point3, Vector3};

@@ -6,10 +6,12 @@
 //! - Rotating the clamped support of a StVK cantilever by 90 degrees (no load) gives a
 //!   rigidly rotated beam with no spurious deformation.
 
-use haptics::dynamics::{FullSimParams, FullSimulator};
-use haptics::fem::{FemModel, MaterialLaw};
-use haptics::mesh::generate::{box_hex_mesh, box_tet_mesh, vertices_where};
-use haptics::mesh::{Material, VolumeMesh};
+use haptics::dynamics::{full::FullSimParams, full::FullSimulator};
+use haptics::fem::{model::FemModel, model::MaterialLaw};
+use haptics::mesh::box_hex_mesh;
+use haptics::mesh::box_tet_mesh;
+use haptics::mesh::vertices_where;
+use haptics::mesh::{volume::Material, volume::VolumeMesh};
 use nalgebra::{Point3, Rotation3, Vector3};
 
 const L: f64 = 1.0;

@@ -6,15 +6,16 @@
 //! field is continuous and close to the exact distance to the deformed mesh.
 
 use haptics::contact::{
-    ContactOutput, ContactParams, ContactShell, DeformedDistanceField, DistanceQuery, HalfSpace,
-    Lookup, Poses, ShellModes, Traversal,
+    deformed_field::DeformedDistanceField, distance::DistanceQuery, distance::HalfSpace,
+    distance::Lookup, params::ContactParams, ContactOutput, ContactShell, Poses, ShellModes,
+    Traversal,
 };
-use haptics::fem::{FemModel, MassKind, MaterialLaw};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw};
 use haptics::geometry::embed::embed;
-use haptics::geometry::pointshell::SplitMix64;
 use haptics::geometry::{MeshDistance, SignedDistanceField};
-use haptics::mesh::{read_bou, read_obj, read_veg, SurfaceMesh, VolumeMesh};
+use haptics::mesh::{bou::read_bou, read_obj, veg::read_veg, volume::VolumeMesh, SurfaceMesh};
 use haptics::reduction::modes::{linear_modes, ModesOptions};
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 use std::path::PathBuf;
 
@@ -762,7 +763,7 @@ fn proxy_free_bound_is_a_lower_bound() {
             )
         })
         .collect();
-    let mut caches = vec![haptics::contact::ProxyCache::default(); points.len()];
+    let mut caches = vec![haptics::contact::distance::ProxyCache::default(); points.len()];
     // Undeformed, a fresh cache: the rest field, less the rounding margin.
     field.update(&[0.0; 4]);
     for (x, cache) in points.iter().zip(&mut caches) {
@@ -840,7 +841,7 @@ fn proxy_cache_answers_bit_for_bit() {
             )
         })
         .collect();
-    let mut caches = vec![haptics::contact::ProxyCache::default(); points.len()];
+    let mut caches = vec![haptics::contact::distance::ProxyCache::default(); points.len()];
     let mut q = [0.0f64; 4];
     let (mut hits, mut scans, mut bounded) = (0usize, 0usize, 0usize);
     for step in 0..400 {

@@ -13,15 +13,15 @@ use std::time::Instant;
 
 use alloc::{allocations, Counting};
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams, StepEvent};
-use haptics::fem::{FemModel, MassKind, MaterialLaw, StvkMaterial, TetKernel};
-use haptics::mesh::{hex_to_tets, read_bou, read_veg};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw, StvkMaterial, TetKernel};
+use haptics::mesh::{bou::read_bou, veg::read_veg, voxelize::hex_to_tets};
 use haptics::reduction::cubature::{
     exact_reduced_force, relative_error, train_cubature, CubatureForces, CubatureOptions,
     CubaturePrecision, CubatureReport, PoseSampler,
 };
 use haptics::reduction::evaluator::ReducedForces;
 use haptics::reduction::modes::{linear_modes, ModesOptions};
-use haptics::reduction::{reduced_polynomial, CubicPolynomial};
+use haptics::reduction::{polynomial::CubicPolynomial, precompute::reduced_polynomial};
 use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
 

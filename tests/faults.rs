@@ -10,11 +10,13 @@
 
 use std::path::Path;
 
-use haptics::fem::MassKind;
+use haptics::fem::model::MassKind;
 use haptics::geometry::dist::write_dist;
-use haptics::geometry::{sample_pointshell, MeshDistance, PointshellParams, SignedDistanceField};
+use haptics::geometry::{
+    pointshell::sample_pointshell, pointshell::PointshellParams, MeshDistance, SignedDistanceField,
+};
 use haptics::io::fault::{inject, WriteFault};
-use haptics::mesh::{read_obj, write_obj, write_stl_binary, write_veg};
+use haptics::mesh::{read_obj, stl::write_stl_binary, veg::write_veg, write_obj};
 use haptics::progress::NoProgress;
 use haptics::reduction::bake::{bake, load_baked, BakeInput, BakeParams, BasisKind};
 use haptics::reduction::vega::{write_cub, write_matrix, Precision};
@@ -67,7 +69,8 @@ fn every_file_writer_fails_cleanly_and_keeps_the_previous_file() {
         ..PointshellParams::default()
     };
     let shell = sample_pointshell(&distance, &mesh, &params, &NoProgress).unwrap();
-    let volume = haptics::mesh::read_volume(&haptics::assets::model("beam3/beam3.veg")).unwrap();
+    let volume =
+        haptics::mesh::read::read_volume(&haptics::assets::model("beam3/beam3.veg")).unwrap();
     let matrix = DMatrix::from_fn(300, 10, |i, j| (i * 7 + j) as f64 * 1e-3);
     let cub = haptics::reduction::vega::read_cub(&haptics::assets::model(
         "vega-beam3-fixture/beam3_lin10.cub",

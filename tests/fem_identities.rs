@@ -5,10 +5,11 @@
 
 use haptics::fem::edge::EdgeStvk;
 use haptics::fem::fvm::FvmTets;
-use haptics::fem::{FemModel, HexQuadrature, MassKind, MaterialLaw};
-use haptics::geometry::pointshell::SplitMix64;
-use haptics::mesh::generate::{box_hex_mesh, box_tet_mesh};
-use haptics::mesh::{Material, VolumeMesh};
+use haptics::fem::{model::FemModel, model::HexQuadrature, model::MassKind, model::MaterialLaw};
+use haptics::mesh::box_hex_mesh;
+use haptics::mesh::box_tet_mesh;
+use haptics::mesh::{volume::Material, volume::VolumeMesh};
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{Point3, Rotation3, Vector3};
 
 /// A deterministic pseudo-random number in [-1, 1).

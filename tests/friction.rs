@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use haptics::haptic::HapticSimulation;
 use haptics::progress::NoProgress;
 use haptics::scene::load_scene;
-use haptics_devices::{Device, HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource, Wrench};
+use haptics_devices::{
+    simulated::HandTarget, simulated::SimConfig, simulated::SimulatedDevice,
+    simulated::TargetSource, Device, Pose, Wrench,
+};
 use nalgebra::{Isometry3, UnitQuaternion, Vector3};
 
 const MU_S: f64 = 0.6;

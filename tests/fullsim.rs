@@ -3,9 +3,11 @@
 //! generalized eigenvalue of (K, M), and time-windowed loads.
 
 use haptics::dynamics::full::assemble_loads;
-use haptics::dynamics::{FullSimParams, FullSimulator, Load, NewmarkParams};
-use haptics::fem::{FemModel, MassKind, MaterialLaw};
-use haptics::mesh::{box_hex_mesh, box_tet_mesh, vertices_where, Material, VolumeMesh};
+use haptics::dynamics::{full::FullSimParams, full::FullSimulator, full::Load, NewmarkParams};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw};
+use haptics::mesh::{
+    box_hex_mesh, box_tet_mesh, vertices_where, volume::Material, volume::VolumeMesh,
+};
 use nalgebra::{DMatrix, Point3, Vector3};
 
 fn beam(tets: bool) -> VolumeMesh {

@@ -11,11 +11,13 @@
 use std::path::{Path, PathBuf};
 
 use haptics::formats::{check_contract, parse, Format};
-use haptics::geometry::{sample_pointshell, MeshDistance, PointshellParams, SignedDistanceField};
-use haptics::mesh::{box_tet_mesh, parse_obj, write_stl_binary, write_veg, SurfaceMesh};
+use haptics::geometry::{
+    pointshell::sample_pointshell, pointshell::PointshellParams, MeshDistance, SignedDistanceField,
+};
+use haptics::mesh::{box_tet_mesh, parse_obj, stl::write_stl_binary, veg::write_veg, SurfaceMesh};
 use haptics::progress::NoProgress;
+use haptics::reduction::polynomial::CubicPolynomial;
 use haptics::reduction::vega::{write_cub, write_matrix, Precision};
-use haptics::reduction::CubicPolynomial;
 use nalgebra::{DMatrix, Point3, Vector3};
 
 fn fuzz_dir() -> PathBuf {

@@ -5,13 +5,16 @@
 //! passivity (energy) observer.
 
 use haptics::contact::ContactShell;
-use haptics::geometry::{sample_pointshell, MeshDistance, PointshellParams, SignedDistanceField};
+use haptics::geometry::{
+    pointshell::sample_pointshell, pointshell::PointshellParams, MeshDistance, SignedDistanceField,
+};
 use haptics::haptic::stability::Floor;
 use haptics::haptic::HapticSimulation;
 use haptics::mesh::{box_surface_mesh, SurfaceMesh};
-use haptics::scene::{HapticField, Param, Scene};
+use haptics::scene::{params::Param, HapticField, Scene};
 use haptics_devices::{
-    Device, HandParams, HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource, Wrench,
+    simulated::HandParams, simulated::HandTarget, simulated::SimConfig, simulated::SimulatedDevice,
+    simulated::TargetSource, Device, Pose, Wrench,
 };
 use nalgebra::{Isometry3, UnitQuaternion, Vector3};
 

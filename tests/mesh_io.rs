@@ -3,12 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use haptics::geometry::pointshell::SplitMix64;
 use haptics::mesh::{
-    check_elements, read::default_material, read_any, read_bou, read_interp, read_obj, read_stl,
-    read_surface, read_tetgen, read_veg, read_volume, write_bou, write_obj, write_stl_ascii,
-    write_stl_binary, write_veg, AnyMesh, ElementKind, Location, Material, MeshError, SurfaceMesh,
+    bou::read_bou, bou::write_bou, error::Location, error::MeshError, interp::read_interp,
+    read::default_material, read::read_any, read::read_surface, read::read_volume, read::AnyMesh,
+    read_obj, stl::read_stl, stl::write_stl_ascii, stl::write_stl_binary, tetgen::read_tetgen,
+    veg::check_elements, veg::read_veg, veg::write_veg, volume::ElementKind, volume::Material,
+    write_obj, SurfaceMesh,
 };
+use haptics_devices::rng::SplitMix64;
 
 const BRIDGE: &str = "simpleBridge/simpleBridge_resol92-b1.155_enlarged";
 
@@ -863,7 +865,7 @@ fn absurd_interp_weights_are_refused_with_line_and_column() {
             assert_eq!(location, &Location::Line(2));
             assert_eq!(*column, 11);
             assert_eq!(value, "1e308");
-            assert_eq!(*limit, haptics::mesh::MAX_INTERP_WEIGHT);
+            assert_eq!(*limit, haptics::mesh::interp::MAX_INTERP_WEIGHT);
         }
         other => panic!("expected WeightOutOfRange, got {other}"),
     }

@@ -2,8 +2,10 @@
 //! (constrained with repeated eigenvalues, and unconstrained), mass-orthonormality, and
 //! convergence of cantilever frequencies to Euler-Bernoulli.
 
-use haptics::fem::{FemModel, MassKind, MaterialLaw};
-use haptics::mesh::{box_hex_mesh, box_tet_mesh, vertices_where, Material, VolumeMesh};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw};
+use haptics::mesh::{
+    box_hex_mesh, box_tet_mesh, vertices_where, volume::Material, volume::VolumeMesh,
+};
 use haptics::reduction::modes::{linear_modes, ModesOptions};
 use nalgebra::{DMatrix, Point3, Vector3};
 

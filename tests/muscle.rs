@@ -272,7 +272,8 @@ fn contracted<F: haptics::reduction::evaluator::ReducedInternalForces>(
 fn reduced_muscle_palpation_matches_full_space() {
     use haptics::muscle::fusiform::FusiformSpec;
     use haptics::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasisOptions};
-    use haptics::muscle::statics::{solve_static, StaticOptions};
+    use haptics::muscle::solve_static;
+    use haptics::muscle::StaticOptions;
     use haptics::muscle::{FusiformModel, MaterialFile};
     let spec = FusiformSpec {
         cells_radial: 4,

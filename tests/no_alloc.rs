@@ -65,7 +65,7 @@ fn ring() -> (
 /// allocates nothing after construction, with and without temporal coherence.
 #[test]
 fn contact_traversal_allocates_nothing() {
-    use haptics::contact::{ContactParams, ContactShell, Poses, ShellModes, Traversal};
+    use haptics::contact::{params::ContactParams, ContactShell, Poses, ShellModes, Traversal};
     use haptics::geometry::{MeshDistance, SignedDistanceField};
     use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
@@ -133,11 +133,14 @@ fn contact_traversal_allocates_nothing() {
 #[test]
 fn deformed_field_contact_allocates_nothing() {
     use haptics::contact::continuous::{slide, CycleMotion, ShellSweep, SweepParams};
-    use haptics::contact::{ContactParams, ContactShell, DeformedDistanceField, Poses, Traversal};
+    use haptics::contact::{
+        deformed_field::DeformedDistanceField, params::ContactParams, ContactShell, Poses,
+        Traversal,
+    };
     use haptics::geometry::{MeshDistance, SignedDistanceField};
     use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
-    let mesh = haptics::mesh::read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
+    let mesh = haptics::mesh::veg::read_veg(&haptics::assets::model("beam3/beam3.veg")).unwrap();
     let surf = haptics::mesh::read_obj(&haptics::assets::model("beam3/beam3.obj")).unwrap();
     let sdf = SignedDistanceField::compute(
         &MeshDistance::new(&surf).unwrap(),

@@ -10,11 +10,12 @@ use haptics::geometry::farthest::{
 };
 use haptics::geometry::pointshell::{
     sample_pointshell, sample_pointshell_of_mesh, sample_pointshell_with_stats,
-    PointshellFileError, PointshellParams, SplitMix64,
+    PointshellFileError, PointshellParams,
 };
-use haptics::geometry::{MeshDistance, Pointshell, PointshellError};
+use haptics::geometry::{pointshell::Pointshell, pointshell::PointshellError, MeshDistance};
 use haptics::mesh::{read_obj, SurfaceMesh};
 use haptics::progress::{NoProgress, Recorder};
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{Point3, Vector3};
 
 fn model(rel: &str) -> SurfaceMesh {

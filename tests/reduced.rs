@@ -3,13 +3,13 @@
 //! Vega's precomputed real-time bridge simulates.
 
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams, StepEvent};
-use haptics::fem::{FemModel, MassKind, MaterialLaw};
-use haptics::geometry::pointshell::SplitMix64;
-use haptics::mesh::{box_tet_mesh, vertices_where, Material};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw};
+use haptics::mesh::{box_tet_mesh, vertices_where, volume::Material};
 use haptics::reduction::evaluator::ReducedForces;
 use haptics::reduction::modes::{linear_modes, ModesOptions};
-use haptics::reduction::reduced_polynomial;
+use haptics::reduction::precompute::reduced_polynomial;
 use haptics::reduction::vega::read_cub;
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{DMatrix, DVector, Point3, Vector3};
 
 /// A clamped tet beam and its first r mass-orthonormal linear modes.
@@ -198,7 +198,7 @@ fn evaluating_vegas_cub_equals_direct_term_by_term_evaluation() {
 
 #[test]
 fn material_group_polynomials_combine_to_the_full_one_and_follow_material_edits() {
-    use haptics::reduction::MaterialGroupPolynomials;
+    use haptics::reduction::precompute::MaterialGroupPolynomials;
     // Two material groups: the first and second halves of the beam.
     let r = 5;
     let (model, u) = beam_and_modes(r);
@@ -223,8 +223,8 @@ fn material_group_polynomials_combine_to_the_full_one_and_follow_material_edits(
         .collect();
     let combined = groups.combine(&lame);
     let (direct, _) = reduced_polynomial(&two, &u, faer::Par::Seq).unwrap();
-    let close = |a: &haptics::reduction::CubicPolynomial,
-                 b: &haptics::reduction::CubicPolynomial| {
+    let close = |a: &haptics::reduction::polynomial::CubicPolynomial,
+                 b: &haptics::reduction::polynomial::CubicPolynomial| {
         let scale = b
             .cubic
             .iter()

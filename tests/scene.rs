@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use haptics::progress::NoProgress;
 use haptics::scene::{
-    load_scene_with_report, parse_scene, HapticField, LoadReport, Scene, SceneError,
+    error::SceneError, format::parse_scene, load_scene_with_report, HapticField, LoadReport, Scene,
 };
 use nalgebra::{Point3, Vector3};
 
@@ -124,15 +124,15 @@ fn small_scene_loads_and_second_load_reuses_the_cache() {
     // without temporal coherence (the deformed field has no Lipschitz bound).
     assert_eq!(
         scene.contact,
-        haptics::contact::ContactParams {
+        haptics::contact::params::ContactParams {
             stiffness: 500.0,
-            ..haptics::contact::ContactParams::deformed_field()
+            ..haptics::contact::params::ContactParams::deformed_field()
         }
     );
     assert!(!scene.contact.temporal_coherence);
     assert_eq!(
         scene.contact.warm_budget,
-        haptics::contact::ContactParams::default().warm_budget
+        haptics::contact::params::ContactParams::default().warm_budget
     );
     assert_eq!(scene.coupling.saturation_force, None);
     assert!((scene.coupling.dt - 2e-3).abs() < 1e-15);
@@ -363,11 +363,11 @@ fn invalid_values_say_what_was_expected() {
 }
 
 /// `[contact]` and `[coupling]` values are checked against each parameter's one
-/// definition (`haptics::scene::Param`): the same key, range and message as `--set` and
+/// definition (`haptics::scene::params::Param`): the same key, range and message as `--set` and
 /// the application's sliders.
 #[test]
 fn contact_and_coupling_values_are_checked_by_their_parameter_definition() {
-    use haptics::scene::Param;
+    use haptics::scene::params::Param;
     let cases = [
         (
             "[coupling]\nstatic_damping = 0.97\n",

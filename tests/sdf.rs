@@ -4,15 +4,15 @@
 //! fast band-and-propagation field against the exact one; the polygon-soup path; the
 //! stages reported through `Progress`.
 
-use haptics::geometry::pointshell::SplitMix64;
 use haptics::geometry::sdf::stage;
 use haptics::geometry::triangle::distance_squared;
 use haptics::geometry::{
-    soup_offset_surface, soup_signed_field, MeshDistance, SdfError, SdfMethod, SdfOptions,
-    SignedDistanceField, SoupOptions,
+    soup::soup_offset_surface, soup::soup_signed_field, soup::SoupOptions, MeshDistance, SdfError,
+    SdfMethod, SdfOptions, SignedDistanceField,
 };
 use haptics::mesh::{read_obj, SurfaceMesh};
 use haptics::progress::{NoProgress, Recorder};
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{Point3, Vector3};
 
 fn model(rel: &str) -> SurfaceMesh {

@@ -32,8 +32,9 @@ use haptics::scene::load_scene;
 use haptics_devices::simulated::keyframe_target;
 use haptics_devices::trajectory::read_trajectory;
 use haptics_devices::{
-    ChaosConfig, ChaosDevice, Fault, HandTarget, OutputState, SafeDevice, SafetySettings,
-    SimConfig, SimulatedDevice, TargetSource,
+    safety::OutputState, safety::SafeDevice, simulated::HandTarget, simulated::SimConfig,
+    simulated::SimulatedDevice, simulated::TargetSource, ChaosConfig, ChaosDevice, Fault,
+    SafetySettings,
 };
 
 #[global_allocator]
@@ -54,7 +55,10 @@ fn cache() -> PathBuf {
 
 /// The simulated hand, following `targets` (keyframes) round and round with the enable
 /// button held.
-fn looping_hand(targets: Vec<haptics_devices::TrajectorySample>, seed: u64) -> SimulatedDevice {
+fn looping_hand(
+    targets: Vec<haptics_devices::trajectory::TrajectorySample>,
+    seed: u64,
+) -> SimulatedDevice {
     let period = targets.last().map_or(1.0, |s| s.time_s) + 0.5;
     let mut hint = 0;
     let script = move |t: f64| {

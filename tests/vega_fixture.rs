@@ -1,10 +1,10 @@
 //! Hex StVK forces projected on Vega's beam3 basis reproduce the cubic polynomial that
 //! Vega FEM 4.0 computed for that basis (assets/models/vega-beam3-fixture).
 
-use haptics::fem::{FemModel, MaterialLaw};
-use haptics::geometry::pointshell::SplitMix64;
-use haptics::mesh::read_veg;
+use haptics::fem::{model::FemModel, model::MaterialLaw};
+use haptics::mesh::veg::read_veg;
 use haptics::reduction::vega::{read_cub, read_matrix, Precision};
+use haptics_devices::rng::SplitMix64;
 use nalgebra::DVector;
 
 #[test]
@@ -37,7 +37,7 @@ fn projected_hex_forces_reproduce_vega_cub() {
 
 #[test]
 fn baking_beam3_with_vegas_basis_reproduces_vegas_cub_coefficientwise() {
-    use haptics::reduction::reduced_polynomial;
+    use haptics::reduction::precompute::reduced_polynomial;
     let dir = haptics::assets::model("vega-beam3-fixture");
     let u = read_matrix(&dir.join("beam3_lin10.U"), Precision::F64).unwrap();
     let vega = read_cub(&dir.join("beam3_lin10.cub")).unwrap();

@@ -6,14 +6,15 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use haptics::geometry::embed::embed;
-use haptics::geometry::pointshell::SplitMix64;
 use haptics::mesh::volume::{hex_shape, HEX_CORNERS};
 use haptics::mesh::voxelize::{triangle_box_overlap, triangle_box_overlap_by_clipping};
 use haptics::mesh::{
-    box_hex_mesh, box_tet_mesh, hex_to_tets, voxelize, ElementKind, Material, SurfaceMesh,
-    VolumeMesh, Voxelization, VoxelizeOptions,
+    box_hex_mesh, box_tet_mesh, volume::ElementKind, volume::Material, volume::VolumeMesh,
+    voxelize::hex_to_tets, voxelize::voxelize, voxelize::Voxelization, voxelize::VoxelizeOptions,
+    SurfaceMesh,
 };
 use haptics::progress::NoProgress;
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{Point3, Rotation3, Vector3};
 
 /// Reads the `v` and `f` lines of an OBJ file (faces fan-triangulated, `v/vt/vn` indices

@@ -285,7 +285,7 @@ fn voxelize_writes_a_mesh_that_inspects_cleanly() {
     let s = stdout(&o);
     assert!(s.contains("hexahedra"), "{s}");
     assert!(s.contains("inverted or degenerate elements: none"), "{s}");
-    let interp = haptics::mesh::read_interp(&interp, None, None).unwrap();
+    let interp = haptics::mesh::interp::read_interp(&interp, None, None).unwrap();
     assert_eq!(interp.nodes_per_vertex, 8);
 }
 

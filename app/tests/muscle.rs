@@ -106,7 +106,7 @@ fn mesh_writes_the_veg_fibres_and_bou_and_contract_reports() {
         "{}",
         stdout(&out)
     );
-    let mesh = haptics::mesh::read_veg(&veg).unwrap();
+    let mesh = haptics::mesh::veg::read_veg(&veg).unwrap();
     let fibres =
         haptics::mesh::fibres::read_fibres(&dir.path().join("m.fibres"), Some(540)).unwrap();
     assert_eq!(mesh.num_elements(), fibres.len());

@@ -25,7 +25,7 @@ use haptics_app::render::{
 };
 use haptics_app::ui::{fill_frame, render_snapshot, DebugViews};
 use haptics_devices::trajectory::read_trajectory;
-use haptics_devices::{SimConfig, SimulatedDevice, TargetSource};
+use haptics_devices::{simulated::SimConfig, simulated::SimulatedDevice, simulated::TargetSource};
 use nalgebra::Point3;
 
 /// Tests in this file run one at a time, so the timing test measures the haptic

@@ -19,7 +19,7 @@ use haptics::haptic::log::{column, read_log};
 use haptics_devices::trajectory::read_trajectory;
 use haptics_devices::vendor::fake_inverse::{circle_from_centre, FakeInverseService, Script};
 use haptics_devices::vendor::fakes;
-use haptics_devices::Vendor;
+use haptics_devices::vendor::Vendor;
 
 fn cache() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("haptics-cache")

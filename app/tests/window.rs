@@ -101,7 +101,7 @@ fn the_window_runs_an_openhaptics_device_and_ends_cleanly_on_its_fault() {
     use haptics_devices::vendor::fakes;
     let x = VirtualDisplay::start();
     let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("haptics-cache");
-    let lib = fakes::build(haptics_devices::Vendor::OpenHaptics).unwrap();
+    let lib = fakes::build(haptics_devices::vendor::Vendor::OpenHaptics).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let run = |frames: &str, fault_ms: Option<&str>| {
         let log = dir.path().join(format!("hd-{frames}.log"));

@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use haptics::contact::{ContactShell, ShellModes};
-use haptics::fem::MassKind;
+use haptics::fem::model::MassKind;
 use haptics::geometry::dist::{read_dist, write_dist};
 use haptics::geometry::pointshell::{sample_pointshell, Pointshell, PointshellParams};
 use haptics::geometry::soup::{soup_signed_field, SoupOptions};
 use haptics::geometry::{MeshDistance, SignedDistanceField};
-use haptics::mesh::{read_obj, read_veg, voxelize, SurfaceMesh, VoxelizeOptions};
+use haptics::mesh::{
+    read_obj, veg::read_veg, voxelize::voxelize, voxelize::VoxelizeOptions, SurfaceMesh,
+};
 use haptics::progress::NoProgress;
 use haptics::reduction::bake::{bake, load_baked, BakeInput, BakeParams, BakedModel, BasisKind};
 use nalgebra::{DMatrix, Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
@@ -89,7 +91,7 @@ pub fn pointshell(name: &str, mesh: &SurfaceMesh, first: usize, levels: usize) -
 
 /// The r = 20 bridge (10 linear modes and their derivatives), baked once: its
 /// simulation mesh and the baked model (basis and cubic polynomial).
-pub fn bridge_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
+pub fn bridge_model() -> (haptics::mesh::volume::VolumeMesh, BakedModel) {
     let veg = haptics::assets::model("simpleBridge/simpleBridge_resol92-b1.155_enlarged.veg");
     let input = BakeInput {
         mesh: veg.clone(),
@@ -114,14 +116,14 @@ pub fn bridge_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
 }
 
 /// The voxelized hoses with 10 free-free linear modes, baked once.
-pub fn tube_basis() -> (haptics::mesh::VolumeMesh, DMatrix<f64>) {
+pub fn tube_basis() -> (haptics::mesh::volume::VolumeMesh, DMatrix<f64>) {
     let (mesh, model) = tube_model();
     (mesh, model.basis)
 }
 
 /// The voxelized hoses with 10 free-free linear modes, baked once: the simulation mesh
 /// and the baked model (basis and cubic polynomial).
-pub fn tube_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
+pub fn tube_model() -> (haptics::mesh::volume::VolumeMesh, BakedModel) {
     let dir = cache_dir().join("tube-r10");
     let veg = cache_dir().join("tube-24.veg");
     if !veg.exists() {
@@ -135,7 +137,7 @@ pub fn tube_model() -> (haptics::mesh::VolumeMesh, BakedModel) {
             &NoProgress,
         )
         .unwrap();
-        haptics::mesh::write_veg(&veg, &vox.mesh).unwrap();
+        haptics::mesh::veg::write_veg(&veg, &vox.mesh).unwrap();
     }
     let input = BakeInput {
         mesh: veg.clone(),

@@ -19,8 +19,16 @@
 
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
-use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Wrench};
+use crate::Device;
+
+use crate::DeviceError;
+
+use crate::DeviceInfo;
+
+use crate::DeviceSample;
+
 use crate::rng::SplitMix64;
+use crate::Wrench;
 
 /// The kinds of fault a [`ChaosDevice`] injects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,7 +342,7 @@ impl<D: Device> Device for ChaosDevice<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::Pose;
+    use crate::Pose;
 
     /// A steady device: 1 ms samples at the origin.
     struct Steady {

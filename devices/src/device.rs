@@ -241,7 +241,7 @@ pub enum DeviceError {
     UnknownProfile { name: String, known: Vec<String> },
     /// A profile file could not be read or parsed.
     #[error(transparent)]
-    Profile(#[from] crate::hid::ProfileError),
+    Profile(#[from] crate::hid::profile::ProfileError),
     /// A recorded trajectory has no more samples.
     #[error("end of the recorded trajectory")]
     EndOfStream,
@@ -278,7 +278,7 @@ pub trait Device {
     /// The latest pose, buttons and timestamp.
     fn read(&mut self) -> Result<DeviceSample, DeviceError>;
 
-    /// Sends force and torque. Callers go through [`crate::SafeDevice`], which guarantees
+    /// Sends force and torque. Callers go through [`crate::safety::SafeDevice`], which guarantees
     /// finite values within the device maximum; implementations should still never pass a
     /// non-finite value to hardware.
     fn write(&mut self, wrench: &Wrench) -> Result<(), DeviceError>;

@@ -13,8 +13,12 @@ use std::time::{Duration, Instant};
 
 use nalgebra::Vector3;
 
-use crate::device::{Device, DeviceError, Wrench};
+use crate::Device;
+
+use crate::DeviceError;
+
 use crate::safety::SafeDevice;
+use crate::Wrench;
 
 /// Self-test settings.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -23,9 +23,19 @@
 use crossbeam_channel::Receiver;
 use nalgebra::{UnitQuaternion, Vector3};
 
-use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Wrench};
+use crate::Device;
+
+use crate::DeviceError;
+
+use crate::DeviceInfo;
+
+use crate::DeviceSample;
+
+use crate::Pose;
+
 use crate::rng::SplitMix64;
 use crate::trajectory::TrajectorySample;
+use crate::Wrench;
 
 /// Mass-spring-damper parameters of the hand holding the stylus.
 #[derive(Debug, Clone, PartialEq)]

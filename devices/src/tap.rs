@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::{Device, DeviceError, DeviceInfo, DeviceSample, TrajectorySample, Wrench};
+use crate::{trajectory::TrajectorySample, Device, DeviceError, DeviceInfo, DeviceSample, Wrench};
 
 /// The switch and drop counter shared between a [`TapDevice`] and its owner.
 #[derive(Debug, Default)]
@@ -105,7 +105,10 @@ impl<D: Device> Device for TapDevice<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource};
+    use crate::{
+        simulated::HandTarget, simulated::SimConfig, simulated::SimulatedDevice,
+        simulated::TargetSource, Pose,
+    };
     use nalgebra::Vector3;
 
     fn device() -> SimulatedDevice {

@@ -42,7 +42,17 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
-use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Wrench};
+use crate::Device;
+
+use crate::DeviceError;
+
+use crate::DeviceInfo;
+
+use crate::DeviceSample;
+
+use crate::Pose;
+
+use crate::Wrench;
 
 /// The required header columns, in order.
 pub const COLUMNS: [&str; 9] = [

@@ -20,7 +20,8 @@ use haptics_devices::vendor::fake_inverse::{FakeInverseService, Frame, Script, G
 use haptics_devices::vendor::haply::{self, FAULT_CLOSED, FAULT_DEVICE_LOST, FAULT_TRANSPORT};
 use haptics_devices::vendor::{self, Probe, Vendor, VendorError, VendorFault};
 use haptics_devices::{
-    Device, DeviceError, HaplyDevice, SafeDevice, SafetyEvent, SafetySettings, Workspace, Wrench,
+    safety::SafeDevice, vendor::haply::HaplyDevice, Device, DeviceError, SafetyEvent,
+    SafetySettings, Workspace, Wrench,
 };
 use nalgebra::{UnitQuaternion, Vector3};
 

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use common::{drive_until, overload};
 use haptics_devices::vendor::{self, fakes, Probe, Vendor, VendorError};
 use haptics_devices::{
-    Device, DeviceError, ForceDimensionDevice, OpenHapticsDevice, SafeDevice, SafetyEvent,
-    SafetySettings, Wrench,
+    safety::SafeDevice, vendor::dhd::ForceDimensionDevice, vendor::openhaptics::OpenHapticsDevice,
+    Device, DeviceError, SafetyEvent, SafetySettings, Wrench,
 };
 use nalgebra::Vector3;
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use haptics::fem::MassKind;
+use haptics::fem::model::MassKind;
 use haptics::progress::{Cancel, Cancellable};
 use haptics::reduction::bake::{bake as bake_model, BakeInput, BakeOutcome, BakeParams, BasisKind};
 use pyo3::prelude::*;

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 use haptics::check::ompl::OmplError;
 use haptics::check::problem::ProblemError;
-use haptics::mesh::{Location, MeshError};
+use haptics::mesh::{error::Location, error::MeshError};
 use haptics::muscle::MuscleError;
 use haptics::reduction::bake::BakeError;
 use haptics::reduction::vega::VegaError;
-use haptics::scene::SceneError;
+use haptics::scene::error::SceneError;
 use haptics_devices::trajectory::TrajectoryError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

@@ -696,7 +696,7 @@ fn sdf<'py>(
     let cancel = Cancel::new();
     let field = interruptible(py, &cancel, || {
         let surface = match (path.as_ref(), arrays) {
-            (Some(p), _) => haptics::mesh::read_surface(p).map_err(|e| Failure::from(&e))?,
+            (Some(p), _) => haptics::mesh::read::read_surface(p).map_err(|e| Failure::from(&e))?,
             (None, Some((v, t))) => surface_from(&v, &t, "mesh")?,
             (None, None) => return Err(Failure::input("mesh: give a file or arrays")),
         };

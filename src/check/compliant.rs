@@ -25,8 +25,10 @@ use crate::reduction::evaluator::ReducedInternalForces;
 use nalgebra::{DMatrix, DVector, Isometry3, Point3, Vector3};
 
 use super::PathPos;
-use crate::contact::traversal::{ContactOutput, Poses, Traversal};
-use crate::contact::ContactParams;
+use crate::contact::params::ContactParams;
+use crate::contact::ContactOutput;
+use crate::contact::Poses;
+use crate::contact::Traversal;
 use crate::proximity::rigid::State;
 use crate::scene::Scene;
 

@@ -13,7 +13,7 @@ use nalgebra::Point3;
 use super::ompl::{read_problem, OmplError, Problem};
 use super::robot_origin;
 use crate::mesh::collada::{distinct_vertex_sum, read_collada};
-use crate::mesh::{read_surface, MeshError, SurfaceMesh};
+use crate::mesh::{error::MeshError, read::read_surface, SurfaceMesh};
 
 /// Why a problem or one of its meshes could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -20,10 +20,10 @@
 
 use nalgebra::{Point3, UnitQuaternion, Vector3};
 
+use crate::mesh::box_hex_mesh;
 use crate::mesh::collada::distinct_vertex_sum;
-use crate::mesh::generate::box_hex_mesh;
 use crate::mesh::shapes::{closed_tube, open_tube};
-use crate::mesh::{Material, SurfaceMesh, VolumeMesh};
+use crate::mesh::{volume::Material, volume::VolumeMesh, SurfaceMesh};
 use crate::proximity::rigid::State;
 
 /// A generated problem: meshes in world coordinates (the robot as it is at the start),
@@ -345,18 +345,19 @@ mod tests {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/check/hose");
         if std::env::var_os("HAPTICS_WRITE_PUZZLES").is_some() {
             std::fs::create_dir_all(&dir).unwrap();
-            crate::mesh::write_veg(&dir.join("hose.veg"), &h.volume).unwrap();
-            crate::mesh::write_bou(&dir.join("hose.bou"), &h.fixed).unwrap();
+            crate::mesh::veg::write_veg(&dir.join("hose.veg"), &h.volume).unwrap();
+            crate::mesh::bou::write_bou(&dir.join("hose.bou"), &h.fixed).unwrap();
             crate::mesh::write_obj(&dir.join("hose.obj"), &h.surface).unwrap();
             std::fs::write(dir.join("pull.path"), format_path(&hose_pull())).unwrap();
         }
-        let v = crate::mesh::read_veg(&dir.join("hose.veg")).unwrap();
+        let v = crate::mesh::veg::read_veg(&dir.join("hose.veg")).unwrap();
         assert_eq!(v.connectivity, h.volume.connectivity);
         assert_eq!(v.materials, h.volume.materials);
         for (a, b) in v.vertices.iter().zip(&h.volume.vertices) {
             assert!((a - b).norm() <= 1e-12);
         }
-        let fixed = crate::mesh::read_bou(&dir.join("hose.bou"), Some(v.vertices.len())).unwrap();
+        let fixed =
+            crate::mesh::bou::read_bou(&dir.join("hose.bou"), Some(v.vertices.len())).unwrap();
         assert_eq!(fixed, h.fixed);
         assert_meshes_equal(
             &read_obj(&dir.join("hose.obj")).unwrap(),

@@ -49,8 +49,8 @@ use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 use super::distance::ProxyCache;
 use super::distance::{cached_distance, cached_distance_above, DistanceQuery, Lookup};
 use super::params::DEFAULT_NODE_BUDGET;
-use super::point_tree::ContactShell;
-use super::traversal::Traversal;
+use crate::contact::ContactShell;
+use crate::contact::Traversal;
 use crate::proximity::rigid::screw_bound;
 
 /// Points at the limit a sweep keeps for the slide ([`ShellSweep::at_limit`]).

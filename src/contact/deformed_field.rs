@@ -55,11 +55,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use nalgebra::{DMatrix, Matrix3, Point3, Vector3};
 
 use super::distance::{DistanceQuery, Lookup, ProxyCache, MAX_CACHED_NEIGHBOURS};
-use super::shell_modes::{for_each_embedded, ShellModesError};
+use super::shell_modes::for_each_embedded;
+use crate::contact::ShellModesError;
 use crate::geometry::farthest::farthest_point_order;
 use crate::geometry::pointshell::PointshellError;
 use crate::geometry::SignedDistanceField;
-use crate::mesh::VolumeMesh;
+use crate::mesh::volume::VolumeMesh;
 
 /// Largest supported `k`.
 pub const MAX_NEIGHBOURS: usize = 16;

@@ -1,7 +1,7 @@
 //! The settings of contact between a pointshell and a distance field: the penalty
 //! stiffness and its L/l scaling (thesis 3.5), the node budgets of the traversal's graceful
 //! degradation (3.10.1) and of the continuous sweep's candidate search, temporal coherence
-//! (3.10.2) and friction. Shared by [`super::traversal`] and [`super::continuous`].
+//! (3.10.2) and friction. Shared by the traversal ([`super::Traversal`]) and [`super::continuous`].
 
 /// The default node budget of the sweep's candidate search (and of the scene key
 /// `[contact] sweep_budget`, [`ContactParams::sweep_budget`]).

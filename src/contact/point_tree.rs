@@ -21,7 +21,7 @@
 
 use nalgebra::{Point3, Vector3};
 
-use super::shell_modes::ShellModes;
+use crate::contact::ShellModes;
 use crate::geometry::pointshell::PointGrid;
 use crate::mesh::Aabb;
 
@@ -471,7 +471,7 @@ impl ContactShell {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::pointshell::SplitMix64;
+    use haptics_devices::rng::SplitMix64;
 
     fn sphere_points(n: usize, seed: u64) -> Vec<Point3<f64>> {
         let mut rng = SplitMix64::new(seed);

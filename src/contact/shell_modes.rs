@@ -21,7 +21,7 @@ use nalgebra::{DMatrix, Matrix3, Point3, Vector3};
 use crate::fem::model::tet_gradients;
 use crate::geometry::embed::{embed, invert_trilinear, EmbedError};
 use crate::mesh::volume::{hex_jacobian, hex_shape_gradients};
-use crate::mesh::{ElementKind, VolumeMesh};
+use crate::mesh::{volume::ElementKind, volume::VolumeMesh};
 
 /// Why per-point modes could not be computed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -260,7 +260,7 @@ fn outside_distance(kind: ElementKind, x: &[Point3<f64>], p: &Point3<f64>) -> f6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mesh::{box_hex_mesh, box_tet_mesh, Material};
+    use crate::mesh::{box_hex_mesh, box_tet_mesh, volume::Material};
 
     fn linear_basis(mesh: &VolumeMesh, a: &[Matrix3<f64>]) -> DMatrix<f64> {
         DMatrix::from_fn(mesh.num_dofs(), a.len(), |row, j| {

@@ -45,7 +45,7 @@ use super::distance::ProxyCache;
 use super::distance::{cached_distance_above, DistanceQuery, Lookup};
 use super::model::{ContactAccumulator, PointContact};
 use super::params::ContactParams;
-use super::point_tree::ContactShell;
+use crate::contact::ContactShell;
 
 /// Where the two objects are.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -25,7 +25,7 @@
 //! (symmetric: a conservative spring), the patch fixed in the world during the step:
 //! `dF/dx = -k_t P`, `dF/dw = k_t P [r]x`, `dT/dx = [F_f]x - k_t [r]x P` (the lever
 //! shortens as the grasp point moves, as in the contact's own gradient,
-//! [`crate::contact::point_contact`]), `dT/dw = k_t [r]x P [r]x - k_r n n^T`. With no lever
+//! [`crate::contact::model::point_contact`]), `dT/dw = k_t [r]x P [r]x - k_r n n^T`. With no lever
 //! and no patch (one point at the grasp) this is a spring on the grasp point alone.
 //!
 //! The friction wrench joins the contact wrench in the coupling's 6x6 equilibrium, so it
@@ -54,11 +54,11 @@
 //! and the normal is the net one, so a part pinched between two opposite walls (net
 //! contact force near zero) feels little friction. Both are stated in docs/contact.md.
 
-use nalgebra::{Matrix3, Point3, UnitQuaternion, Vector3};
-
-pub use crate::contact::model::Friction;
 use crate::contact::model::PointContact;
 use crate::contact::ContactPoint;
+use nalgebra::{Matrix3, Point3, UnitQuaternion, Vector3};
+
+use crate::contact::model::Friction;
 
 /// The net contact normal `n`, normal load `N` and normal stiffness `k_t` of a contact,
 /// and its patch.

@@ -25,9 +25,6 @@
 pub mod friction;
 pub mod workspace;
 
-pub use friction::FrictionProxy;
-pub use workspace::Workspace;
-
 use nalgebra::{Isometry3, Matrix3, Matrix6, Translation3, UnitQuaternion, Vector3, Vector6, SVD};
 
 use crate::contact::model::PointContact;
@@ -41,7 +38,7 @@ pub struct CouplingParams {
     pub torque_stiffness: f64,
     /// Saturation plateau `F_VC,max` (N); `None` for a linear spring.
     pub saturation_force: Option<f64>,
-    /// Static damping `alpha` in `[0, 0.95]` ([`crate::scene::Param::StaticDamping`]): the
+    /// Static damping `alpha` in `[0, 0.95]` ([`crate::scene::params::Param::StaticDamping`]): the
     /// pose moves by `(1 - alpha)` of the step.
     pub static_damping: f64,
     /// Largest simulation-object speed (m/s); longer steps are shortened (4.6).

@@ -13,10 +13,12 @@
 use nalgebra::{DMatrix, DVector, Vector3};
 
 use super::full::{FullSimParams, FullSimulator, Load, SimError};
-use super::newmark::NewmarkParams;
-use super::reduced::{ReducedNewmark, ReducedParams, StepEvent};
-use crate::fem::{FemError, FemModel, MassKind, MaterialLaw};
-use crate::mesh::VolumeMesh;
+use crate::dynamics::NewmarkParams;
+use crate::dynamics::ReducedNewmark;
+use crate::dynamics::ReducedParams;
+use crate::dynamics::StepEvent;
+use crate::fem::{model::FemError, model::FemModel, model::MassKind, model::MaterialLaw};
+use crate::mesh::volume::VolumeMesh;
 use crate::plot::{line_plot, PlotError, Series};
 use crate::progress::NoProgress;
 use crate::reduction::basis::{mass_pca, BasisError};

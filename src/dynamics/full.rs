@@ -5,7 +5,7 @@
 //! Equations of motion (thesis 2.1): M u'' + (alpha M + beta K(u)) u' + R(u) = f(t).
 //! Each step solves for the end-of-step displacement u1 by Newton's method on
 //! r(u1) = M a1 + C v1 + R(u1) - f1, with a1, v1 the Newmark expressions of u1
-//! ([`super::newmark`]) and the tangent A = (a1 + a4 alpha) M + (1 + a4 beta) K(u1)
+//! ([`super::NewmarkCoefficients`]) and the tangent A = (a1 + a4 alpha) M + (1 + a4 beta) K(u1)
 //! (the derivative of K in the damping term is dropped, as Vega does). Linear systems are
 //! solved by sparse Cholesky (faer, AMD ordering) on the free degrees of freedom.
 //!
@@ -13,8 +13,10 @@
 
 use nalgebra::Vector3;
 
-use super::newmark::{NewmarkCoefficients, NewmarkParams};
-use crate::fem::{BlockSparseMatrix, FemModel, FreeDofSolver, MassKind, SolveError};
+use crate::dynamics::NewmarkCoefficients;
+
+use crate::dynamics::NewmarkParams;
+use crate::fem::{model::FemModel, model::MassKind, BlockSparseMatrix, FreeDofSolver, SolveError};
 
 /// Settings of the full-space simulator.
 #[derive(Debug, Clone, Copy, PartialEq)]

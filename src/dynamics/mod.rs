@@ -4,11 +4,9 @@
 #[cfg(feature = "testbed")]
 pub mod accuracy;
 pub mod full;
-pub mod newmark;
+mod newmark;
 pub mod object;
-pub mod reduced;
-
-pub use full::{FullSimParams, FullSimulator, Load, SimError, StepReport};
+mod reduced;
 pub use newmark::{NewmarkCoefficients, NewmarkParams};
-pub use object::{ObjectDynamics, ObjectForces};
+
 pub use reduced::{ReducedNewmark, ReducedParams, StepEvent};

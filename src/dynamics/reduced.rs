@@ -17,7 +17,9 @@
 //! polynomial integrator) or optimized cubature
 //! ([`crate::reduction::cubature::CubatureForces`], any hyperelastic material).
 
-use super::newmark::{NewmarkCoefficients, NewmarkParams};
+use crate::dynamics::NewmarkCoefficients;
+
+use crate::dynamics::NewmarkParams;
 use crate::reduction::evaluator::{dot, ReducedForces, ReducedInternalForces};
 use crate::reduction::simd::SimdLevel;
 

@@ -55,7 +55,7 @@
 
 use nalgebra::{Matrix3, Vector3};
 
-use super::hyperelastic::TetMaterial;
+use crate::fem::TetMaterial;
 
 /// Singular values of F below this are clamped (Irving et al. 2004). Palpation in normal
 /// use compresses far less than this; it only matters once a tet degenerates or inverts.
@@ -967,7 +967,7 @@ mod tests {
         // on the apex (-R) points back up, with the same clamped magnitude however deep,
         // and is finite at the degenerate flat state.
         use crate::fem::TetKernel;
-        use crate::mesh::{ElementKind, Material, VolumeMesh};
+        use crate::mesh::{volume::ElementKind, volume::Material, volume::VolumeMesh};
         use nalgebra::Point3;
         let mesh = VolumeMesh {
             vertices: vec![

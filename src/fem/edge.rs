@@ -29,8 +29,8 @@ use std::collections::HashMap;
 use nalgebra::{Point3, Vector3};
 
 use super::model::{tet_gradients, FemModel};
-use super::sparse::BlockSparseMatrix;
-use crate::mesh::ElementKind;
+use crate::fem::BlockSparseMatrix;
+use crate::mesh::volume::ElementKind;
 
 /// The six edges of a tet as (first, second) local vertex pairs.
 pub const TET_EDGES: [(usize, usize); 6] = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];

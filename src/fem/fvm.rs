@@ -12,7 +12,7 @@ use nalgebra::{Matrix3, Point3, Vector3};
 
 use super::model::FemModel;
 use super::stvk;
-use crate::mesh::ElementKind;
+use crate::mesh::volume::ElementKind;
 
 /// Precomputed FVM data of a tet mesh.
 #[derive(Debug, Clone)]

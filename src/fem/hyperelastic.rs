@@ -12,16 +12,16 @@
 //!
 //! The two force kernels are algebraically identical (Bm's columns are -V g_a); the test
 //! `fvm_equals_total_lagrangian` proves it to round-off. The StVK kernel of
-//! [`super::FemModel`] stays the fast path for StVK; this module serves materials that
+//! [`crate::fem::model::FemModel`] stays the fast path for StVK; this module serves materials that
 //! are not polynomial in F (the muscle of [`super::blemker`]) and the cubature of
 //! [`crate::reduction`].
 
 use nalgebra::{Matrix3, Point3, Vector3};
 
 use super::model::{tet_gradients, FemError};
-use super::sparse::BlockSparseMatrix;
 use super::stvk;
-use crate::mesh::{ElementKind, VolumeMesh};
+use crate::fem::BlockSparseMatrix;
+use crate::mesh::{volume::ElementKind, volume::VolumeMesh};
 
 /// A hyperelastic material evaluated per element (materials may vary by element: tendon
 /// and muscle, fibre directions).
@@ -328,8 +328,8 @@ impl TetKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fem::{FemModel, MaterialLaw};
-    use crate::mesh::{box_tet_mesh, Material};
+    use crate::fem::{model::FemModel, model::MaterialLaw};
+    use crate::mesh::{box_tet_mesh, volume::Material};
 
     fn block() -> VolumeMesh {
         box_tet_mesh(

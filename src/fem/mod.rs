@@ -10,12 +10,12 @@
 pub mod blemker;
 pub mod edge;
 pub mod fvm;
-pub mod hyperelastic;
+mod hyperelastic;
 pub mod model;
 pub mod quadrature;
-pub mod sparse;
+mod sparse;
 pub mod stvk;
 
 pub use hyperelastic::{StvkMaterial, TetKernel, TetMaterial};
-pub use model::{FemError, FemModel, HexQuadrature, MassKind, MaterialLaw, UnknownMassKind};
+
 pub use sparse::{BlockSparseMatrix, FreeDofSolver, SolveError};

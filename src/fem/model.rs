@@ -17,11 +17,11 @@
 use nalgebra::{Matrix3, Point3, Vector3};
 
 use super::quadrature::gauss_cube;
-use super::sparse::BlockSparseMatrix;
 use super::stvk;
+use crate::fem::BlockSparseMatrix;
 use crate::mesh::error::ElementDefectKind;
 use crate::mesh::volume::{hex_jacobian, hex_shape, hex_shape_gradients};
-use crate::mesh::{ElementKind, VolumeMesh};
+use crate::mesh::{volume::ElementKind, volume::VolumeMesh};
 
 /// The constitutive law of a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,8 +24,8 @@ use rayon::prelude::*;
 
 use super::triangle;
 use crate::mesh::interp::Interpolation;
-use crate::mesh::surface::Aabb;
 use crate::mesh::volume::{hex_jacobian, hex_shape, ElementKind, VolumeMesh};
+use crate::mesh::Aabb;
 
 /// Render vertices embedded in a volumetric mesh.
 #[derive(Debug, Clone, PartialEq)]
@@ -397,9 +397,10 @@ impl ElementGrid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::pointshell::SplitMix64;
-    use crate::mesh::generate::{box_hex_mesh, box_tet_mesh};
+    use crate::mesh::box_hex_mesh;
+    use crate::mesh::box_tet_mesh;
     use crate::mesh::volume::Material;
+    use haptics_devices::rng::SplitMix64;
 
     fn mat() -> Material {
         Material::new("m", 1000.0, 1e6, 0.45)

@@ -297,7 +297,7 @@ pub fn farthest_point_pointshell(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::pointshell::SplitMix64;
+    use haptics_devices::rng::SplitMix64;
 
     fn cloud(n: usize, seed: u64) -> Vec<Point3<f64>> {
         let mut r = SplitMix64::new(seed);

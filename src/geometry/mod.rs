@@ -13,12 +13,7 @@ pub mod sdf;
 pub mod soup;
 pub mod thickness;
 pub mod triangle;
-
-pub use farthest::{farthest_point_order, farthest_point_pointshell, FarthestOrdering};
-pub use pointshell::{
-    sample_pointshell, sample_pointshell_with_stats, LevelStats, Pointshell, PointshellError,
-    PointshellParams, PointshellQuality,
-};
+pub use pointshell::PointshellQuality;
 pub use sdf::{ClosestPoint, MeshDistance, SdfError, SignedDistanceField};
+
 pub use sdf::{SdfMethod, SdfOptions};
-pub use soup::{soup_offset_surface, soup_signed_field, SoupField, SoupOptions};

@@ -95,7 +95,7 @@ pub fn normal_and_angles(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::pointshell::SplitMix64;
+    use haptics_devices::rng::SplitMix64;
 
     #[test]
     fn closest_point_matches_dense_sampling() {

@@ -63,7 +63,7 @@ impl CouplingCaps {
 /// One parameter the fit changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
-    /// The parameter's key (`workspace_scale`, or a [`crate::scene::Param`] key).
+    /// The parameter's key (`workspace_scale`, or a [`crate::scene::params::Param`] key).
     pub key: &'static str,
     /// The scene's value.
     pub from: f64,

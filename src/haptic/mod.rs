@@ -6,16 +6,15 @@ pub mod device_fit;
 pub mod log;
 pub mod replay;
 pub mod scheduler;
-pub mod simulation;
+mod simulation;
 #[cfg(feature = "testbed")]
 pub mod stability;
-pub mod thread;
-pub mod timing;
-
-pub use device_fit::{fit_scene, CouplingCaps, DeviceFit};
-pub use scheduler::PeriodicScheduler;
+mod thread;
+mod timing;
 pub use simulation::{CycleReport, HapticSimulation};
+
 pub use thread::{
     haptic_cycle, Command, ContactSample, CycleOutcome, HapticThread, Snapshot, SNAPSHOT_CONTACTS,
 };
+
 pub use timing::{CycleStats, TimingSummary};

@@ -10,7 +10,7 @@ use haptics_devices::trajectory::Trajectory;
 
 use super::log::{row, Log};
 use super::HapticSimulation;
-use crate::scene::{Param, Scene};
+use crate::scene::{params::Param, Scene};
 
 /// What a replay did beyond its log's columns.
 #[derive(Debug, Clone, Copy, Default)]

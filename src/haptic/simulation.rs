@@ -24,14 +24,16 @@ use nalgebra::{Isometry3, Point3, Translation3, Vector3};
 use crate::contact::continuous::{push_out, slide, Blocking, Overlap};
 use crate::contact::ContactPoint;
 use crate::contact::{
-    ContactOutput, CycleMotion, PointContact, Poses, ShellSweep, SweepParams, Traversal,
+    continuous::CycleMotion, continuous::ShellSweep, continuous::SweepParams, model::PointContact,
+    ContactOutput, Poses, Traversal,
 };
 use crate::coupling::friction::Patch;
 use crate::coupling::{
-    pose_is_finite, CouplingOutput, FrictionProxy, StaticCoupling, Step, Workspace,
+    friction::FrictionProxy, pose_is_finite, workspace::Workspace, CouplingOutput, StaticCoupling,
+    Step,
 };
 use crate::dynamics::StepEvent;
-use crate::scene::{EnvironmentObject, HapticField, Param, Scene, Settings};
+use crate::scene::{params::Param, params::Settings, EnvironmentObject, HapticField, Scene};
 
 /// What one cycle did.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -128,7 +130,7 @@ pub struct HapticSimulation {
     last_manipulandum: Option<Isometry3<f64>>,
     /// The device's bounds on the coupling ([`crate::haptic::device_fit`]), kept through
     /// live edits.
-    caps: Option<crate::haptic::CouplingCaps>,
+    caps: Option<crate::haptic::device_fit::CouplingCaps>,
     /// The clutch button's bit in a device reading's buttons.
     clutch_mask: u32,
 }
@@ -210,7 +212,7 @@ impl HapticSimulation {
     }
 
     /// Bounds the coupling by a device's caps, now and through later [`Self::set`]s.
-    pub fn set_caps(&mut self, caps: crate::haptic::CouplingCaps) {
+    pub fn set_caps(&mut self, caps: crate::haptic::device_fit::CouplingCaps) {
         caps.apply(&mut self.coupling.params);
         caps.apply(&mut self.scene.coupling);
         self.caps = Some(caps);
@@ -238,7 +240,10 @@ impl HapticSimulation {
     }
 
     /// Edits the contact parameters of every traversal.
-    pub(crate) fn set_contact_params(&mut self, edit: impl Fn(&mut crate::contact::ContactParams)) {
+    pub(crate) fn set_contact_params(
+        &mut self,
+        edit: impl Fn(&mut crate::contact::params::ContactParams),
+    ) {
         edit(&mut self.scene.contact);
         for t in &mut self.traversals {
             edit(&mut t.params);

@@ -23,12 +23,17 @@
 
 use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 
-use haptics_devices::{Device, HandTarget, Pose, SimConfig, SimulatedDevice, TargetSource, Wrench};
+use haptics_devices::{
+    simulated::HandTarget, simulated::SimConfig, simulated::SimulatedDevice,
+    simulated::TargetSource, Device, Pose, Wrench,
+};
 
 use super::HapticSimulation;
-use crate::contact::{ContactParams, ContactShell};
+use crate::contact::{params::ContactParams, ContactShell};
 use crate::coupling::CouplingParams;
-use crate::geometry::{sample_pointshell, MeshDistance, PointshellParams, SignedDistanceField};
+use crate::geometry::{
+    pointshell::sample_pointshell, pointshell::PointshellParams, MeshDistance, SignedDistanceField,
+};
 use crate::mesh::{box_surface_mesh, SurfaceMesh};
 use crate::progress::NoProgress;
 use crate::scene::{EnvironmentObject, HapticField, HapticObject, Scene};

@@ -17,10 +17,13 @@ use crossbeam_channel::{Receiver, Sender};
 use haptics_devices::{Device, Wrench};
 use nalgebra::{Isometry3, Point3, Vector3};
 
-use super::simulation::{CycleReport, HapticSimulation};
-use super::timing::{CycleStats, TimingSummary};
-use super::PeriodicScheduler;
-use crate::scene::Param;
+use crate::haptic::CycleReport;
+
+use crate::haptic::scheduler::PeriodicScheduler;
+use crate::haptic::CycleStats;
+use crate::haptic::HapticSimulation;
+use crate::haptic::TimingSummary;
+use crate::scene::params::Param;
 
 /// Edits sent to the haptic thread.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,7 +83,7 @@ pub struct Snapshot {
     pub workspace_index: Isometry3<f64>,
     /// The fatal vendor fault that stopped the device, once one happened (the session
     /// must end: output is zero from then on).
-    pub device_fault: Option<haptics_devices::VendorFault>,
+    pub device_fault: Option<haptics_devices::vendor::VendorFault>,
 }
 
 impl Snapshot {
@@ -161,7 +164,7 @@ pub struct HapticThread {
 
 impl HapticThread {
     /// Starts the loop at `rate_hz` on `device` (wrap real devices in
-    /// `haptics_devices::SafeDevice` first).
+    /// `haptics_devices::safety::SafeDevice` first).
     pub fn spawn(sim: HapticSimulation, mut device: Box<dyn Device + Send>, rate_hz: f64) -> Self {
         let (tx, rx) = crossbeam_channel::bounded(256);
         let (mut input, output) = triple_buffer::triple_buffer(&Snapshot::capture(&sim));
@@ -283,7 +286,7 @@ pub struct CycleOutcome {
     /// Whether the device refused the write.
     pub write_failed: bool,
     /// A fatal vendor fault reported by the read or the write.
-    pub fault: Option<haptics_devices::VendorFault>,
+    pub fault: Option<haptics_devices::vendor::VendorFault>,
     /// The cycle's duration, commands to write.
     pub elapsed: Duration,
 }

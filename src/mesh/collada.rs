@@ -33,7 +33,7 @@ use std::path::Path;
 use nalgebra::{Matrix4, Point3, Rotation3, Unit, Vector3};
 
 use super::error::{Location, MeshError};
-use super::surface::SurfaceMesh;
+use crate::mesh::SurfaceMesh;
 
 /// A COLLADA scene's collision geometry.
 #[derive(Debug, Clone, PartialEq)]

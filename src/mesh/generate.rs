@@ -9,9 +9,9 @@
 
 use nalgebra::{Point3, Vector3};
 
-use super::surface::SurfaceMesh;
 use super::volume::{ElementKind, Material, VolumeMesh, HEX_CORNERS};
 use super::voxelize::hex_to_tets;
+use crate::mesh::SurfaceMesh;
 
 /// The closed, outward-oriented boundary of a box of `size` centred at the origin, its
 /// faces split as the boundary of `cells` hexes per axis (shared corners: a closed mesh

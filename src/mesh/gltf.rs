@@ -16,7 +16,7 @@ use std::path::Path;
 use nalgebra::{Matrix4, Point3};
 
 use super::error::{Location, MeshError};
-use super::surface::SurfaceMesh;
+use crate::mesh::SurfaceMesh;
 
 /// Reads the surface of a `.gltf` or `.glb` file (see the module documentation); external
 /// buffers are read from beside it.

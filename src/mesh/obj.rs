@@ -30,10 +30,10 @@ use std::path::Path;
 use nalgebra::Point3;
 
 use super::error::{excerpt, Location, MeshError};
-use super::surface::SurfaceMesh;
 use super::text::{
     as_utf8, numbered_lines, parse_f64, parse_i64, parse_usize, read_bytes, write_bytes,
 };
+use crate::mesh::SurfaceMesh;
 
 /// Statements that carry no geometry the renderer needs.
 const IGNORED: &[&str] = &[

@@ -1,5 +1,5 @@
 //! Format dispatch: read a surface or volumetric mesh by file extension
-//! (case-insensitive). Surfaces: `.obj` ([`super::obj`]), `.stl` ([`super::stl`]),
+//! (case-insensitive). Surfaces: `.obj` ([`super::read_obj`]), `.stl` ([`super::stl`]),
 //! `.gltf` / `.glb` ([`super::gltf`]).
 //! Volumes: `.veg` ([`super::veg`]), `.node` / `.ele` ([`super::tetgen`], with the sibling
 //! file of the same stem and the default material of [`default_material`]).
@@ -11,8 +11,8 @@
 use std::path::Path;
 
 use super::error::MeshError;
-use super::surface::SurfaceMesh;
 use super::volume::{Material, VolumeMesh};
+use crate::mesh::SurfaceMesh;
 
 /// A surface or a volumetric mesh, as read by [`read_any`].
 #[derive(Debug, Clone, PartialEq)]
@@ -55,7 +55,7 @@ fn unsupported(path: &Path, kind: &str) -> MeshError {
 /// Reads a triangle surface mesh (`.obj`, `.stl`, `.gltf`, `.glb`).
 pub fn read_surface(path: &Path) -> Result<SurfaceMesh, MeshError> {
     match extension(path).as_str() {
-        "obj" => super::obj::read_obj(path),
+        "obj" => crate::mesh::read_obj(path),
         "stl" => super::stl::read_stl(path),
         "gltf" | "glb" => super::gltf::read_gltf(path),
         _ => Err(unsupported(path, "surface mesh")),

@@ -39,8 +39,8 @@ use std::path::Path;
 use nalgebra::Point3;
 
 use super::error::{excerpt, Location, MeshError};
-use super::surface::SurfaceMesh;
 use super::text::{as_utf8, numbered_lines, parse_f64, read_bytes, write_bytes};
+use crate::mesh::SurfaceMesh;
 
 /// Reads a binary or ASCII STL file (see the module documentation).
 pub fn read_stl(path: &Path) -> Result<SurfaceMesh, MeshError> {

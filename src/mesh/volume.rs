@@ -9,7 +9,7 @@
 use nalgebra::{Matrix3, Point3, Vector3};
 
 use super::error::ElementDefectKind;
-use super::surface::Aabb;
+use crate::mesh::Aabb;
 
 /// The element type of a mesh (one type per mesh, as in Vega).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

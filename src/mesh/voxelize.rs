@@ -35,8 +35,8 @@ use rayon::prelude::*;
 
 use crate::progress::Progress;
 
-use super::surface::SurfaceMesh;
 use super::volume::{ElementKind, Material, VolumeMesh, HEX_CORNERS};
+use crate::mesh::SurfaceMesh;
 
 /// The voxelizer refuses work whose estimated memory exceeds this many bytes (8 GiB).
 pub const MAX_VOXELIZE_BYTES: u64 = 8 << 30;
@@ -614,7 +614,7 @@ pub const HEX_TO_TETS: [[usize; 4]; 6] = [
 /// Each face of a hex is cut along the diagonal through its corner nearest `v0` or `v6`
 /// (the Kuhn subdivision is invariant under translation by a grid step), so two hexes
 /// that are neighbours in a grid with a common orientation (voxel meshes,
-/// [`crate::mesh::generate::box_hex_mesh`]) cut their shared face the same way and the tet
+/// [`crate::mesh::box_hex_mesh`]) cut their shared face the same way and the tet
 /// mesh is conforming. A tet mesh is returned unchanged.
 pub fn hex_to_tets(mesh: &VolumeMesh) -> VolumeMesh {
     if mesh.kind == ElementKind::Tet {
@@ -641,9 +641,9 @@ pub fn hex_to_tets(mesh: &VolumeMesh) -> VolumeMesh {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::pointshell::SplitMix64;
     use crate::mesh::volume::tet_signed_volume;
     use crate::progress::{NoProgress, Recorder};
+    use haptics_devices::rng::SplitMix64;
 
     /// A uniform number in [a, b).
     fn uniform(rng: &mut SplitMix64, a: f64, b: f64) -> f64 {

@@ -7,11 +7,13 @@
 
 use nalgebra::Vector3;
 
-use super::statics::{solve_static, StaticOptions};
+use crate::muscle::solve_static;
+
 use super::{MaterialFile, MuscleError};
 use crate::fem::blemker::{check_activation, MuscleMaterial};
 use crate::fem::{FreeDofSolver, TetKernel};
 use crate::muscle::fusiform::{fusiform_muscle, FusiformMuscle, FusiformSpec};
+use crate::muscle::StaticOptions;
 
 /// A fusiform muscle ready to solve: mesh, kernel, material groups, fixed tendon ends.
 pub struct FusiformModel {

@@ -35,7 +35,7 @@
 //! `round(f m)` uniform cells on each tendon and the rest uniform on the belly, so the
 //! tendon boundaries are grid layers) mapped through X; vertices numbered
 //! `(i (n+1) + j)(m+1) + k`, k (along w) fastest, as in
-//! [`crate::mesh::generate::box_hex_mesh`]; each cell split into six tets by
+//! [`crate::mesh::box_hex_mesh`]; each cell split into six tets by
 //! [`hex_to_tets`] (Kuhn subdivision, conforming on such a grid). The end-face vertices
 //! get x set to exactly 0 and L (the rational evaluation leaves the far face a few ulps
 //! off). The map is
@@ -604,7 +604,7 @@ mod tests {
     use super::*;
     use crate::geometry::nurbs::Direction;
     use crate::mesh::fibres::read_fibres;
-    use crate::mesh::{read_bou, read_veg};
+    use crate::mesh::{bou::read_bou, veg::read_veg};
 
     /// 4-point Gauss-Legendre nodes on [0, 1] and weights (exact for degree 7).
     fn gauss4() -> [(f64, f64); 4] {

@@ -17,11 +17,13 @@
 
 use nalgebra::{Point3, Vector3};
 
-use super::statics::{solve_static, StaticOptions};
+use crate::muscle::solve_static;
+
 use super::MuscleError;
 use crate::fem::blemker::{check_activation, FibreParams, MuscleMaterial};
 use crate::fem::TetKernel;
-use crate::mesh::{box_tet_mesh, Material, VolumeMesh};
+use crate::mesh::{box_tet_mesh, volume::Material, volume::VolumeMesh};
+use crate::muscle::StaticOptions;
 use crate::progress::Progress;
 
 /// Geometry of the isometric block.

@@ -7,13 +7,13 @@
 //! geometry in [`crate::muscle::fusiform`]; the reduced real-time muscle uses the optimized
 //! cubature of [`crate::reduction::cubature`]. docs/muscle.md is the user's guide.
 
-pub mod contract;
+mod contract;
 pub mod fusiform;
 #[cfg(feature = "testbed")]
-pub mod isometric;
-pub mod material_file;
+mod isometric;
+mod material_file;
 pub mod reduced;
-pub mod statics;
+mod statics;
 
 pub use contract::{contract, Contraction, FusiformModel};
 #[cfg(feature = "testbed")]
@@ -27,7 +27,7 @@ pub use statics::{solve_static, StaticOptions, StaticSolution};
 use std::path::PathBuf;
 
 use crate::fem::blemker::{ActivationError, ParamError};
-use crate::fem::{FemError, SolveError};
+use crate::fem::{model::FemError, SolveError};
 
 /// Errors of the muscle experiments and files. Each names the file and line, or the
 /// load case, and what was expected.

@@ -21,13 +21,16 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::statics::{solve_static, StaticOptions};
+use crate::muscle::solve_static;
+
 use super::MuscleError;
 use crate::fem::blemker::MuscleMaterial;
 use crate::fem::{
-    BlockSparseMatrix, FemModel, FreeDofSolver, MassKind, MaterialLaw, TetKernel, TetMaterial,
+    model::FemModel, model::MassKind, model::MaterialLaw, BlockSparseMatrix, FreeDofSolver,
+    TetKernel, TetMaterial,
 };
-use crate::mesh::VolumeMesh;
+use crate::mesh::volume::VolumeMesh;
+use crate::muscle::StaticOptions;
 use crate::progress::NoProgress;
 use crate::reduction::basis::mass_orthonormalize_column;
 use crate::reduction::cubature::{

@@ -29,11 +29,16 @@ use super::pipeline::{
 use super::polynomial::CubicPolynomial;
 use super::precompute::{reduced_polynomial, MaterialGroupPolynomials, PrecomputeError};
 use super::vega::{read_cub, read_matrix, write_cub, write_matrix, Precision, VegaError};
-use crate::fem::{BlockSparseMatrix, FemError, FemModel, MassKind, MaterialLaw};
+use crate::fem::{
+    model::FemError, model::FemModel, model::MassKind, model::MaterialLaw, BlockSparseMatrix,
+};
 use crate::io::fault;
 use crate::io::{file_sha256, temp_sibling};
 use crate::mesh::voxelize::{voxelize, VoxelizeError, VoxelizeOptions};
-use crate::mesh::{read_bou, read_interp, read_surface, read_volume, MeshError, VolumeMesh};
+use crate::mesh::{
+    bou::read_bou, error::MeshError, interp::read_interp, read::read_surface, read::read_volume,
+    volume::VolumeMesh,
+};
 use crate::progress::{NoProgress, Progress};
 
 /// Version of the baked-directory layout; a different version re-bakes.

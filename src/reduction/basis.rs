@@ -12,7 +12,7 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-use crate::fem::{BlockSparseMatrix, FemModel, FreeDofSolver, SolveError};
+use crate::fem::{model::FemModel, BlockSparseMatrix, FreeDofSolver, SolveError};
 
 /// Errors building a basis.
 #[derive(Debug, thiserror::Error)]
@@ -251,7 +251,7 @@ pub fn mass_orthonormalize_column(
 /// The basis of an embedded render mesh: row block i of the result is
 /// `sum_k w_ik U[v_ik]` (the interpolation weights applied to the simulation basis), so
 /// the render displacement is u_render = U_render q.
-pub fn render_basis(interp: &crate::mesh::Interpolation, u: &DMatrix<f64>) -> DMatrix<f64> {
+pub fn render_basis(interp: &crate::mesh::interp::Interpolation, u: &DMatrix<f64>) -> DMatrix<f64> {
     let nr = interp.num_vertices();
     let k = interp.nodes_per_vertex;
     let mut out = DMatrix::zeros(3 * nr, u.ncols());

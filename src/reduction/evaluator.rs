@@ -647,7 +647,7 @@ mod simd_x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::pointshell::SplitMix64;
+    use haptics_devices::rng::SplitMix64;
 
     /// A random polynomial that is the gradient of a quartic energy (as every StVK
     /// polynomial is): built from random symmetric tensors through Vega's packing.

@@ -12,8 +12,3 @@ pub mod polynomial;
 pub mod precompute;
 pub mod simd;
 pub mod vega;
-
-pub use cubature::{CubatureForces, CubatureOptions, CubatureReport};
-pub use evaluator::ReducedInternalForces;
-pub use polynomial::CubicPolynomial;
-pub use precompute::{reduced_polynomial, MaterialGroupPolynomials, PrecomputeTimings};

@@ -22,7 +22,7 @@ use super::basis::{
     scaled_modes_and_all_derivatives, scaled_modes_and_derivatives, BasisError,
 };
 use super::modes::{linear_modes, LinearModes, ModesError, ModesOptions};
-use crate::fem::{BlockSparseMatrix, FemModel};
+use crate::fem::{model::FemModel, BlockSparseMatrix};
 use crate::progress::Progress;
 
 /// An object at rest: what its linear modes and its mass-PCA are computed from.

@@ -35,7 +35,7 @@ use nalgebra::{DMatrix, Matrix3};
 use rayon::prelude::*;
 
 use super::polynomial::{num_cubic, num_quadratic, CubicPolynomial};
-use crate::fem::{FemModel, MaterialLaw};
+use crate::fem::{model::FemModel, model::MaterialLaw};
 
 /// Index of the packed symmetric entry (i, j) of an r x r matrix (i <= j, row-major
 /// upper triangle, the order of Vega's quadratic monomials).

@@ -1,7 +1,7 @@
 //! The TOML scene file: what a scene is made of, as written by a person. Parsing
 //! ([`parse_scene`]) checks syntax, types, unknown keys (every table denies them, so a
 //! typo is an error rather than a silently ignored setting), value ranges and that every
-//! referenced file exists, without building anything; [`crate::scene::load`] then builds
+//! referenced file exists, without building anything; [`crate::scene::load_scene`] then builds
 //! the runtime objects.
 //!
 //! Units are SI (metres, seconds, newtons) in simulation space; rotations are rotation
@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::error::{line_column, SceneError};
 use super::params::{Param, ParamError, Settings};
-use crate::contact::{ContactParams, Friction};
+use crate::contact::{model::Friction, params::ContactParams};
 use crate::coupling::CouplingParams;
 use crate::reduction::bake::BasisKind;
 

@@ -22,8 +22,13 @@ use super::format::{
     VolumeSource,
 };
 use super::{EnvironmentObject, HapticField, HapticObject, Scene};
-use crate::contact::{shell_modes, ContactShell, DeformedDistanceField, ExactField, ShellModes};
-use crate::dynamics::{NewmarkParams, ObjectDynamics, ObjectForces, ReducedNewmark, ReducedParams};
+use crate::contact::{
+    deformed_field::DeformedDistanceField, distance::ExactField, shell_modes, ContactShell,
+    ShellModes,
+};
+use crate::dynamics::{
+    object::ObjectDynamics, object::ObjectForces, NewmarkParams, ReducedNewmark, ReducedParams,
+};
 use crate::fem::blemker::MuscleMaterial;
 use crate::fem::TetKernel;
 use crate::geometry::dist::{read_dist, write_dist};
@@ -34,8 +39,8 @@ use crate::geometry::thickness::min_half_thickness;
 use crate::geometry::{MeshDistance, SdfOptions, SignedDistanceField};
 use crate::mesh::read::default_material;
 use crate::mesh::{
-    box_hex_mesh, read_surface, read_veg, read_volume, voxelize, write_veg, SurfaceMesh,
-    VolumeMesh, VoxelizeOptions,
+    box_hex_mesh, read::read_surface, read::read_volume, veg::read_veg, veg::write_veg,
+    volume::VolumeMesh, voxelize::voxelize, voxelize::VoxelizeOptions, SurfaceMesh,
 };
 use crate::muscle::reduced::{muscle_basis, muscle_cubature, MuscleBasis, MuscleBasisOptions};
 use crate::muscle::{MaterialFile, MuscleError};
@@ -715,7 +720,7 @@ impl Loader<'_> {
         fibres_path: &Path,
     ) -> Result<(MuscleSetup, MaterialFile), SceneError> {
         let file = self.file;
-        let fibre_field = crate::mesh::read_fibres(fibres_path, Some(mesh.num_elements()))
+        let fibre_field = crate::mesh::fibres::read_fibres(fibres_path, Some(mesh.num_elements()))
             .map_err(|e| self.build(object, &format!("reading {key}.fibres"), e))?;
         let material_file = match &spec.muscle_material {
             Some(m) => crate::muscle::read_material(&file.resolve(m))
@@ -732,7 +737,7 @@ impl Loader<'_> {
             activation: 0.0,
         };
         let kernel = TetKernel::new(mesh).map_err(|e| self.build(object, "muscle kernel", e))?;
-        let fixed_vertices = crate::mesh::read_bou(fixed, Some(mesh.vertices.len()))
+        let fixed_vertices = crate::mesh::bou::read_bou(fixed, Some(mesh.vertices.len()))
             .map_err(|e| self.build(object, &format!("reading {key}.fixed"), e))?;
         let mut fixed_dofs = vec![false; kernel.num_dofs()];
         for v in fixed_vertices {

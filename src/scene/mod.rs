@@ -5,31 +5,29 @@
 //! distance field of thesis 3.12), and any number of **environment objects**, represented
 //! by pointshells (rigid, or reduced-deformable with their own implicit Newmark
 //! integrator). This module defines the loaded form; [`format`](mod@format) defines the TOML scene
-//! file, [`load`] builds the loaded form from it (with the expensive pieces cached on
+//! file, [`load_scene`] builds the loaded form from it (with the expensive pieces cached on
 //! disk by [`cache`]), and [`error`] the typed errors of both.
 
 pub mod cache;
 pub mod error;
 pub mod format;
-pub mod load;
+mod load;
 pub mod params;
-
-pub use error::SceneError;
-pub use format::{parse_scene, SceneFile};
 pub use load::{load_scene, load_scene_with_report, LoadReport};
-pub use params::{Param, ParamError, Settings};
 
 use nalgebra::{Isometry3, Point3};
 
 use crate::contact::continuous;
 use crate::contact::{
-    ContactOutput, ContactParams, ContactShell, CycleMotion, DeformedDistanceField, DistanceQuery,
-    ExactField, Poses, ShellSweep, SweepParams, SweepResult, Traversal,
+    continuous::CycleMotion, continuous::ShellSweep, continuous::SweepParams,
+    continuous::SweepResult, deformed_field::DeformedDistanceField, distance::DistanceQuery,
+    distance::ExactField, params::ContactParams, ContactOutput, ContactShell, Poses, Traversal,
 };
 use crate::coupling::CouplingParams;
-use crate::dynamics::ObjectDynamics;
+use crate::dynamics::object::ObjectDynamics;
 use crate::geometry::SignedDistanceField;
 use crate::mesh::SurfaceMesh;
+use params::{Param, Settings};
 
 /// The distance field of the haptic object.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::contact::ContactParams;
+use crate::contact::params::ContactParams;
 use crate::coupling::CouplingParams;
 
 /// A tunable parameter of the contact model, the virtual coupling or the reduced

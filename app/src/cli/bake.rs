@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use haptics::fem::MassKind;
+use haptics::fem::model::MassKind;
 use haptics::reduction::bake::{bake, BakeInput, BakeOutcome, BakeParams, BasisKind};
 
 use crate::cli::progress::Bars;

@@ -639,8 +639,10 @@ fn load_scene(a: &CheckArgs) -> anyhow::Result<Loaded> {
 pub fn trajectory_states(scene: &haptics::scene::Scene, t: &Path) -> anyhow::Result<Vec<State>> {
     let traj = haptics_devices::trajectory::read_trajectory(t)?;
     let grasp = nalgebra::Translation3::from(scene.haptic.grasp.coords);
-    let mut workspace =
-        haptics::coupling::Workspace::new(scene.workspace_scale, scene.haptic.pose * grasp);
+    let mut workspace = haptics::coupling::workspace::Workspace::new(
+        scene.workspace_scale,
+        scene.haptic.pose * grasp,
+    );
     let mut states = Vec::with_capacity(traj.samples.len());
     let clutch_mask = haptics_devices::SafetySettings::default().clutch_mask();
     for (i, s) in traj.samples.iter().enumerate() {

@@ -15,9 +15,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::Vector3;
 
-use haptics::dynamics::{FullSimParams, FullSimulator, Load, NewmarkParams};
-use haptics::fem::{FemModel, MassKind, MaterialLaw};
-use haptics::mesh::{read_bou, read_volume, VolumeMesh};
+use haptics::dynamics::{full::FullSimParams, full::FullSimulator, full::Load, NewmarkParams};
+use haptics::fem::{model::FemModel, model::MassKind, model::MaterialLaw};
+use haptics::mesh::{bou::read_bou, read::read_volume, volume::VolumeMesh};
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {

@@ -8,10 +8,12 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::Args;
-use haptics_devices::hid::{self, ListedDevice, Profile};
+use haptics_devices::hid::{self, backend::ListedDevice, profile::Profile};
 use haptics_devices::self_test::{self, SelfTestConfig, SelfTestReport};
 use haptics_devices::vendor::{self, Probe};
-use haptics_devices::{Device, SafeDevice, SimConfig, SimulatedDevice, Vendor};
+use haptics_devices::{
+    safety::SafeDevice, simulated::SimConfig, simulated::SimulatedDevice, vendor::Vendor, Device,
+};
 
 use super::range;
 
@@ -84,14 +86,14 @@ pub fn run(args: &DevicesArgs) -> anyhow::Result<()> {
         }
     }
     println!();
-    let profiles = hid::builtin_profiles()?;
+    let profiles = hid::profile::builtin_profiles()?;
     println!("Known device profiles:");
     let width = profiles.iter().map(|p| p.name.len()).max().unwrap_or(0);
     for p in &profiles {
         println!("  {:width$}  {}", p.name, summary(p));
     }
     println!();
-    match hid::list_devices() {
+    match hid::backend::list_devices() {
         Ok(list) if list.is_empty() => println!("No HID devices found."),
         Ok(list) => {
             let matched = list.iter().filter(|d| d.profile.is_some()).count();
@@ -163,17 +165,19 @@ fn run_self_test(name: &str, args: &DevicesArgs) -> anyhow::Result<()> {
         }
         (self_test::run(&mut dev, &config), label)
     } else if let Some(p) = name.strip_prefix("hid:") {
-        let profile = hid::builtin_profile(p)?;
+        let profile = hid::profile::builtin_profile(p)?;
         let settings = profile.safety.clone();
-        let mut dev = SafeDevice::new(hid::HidDevice::open(profile)?, settings)?;
+        let mut dev = SafeDevice::new(hid::backend::HidDevice::open(profile)?, settings)?;
         let label = format!("HID device ({p})");
         (self_test::run(&mut dev, &config), label)
     } else if name == "simulated" {
         let sim = SimulatedDevice::new(
             SimConfig::default(),
-            haptics_devices::TargetSource::Fixed(haptics_devices::HandTarget::new(
-                haptics_devices::Pose::from_position(nalgebra::Vector3::new(0.02, 0.0, 0.0)),
-            )),
+            haptics_devices::simulated::TargetSource::Fixed(
+                haptics_devices::simulated::HandTarget::new(haptics_devices::Pose::from_position(
+                    nalgebra::Vector3::new(0.02, 0.0, 0.0),
+                )),
+            ),
         )?;
         let mut dev = SafeDevice::new(sim, haptics_devices::SafetySettings::default())?;
         let label = format!("{} (simulated)", dev.info().name);
@@ -335,7 +339,7 @@ mod tests {
 
     #[test]
     fn profile_summaries() {
-        let p = hid::builtin_profile("generic-ffb").unwrap();
+        let p = hid::profile::builtin_profile("generic-ffb").unwrap();
         assert_eq!(
             summary(&p),
             "6-DOF in, 6-DOF force feedback, max 8 N, position; vendor 1209, products 0001"

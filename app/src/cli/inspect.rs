@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use haptics::mesh::{read_any, AnyMesh, SurfaceMesh, VolumeMesh};
+use haptics::mesh::{read::read_any, read::AnyMesh, volume::VolumeMesh, SurfaceMesh};
 
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {

@@ -11,11 +11,11 @@
 //! uses the same values.
 
 use anyhow::{bail, Context};
-use haptics::haptic::DeviceFit;
+use haptics::haptic::device_fit::DeviceFit;
 use haptics::scene::Scene;
 use haptics_devices::{
-    Device, DeviceInfo, ForceDimensionDevice, HaplyDevice, OpenHapticsDevice, SafeDevice,
-    SafetySettings, Vendor,
+    safety::SafeDevice, vendor::dhd::ForceDimensionDevice, vendor::haply::HaplyDevice,
+    vendor::openhaptics::OpenHapticsDevice, vendor::Vendor, Device, DeviceInfo, SafetySettings,
 };
 
 /// A vendor device behind the safety layer.
@@ -92,7 +92,7 @@ pub fn open_vendor(vendor: Vendor, deadman: Option<u32>) -> anyhow::Result<(Vend
 
 /// Fits `scene` to `info` and prints what changed (nothing for input-only devices).
 pub fn fit_and_report(scene: &mut Scene, info: &DeviceInfo) -> Option<DeviceFit> {
-    let fit = haptics::haptic::fit_scene(scene, info)?;
+    let fit = haptics::haptic::device_fit::fit_scene(scene, info)?;
     println!(
         "device {}: {}-DOF in, {}-DOF out, max {} N{}, stable stiffness {} N/m{}",
         info.name,
@@ -171,7 +171,7 @@ pub fn apply_recorded_fit(
             }
             scene.workspace_scale = v;
         } else {
-            let p = haptics::scene::Param::from_key(key.trim())
+            let p = haptics::scene::params::Param::from_key(key.trim())
                 .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
             scene.set(p, v);
         }

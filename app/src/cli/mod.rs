@@ -176,7 +176,7 @@ pub fn chain_lines(messages: impl IntoIterator<Item = String>) -> Vec<String> {
 
 /// `--set KEY=VALUE` overrides of a scene's tunable parameters (`run`, `replay`,
 /// `record`), validated against each parameter's one definition
-/// ([`haptics::scene::Param`]).
+/// ([`haptics::scene::params::Param`]).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ParamOverrides {
     /// Override a tunable parameter of the scene, e.g. `--set coupling.static_damping=0.3`
@@ -188,7 +188,7 @@ pub struct ParamOverrides {
     /// coupling.device_max_force, coupling.device_max_torque, dynamics.material_scale,
     /// dynamics.modes_used, dynamics.activation.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_param)]
-    pub set: Vec<(haptics::scene::Param, f64)>,
+    pub set: Vec<(haptics::scene::params::Param, f64)>,
     /// Muscle activation in [0, 1] for scenes with an active muscle (the same as --set
     /// dynamics.activation=A); a trajectory's `activation` column overrides it sample by
     /// sample during a replay.
@@ -203,13 +203,13 @@ impl ParamOverrides {
             scene.set(p, v);
         }
         if let Some(a) = self.activation {
-            scene.set(haptics::scene::Param::Activation, a);
+            scene.set(haptics::scene::params::Param::Activation, a);
         }
     }
 }
 
-fn parse_param(s: &str) -> Result<(haptics::scene::Param, f64), String> {
-    haptics::scene::Param::parse_assignment(s).map_err(|e| e.to_string())
+fn parse_param(s: &str) -> Result<(haptics::scene::params::Param, f64), String> {
+    haptics::scene::params::Param::parse_assignment(s).map_err(|e| e.to_string())
 }
 
 /// Parses a finite number (for flags whose value must be one); the error quotes it.

@@ -1,7 +1,7 @@
 //! `haptics muscle`: active skeletal muscle experiments and geometry.
 //!
 //! - `haptics muscle isometric`: the isometric tension-length experiment (Chen 1991) on a
-//!   uniaxial block, against the homogeneous solution ([`haptics::muscle::isometric`]).
+//!   uniaxial block, against the homogeneous solution (`haptics::muscle::isometric`).
 //! - `haptics muscle mesh`: the NURBS fusiform muscle, tet-meshed, with its fibre field
 //!   ([`haptics::muscle::fusiform`]).
 //! - `haptics muscle contract`: the fusiform muscle with fixed tendons activated; its

@@ -12,8 +12,8 @@ use clap::Args;
 
 use super::progress::Bars;
 use haptics::geometry::pointshell::{sample_pointshell_with_stats, LevelStats, PointshellParams};
-use haptics::geometry::{MeshDistance, Pointshell, PointshellError};
-use haptics::mesh::read_surface;
+use haptics::geometry::{pointshell::Pointshell, pointshell::PointshellError, MeshDistance};
+use haptics::mesh::read::read_surface;
 
 #[derive(Debug, Clone, Args)]
 pub struct PointshellArgs {

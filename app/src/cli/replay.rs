@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
-use haptics_devices::hid::{builtin_profile, HidDevice};
+use haptics_devices::hid::{backend::HidDevice, profile::builtin_profile};
 use haptics_devices::trajectory::{read_trajectory, TrajectoryWriter};
 use haptics_devices::{
-    Device, SafeDevice, SimConfig, SimulatedDevice, TargetSource, TrajectorySample, Vendor, Wrench,
+    safety::SafeDevice, simulated::SimConfig, simulated::SimulatedDevice, simulated::TargetSource,
+    trajectory::TrajectorySample, vendor::Vendor, Device, Wrench,
 };
 use indicatif::ProgressBar;
 
@@ -19,7 +20,7 @@ use haptics::haptic::log::{
     column, compare_logs, diff_summary, force_magnitude, read_log, Log, Row,
 };
 use haptics::haptic::replay::{replay_log, ReplayStats};
-use haptics::haptic::{CycleReport, HapticSimulation, PeriodicScheduler};
+use haptics::haptic::{scheduler::PeriodicScheduler, CycleReport, HapticSimulation};
 use haptics::plot::{line_plot, Series};
 use haptics::progress::Progress as _;
 use haptics::scene::{load_scene, Scene};

@@ -113,7 +113,7 @@ pub fn default_trajectory(scene: &Path) -> anyhow::Result<PathBuf> {
 }
 
 fn device_choice(s: &str, deadman: Option<u32>) -> anyhow::Result<DeviceChoice> {
-    if let Some(v) = haptics_devices::Vendor::from_device_name(s) {
+    if let Some(v) = haptics_devices::vendor::Vendor::from_device_name(s) {
         return Ok(DeviceChoice::Vendor { vendor: v, deadman });
     }
     Ok(match s {

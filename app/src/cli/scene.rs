@@ -28,7 +28,9 @@ use clap::{Args, Subcommand};
 
 use haptics::haptic::device_fit::REFERENCE_WORKSPACE_RADIUS_M;
 use haptics::mesh::voxelize::{voxelize, VoxelizeOptions};
-use haptics::mesh::{read_surface, write_bou, write_veg, Material, SurfaceMesh};
+use haptics::mesh::{
+    bou::write_bou, read::read_surface, veg::write_veg, volume::Material, SurfaceMesh,
+};
 use haptics_devices::DeviceInfo;
 
 use crate::cli::progress::Bars;

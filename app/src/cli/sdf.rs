@@ -18,7 +18,7 @@ use haptics::geometry::sdf::{
 use haptics::geometry::soup::{
     soup_estimate_bytes, soup_signed_field, SoupOptions, DEFAULT_OFFSET,
 };
-use haptics::mesh::read_surface;
+use haptics::mesh::read::read_surface;
 
 #[derive(Debug, Clone, Args)]
 pub struct SdfArgs {

@@ -17,8 +17,8 @@ use nalgebra::DMatrix;
 use haptics::dynamics::{NewmarkParams, ReducedNewmark, ReducedParams, StepEvent};
 use haptics::reduction::bake::load_baked;
 use haptics::reduction::evaluator::ReducedForces;
+use haptics::reduction::polynomial::CubicPolynomial;
 use haptics::reduction::vega::read_cub;
-use haptics::reduction::CubicPolynomial;
 
 #[derive(Debug, Clone, Args)]
 pub struct SimulateArgs {

@@ -9,7 +9,7 @@ use clap::Args;
 
 use haptics::geometry::embed::embed;
 use haptics::mesh::voxelize::{voxelize, VoxelizeOptions};
-use haptics::mesh::{read_surface, write_interp, write_veg, Material};
+use haptics::mesh::{interp::write_interp, read::read_surface, veg::write_veg, volume::Material};
 
 use crate::cli::progress::Bars;
 

@@ -21,7 +21,7 @@
 use wgpu::util::DeviceExt;
 
 use super::{GpuContext, RenderError};
-use haptics::mesh::surface::SurfaceMesh;
+use haptics::mesh::SurfaceMesh;
 
 /// Workgroup size of the deformation shader (one invocation per render vertex).
 pub const WORKGROUP_SIZE: u32 = 64;

@@ -6,7 +6,7 @@ use nalgebra::Translation3;
 
 use crate::render::overlay::{bd_spheres, pointshell_points};
 use crate::render::{ContactMarker, FrameState};
-use haptics::contact::{DeformedDistanceField, Poses, Traversal};
+use haptics::contact::{deformed_field::DeformedDistanceField, Poses, Traversal};
 use haptics::haptic::Snapshot;
 use haptics::scene::Scene;
 
@@ -62,7 +62,7 @@ impl DebugContact {
     pub fn new(scene: &Scene) -> Self {
         let field = scene.haptic.field.deformed().map(|f| Box::new(f.clone()));
         let field_r = scene.haptic.field.r();
-        let params = haptics::contact::ContactParams {
+        let params = haptics::contact::params::ContactParams {
             temporal_coherence: false,
             ..scene.contact
         };

@@ -9,7 +9,7 @@ use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use crate::render::Overlays;
 use haptics::haptic::Command;
-use haptics::scene::{Param, Scene, Settings};
+use haptics::scene::{params::Param, params::Settings, Scene};
 
 use super::frame::DebugViews;
 
@@ -65,7 +65,7 @@ impl Parameters {
             .iter()
             .filter_map(|e| e.dynamics.as_ref())
             .chain(scene.haptic.field.dynamics())
-            .any(|d| matches!(d.forces, haptics::dynamics::ObjectForces::Muscle(_)));
+            .any(|d| matches!(d.forces, haptics::dynamics::object::ObjectForces::Muscle(_)));
         Parameters {
             settings: Settings {
                 contact: scene.contact,

@@ -6,17 +6,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, Sender};
-use haptics_devices::hid::{builtin_profile, list_devices, HidDevice};
+use haptics_devices::hid::{backend::list_devices, backend::HidDevice, profile::builtin_profile};
 use haptics_devices::trajectory::TrajectoryWriter;
 use haptics_devices::{
-    Device, HandTarget, Pose, ReplayDevice, SafeDevice, SafetySettings, SimConfig, SimulatedDevice,
-    TapControl, TapDevice, TargetSource, TrajectorySample, Wrench,
+    safety::SafeDevice, simulated::HandTarget, simulated::SimConfig, simulated::SimulatedDevice,
+    simulated::TargetSource, trajectory::ReplayDevice, trajectory::TrajectorySample, Device, Pose,
+    SafetySettings, TapControl, TapDevice, Wrench,
 };
 
 use super::frame::DebugContact;
 use super::guide::GuideRecorder;
 use super::window::{AppError, DeviceChoice};
-use haptics::haptic::{DeviceFit, HapticSimulation, HapticThread};
+use haptics::haptic::{device_fit::DeviceFit, HapticSimulation, HapticThread};
 use haptics::scene::Scene;
 
 /// A running scene: the haptic thread, its device's input channels, and the render
@@ -193,7 +194,7 @@ fn open_hid(choice: &DeviceChoice) -> Result<Option<NamedDevice>, AppError> {
 /// names the device and the fault.
 pub(super) fn device_failed(
     s: &mut Session,
-    fault: &haptics_devices::VendorFault,
+    fault: &haptics_devices::vendor::VendorFault,
 ) -> anyhow::Error {
     s.tap.set_recording(false);
     let saved = match s.recorded.take() {

@@ -30,7 +30,7 @@ use super::session::{device_failed, write_recording, Session};
 use super::surface::{acquire_surface, draw_and_present, run_panels, Gfx};
 use crate::render::{FrameState, RenderError, SceneRenderer};
 use haptics::haptic::Command;
-use haptics::scene::{Param, Scene};
+use haptics::scene::{params::Param, Scene};
 
 /// Why the window could not run.
 #[derive(Debug, Error)]
@@ -57,7 +57,7 @@ pub enum DeviceChoice {
     Hid(String),
     /// A vendor SDK device (OpenHaptics, Force Dimension), with its enable button.
     Vendor {
-        vendor: haptics_devices::Vendor,
+        vendor: haptics_devices::vendor::Vendor,
         deadman: Option<u32>,
     },
 }

@@ -19,7 +19,12 @@ use super::profile::{builtin_profiles, ControlMode, Profile, MAX_REPORT_LEN};
 use super::report::{
     apply_input_report, encode_output, position_mode_pose, InputState, RateIntegrator,
 };
-use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Wrench};
+use crate::Device;
+use crate::DeviceError;
+use crate::DeviceInfo;
+use crate::DeviceSample;
+use crate::Pose;
+use crate::Wrench;
 
 /// Reports handled per `read` at most (bounds the time spent when a device floods).
 const MAX_REPORTS_PER_READ: usize = 64;

@@ -12,8 +12,10 @@ use nalgebra::Vector3;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::device::{DeviceInfo, Workspace};
+use crate::DeviceInfo;
+
 use crate::safety::SafetySettings;
+use crate::Workspace;
 
 /// Largest report length handled, bytes (USB high-speed interrupt reports can be longer,
 /// but no supported device needs it).
@@ -493,7 +495,7 @@ pub struct Profile {
     pub inputs: Vec<InputReport>,
     /// Output report layout, none for input-only devices.
     pub output: Option<OutputReport>,
-    /// Safety settings for [`crate::SafeDevice`].
+    /// Safety settings for [`crate::safety::SafeDevice`].
     pub safety: SafetySettings,
 }
 

@@ -4,7 +4,10 @@
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
 use super::profile::{FieldType, InputAxis, OutputAxis, OutputReport, Profile};
-use crate::device::{DeviceError, Pose, Workspace, Wrench};
+use crate::DeviceError;
+use crate::Pose;
+use crate::Workspace;
+use crate::Wrench;
 
 /// The latest decoded values of every input axis (reports may carry only some axes: the
 /// split SpaceMouse reports translation and rotation separately).

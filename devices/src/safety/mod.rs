@@ -39,7 +39,15 @@ use std::time::Instant;
 
 use nalgebra::Vector3;
 
-use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Wrench};
+use crate::Device;
+
+use crate::DeviceError;
+
+use crate::DeviceInfo;
+
+use crate::DeviceSample;
+
+use crate::Wrench;
 
 mod clock;
 mod events;

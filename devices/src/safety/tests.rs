@@ -1,5 +1,5 @@
 use super::*;
-use crate::device::Pose;
+use crate::Pose;
 
 /// A scripted device: each read advances 1 ms and returns `pose`/`buttons`; writes are
 /// recorded. `connected` false makes reads and writes fail with Disconnected.

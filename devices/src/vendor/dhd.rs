@@ -23,7 +23,13 @@ use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 
 use super::{c_string, find_library, symbol, LibrarySource, Probe, ProbedDevice, Vendor};
 use super::{specs, VendorError, VendorFault};
-use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
+use crate::Device;
+use crate::DeviceError;
+use crate::DeviceInfo;
+use crate::DeviceSample;
+use crate::Pose;
+use crate::Workspace;
+use crate::Wrench;
 
 /// dhdc.h `enum dhd_errors`, in order from `DHD_NO_ERROR` = 0.
 const ERROR_NAMES: [&str; 22] = [

@@ -46,7 +46,13 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::handoff::SeqSlot;
 use super::{clamp3, specs, LibrarySource, Probe, ProbedDevice, Vendor, VendorError, VendorFault};
-use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
+use crate::Device;
+use crate::DeviceError;
+use crate::DeviceInfo;
+use crate::DeviceSample;
+use crate::Pose;
+use crate::Workspace;
+use crate::Wrench;
 
 /// The simulation channel's default address (Haply's documentation).
 pub const DEFAULT_ADDRESS: &str = "ws://localhost:10001";

@@ -16,7 +16,7 @@
 //!
 //! Failures while running are [`VendorFault`]s, returned as [`crate::DeviceError::Vendor`]
 //! without allocating (they surface inside the haptic cycle). They are fatal: the
-//! [`crate::SafeDevice`] layer zeroes the output and stops trying, and the application ends
+//! [`crate::safety::SafeDevice`] layer zeroes the output and stops trying, and the application ends
 //! the session with the fault's message, naming the device and the error.
 //!
 //! Modules: [`openhaptics`], [`dhd`], [`haply`], [`handoff`] (the lock-free exchange with

@@ -30,7 +30,13 @@ use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
 use super::handoff::SeqSlot;
 use super::{c_string, find_library, symbol, LibrarySource, Probe, ProbedDevice, Vendor};
 use super::{clamp3, specs, VendorError, VendorFault};
-use crate::device::{Device, DeviceError, DeviceInfo, DeviceSample, Pose, Workspace, Wrench};
+use crate::Device;
+use crate::DeviceError;
+use crate::DeviceInfo;
+use crate::DeviceSample;
+use crate::Pose;
+use crate::Workspace;
+use crate::Wrench;
 
 // hdDefines.h: types. HHD, HDenum and HDerror are `unsigned int`; HDSchedulerHandle is
 // `unsigned long`; HDCallbackCode is `unsigned int`.

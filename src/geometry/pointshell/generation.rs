@@ -26,6 +26,9 @@
 //! offset > 0, the gradient of the distance, (x - q) / |x - q|, which is the offset
 //! surface's own normal. The pointshell stores minus that (inward).
 
+// The seeded generator of the sampling: the project's one SplitMix64, in the devices
+// crate (the lowest), so that every user draws the same sequence from a seed.
+use haptics_devices::rng::SplitMix64;
 use std::collections::HashMap;
 
 use nalgebra::{Point3, Vector3};
@@ -34,10 +37,6 @@ use super::{PointshellError, PROJECTION_TOLERANCE};
 use crate::geometry::sdf::{ClosestPoint, MeshDistance};
 use crate::geometry::triangle::normal_and_angles;
 use crate::mesh::SurfaceMesh;
-
-/// The seeded generator of the sampling: the project's one SplitMix64, kept in the
-/// devices crate (the lowest) so that every user draws the same sequence from a seed.
-pub use haptics_devices::rng::SplitMix64;
 
 /// Stratified area-weighted random sampling of a triangle mesh: the k-th of n samples
 /// falls at the area fraction (k + u) / n of the triangles laid end to end, so every

@@ -231,7 +231,7 @@ impl PointGrid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::pointshell::SplitMix64;
+    use haptics_devices::rng::SplitMix64;
 
     fn random_points(n: usize, seed: u64) -> Vec<Point3<f64>> {
         let mut r = SplitMix64::new(seed);

@@ -46,14 +46,18 @@ mod quality;
 mod repulsion;
 
 pub use file::PointshellFileError;
-pub use generation::{LevelSet, SplitMix64, SurfaceSampler};
+
+pub use generation::{LevelSet, SurfaceSampler};
 pub use grid::PointGrid;
+
 pub use quality::{mean_and_cv, point_set_quality, PointshellQuality};
+
 pub use repulsion::{repulsion_force, repulsion_kernel};
 
 use std::ops::Range;
 use std::time::Instant;
 
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{Point3, Vector3};
 use rayon::prelude::*;
 

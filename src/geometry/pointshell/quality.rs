@@ -15,9 +15,11 @@
 use nalgebra::Point3;
 use rayon::prelude::*;
 
-use super::{LevelSet, PointGrid, Pointshell, PointshellError, SplitMix64, SurfaceSampler};
+use super::{LevelSet, PointGrid, Pointshell, PointshellError, SurfaceSampler};
+
 use crate::geometry::sdf::MeshDistance;
 use crate::mesh::SurfaceMesh;
+use haptics_devices::rng::SplitMix64;
 
 /// Quality of the points of levels 0..=level (see [`Pointshell::quality`]).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -287,7 +287,7 @@ fn max_edge_difference(values: &[f32], cells: [usize; 3]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::pointshell::SplitMix64;
+    use haptics_devices::rng::SplitMix64;
 
     /// A field holding an affine function a + g . x: trilinear interpolation reproduces
     /// it exactly, so lookups and gradients can be checked to rounding.

@@ -1,9 +1,9 @@
 use super::kernels::{lower_product, LowerBlock, Real};
 use super::*;
 use crate::fem::{StvkMaterial, TetMaterial};
-use crate::geometry::pointshell::SplitMix64;
-use crate::mesh::{box_tet_mesh, Material};
+use crate::mesh::{box_tet_mesh, volume::Material};
 use crate::reduction::evaluator::ReducedInternalForces;
+use haptics_devices::rng::SplitMix64;
 use nalgebra::{DVector, Matrix3};
 use nalgebra::{Point3, Vector3};
 
