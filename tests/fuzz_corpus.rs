@@ -4,7 +4,8 @@
 //! `fuzz/corpus/NAME/` holds, for each [`Format`] named NAME, the inputs that the
 //! coverage-guided fuzzer (`fuzz/`, cargo-fuzz) kept because they reached new code,
 //! minimized with `cargo fuzz cmin`; the files named `seed-*` are the valid inputs it
-//! started from (written by `regenerate_seed_corpus` below). `fuzz/regressions/NAME/`
+//! started from (written by `the_generated_seeds_match_the_committed_ones` with
+//! `HAPTICS_REGENERATE_CORPUS=1`). `fuzz/regressions/NAME/`
 //! holds the inputs that once broke a reader. Every one must keep the contract of
 //! [`haptics::formats`]: no panic, and an error names the file; the seeds must parse.
 
@@ -87,36 +88,35 @@ fn the_seed_inputs_are_valid_files_of_their_format() {
     }
 }
 
+/// Set to `1` to write the generated seeds into `fuzz/corpus/NAME/seed-K` instead of
+/// comparing them, after a deliberate format change:
+/// `HAPTICS_REGENERATE_CORPUS=1 cargo test --test fuzz_corpus the_generated_seeds`.
+const REGENERATE: &str = "HAPTICS_REGENERATE_CORPUS";
+
 #[test]
 fn the_generated_seeds_match_the_committed_ones() {
     // The committed seeds are exactly what `seeds` generates: a reader or writer change
     // that alters a format shows up here, and the corpus is regenerated on purpose.
+    let regenerate = std::env::var(REGENERATE).is_ok_and(|v| v == "1");
     for (format, inputs) in seeds() {
         let dir = fuzz_dir().join("corpus").join(format.name());
+        if regenerate {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
         for (i, bytes) in inputs.iter().enumerate() {
             let path = dir.join(format!("seed-{i}"));
-            let committed = std::fs::read(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}; run regenerate_seed_corpus", path.display()));
+            if regenerate {
+                std::fs::write(&path, bytes).unwrap();
+            }
+            let committed = std::fs::read(&path).unwrap_or_else(|e| {
+                panic!("{}: {e}; regenerate with {REGENERATE}=1", path.display())
+            });
             assert!(
                 committed == *bytes,
-                "{} differs from its generator; run `cargo test --test fuzz_corpus -- \
-                 --ignored regenerate_seed_corpus`",
+                "{} differs from its generator; regenerate with {REGENERATE}=1 after a \
+                 deliberate format change",
                 path.display()
             );
-        }
-    }
-}
-
-/// Writes the seed inputs into `fuzz/corpus/NAME/seed-K`. Run by hand after a format
-/// changes: `cargo test --test fuzz_corpus -- --ignored regenerate_seed_corpus`.
-#[test]
-#[ignore]
-fn regenerate_seed_corpus() {
-    for (format, inputs) in seeds() {
-        let dir = fuzz_dir().join("corpus").join(format.name());
-        std::fs::create_dir_all(&dir).unwrap();
-        for (i, bytes) in inputs.iter().enumerate() {
-            std::fs::write(dir.join(format!("seed-{i}")), bytes).unwrap();
         }
     }
 }
