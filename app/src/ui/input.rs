@@ -72,10 +72,6 @@ pub fn move_target(
     target.orientation = r.inverse() * world_rotation * r * target.orientation;
 }
 
-/// The buttons of the simulated hand while the clutch key is held: the default clutch
-/// button ([`SafetySettings::clutch_button`](haptics_devices::SafetySettings::clutch_button)).
-const SIMULATED_CLUTCH: u32 = 1 << haptics_devices::safety::DEFAULT_CLUTCH_BUTTON;
-
 /// Mouse and keyboard state between events.
 #[derive(Debug, Default)]
 pub(super) struct InputState {
@@ -227,7 +223,7 @@ fn key_input(input: &mut InputState, g: &mut Gfx, s: &mut Session, event: &KeyEv
     match code {
         KeyCode::Space => {
             input.clutch = down;
-            s.target.buttons = if down { SIMULATED_CLUTCH } else { 0 };
+            s.target.buttons = if down { s.clutch_mask } else { 0 };
             true
         }
         KeyCode::KeyR if down && !event.repeat => {

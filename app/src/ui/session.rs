@@ -43,6 +43,9 @@ pub(super) struct Session {
     fit: Option<DeviceFit>,
     /// The device renders force but no torque: the torque is plotted, not sent.
     pub(super) torque_not_sent: bool,
+    /// The device's clutch button as a mask of its buttons (the simulated hand presses it
+    /// while the clutch key is held).
+    pub(super) clutch_mask: u32,
 }
 
 impl Session {
@@ -88,6 +91,7 @@ impl Session {
             workspace_scale,
             fit,
             torque_not_sent,
+            clutch_mask: haptics_devices::safety::clutch_mask(clutch),
         })
     }
 
