@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Once;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// One named series of (x, y) points.
@@ -90,23 +91,13 @@ pub fn line_plot(
     shaded_line_plot(path, title, x_label, y_label, series, &[], "")
 }
 
-/// [`line_plot`] with the intervals `bands` shaded in light red behind the lines, named
-/// `band_label` in the legend.
-pub fn shaded_line_plot(
-    path: &Path,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[Series],
-    bands: &[Band],
-    band_label: &str,
-) -> Result<(), PlotError> {
-    register_font();
-    let err = |e: String| PlotError {
-        path: path.display().to_string(),
-        message: e,
-    };
-    check_destination(path).map_err(err)?;
+/// The chart the plots draw on: f64 x and y axes on a bitmap.
+type Chart<'a, 'b> =
+    ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The extent `(x0, x1, y0, y1)` of the finite points of `series`, widened to a unit
+/// interval on an axis with no finite point or a single value.
+fn data_extent(series: &[Series]) -> (f64, f64, f64, f64) {
     let (mut x0, mut x1, mut y0, mut y1) = (
         f64::INFINITY,
         f64::NEG_INFINITY,
@@ -132,6 +123,96 @@ pub fn shaded_line_plot(
         y0 = if y0.is_finite() { y0 } else { 0.0 };
         y1 = y0 + 1.0;
     }
+    (x0, x1, y0, y1)
+}
+
+/// Draws the grid, the tick labels and the axis descriptions.
+fn draw_axes(chart: &mut Chart<'_, '_>, x_label: &str, y_label: &str) -> Result<(), String> {
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .label_style(("sans-serif", 18))
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// Shades each of `bands` from `lo` to `hi` (at least a thousandth of `x1 - x0` wide),
+/// the first one labelled `band_label` in the legend.
+fn draw_bands(
+    chart: &mut Chart<'_, '_>,
+    bands: &[Band],
+    band_label: &str,
+    (x0, x1): (f64, f64),
+    (lo, hi): (f64, f64),
+) -> Result<(), String> {
+    let shade = RGBColor(214, 39, 40).mix(0.18);
+    for (k, b) in bands.iter().enumerate() {
+        // A band narrower than a pixel still shows.
+        let to = b.to.max(b.from + 1e-3 * (x1 - x0));
+        let drawn = chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(b.from, lo), (to, hi)],
+                shade.filled(),
+            )))
+            .map_err(|e| e.to_string())?;
+        if k == 0 {
+            drawn.label(band_label.to_string()).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 6), (x + 24, y + 6)], shade.filled())
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Draws each of `series` as a labelled polyline, the first black and thicker.
+fn draw_lines(chart: &mut Chart<'_, '_>, series: &[Series]) -> Result<(), String> {
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let width = if i == 0 { 3 } else { 2 };
+        chart
+            .draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(width),
+            ))
+            .map_err(|e| e.to_string())?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
+    }
+    Ok(())
+}
+
+/// Draws the legend box.
+fn draw_legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 18))
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// [`line_plot`] with the intervals `bands` shaded in light red behind the lines, named
+/// `band_label` in the legend.
+pub fn shaded_line_plot(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    bands: &[Band],
+    band_label: &str,
+) -> Result<(), PlotError> {
+    register_font();
+    let err = |e: String| PlotError {
+        path: path.display().to_string(),
+        message: e,
+    };
+    check_destination(path).map_err(err)?;
+    let (x0, x1, y0, y1) = data_extent(series);
     let pad = 0.05 * (y1 - y0);
     let root = BitMapBackend::new(path, (1280, 720)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
@@ -142,51 +223,11 @@ pub fn shaded_line_plot(
         .y_label_area_size(80)
         .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
         .map_err(|e| err(e.to_string()))?;
-    chart
-        .configure_mesh()
-        .x_desc(x_label)
-        .y_desc(y_label)
-        .label_style(("sans-serif", 18))
-        .draw()
-        .map_err(|e| err(e.to_string()))?;
-    let shade = RGBColor(214, 39, 40).mix(0.18);
+    draw_axes(&mut chart, x_label, y_label).map_err(err)?;
     let (lo, hi) = (y0 - pad, y1 + pad);
-    for (k, b) in bands.iter().enumerate() {
-        // A band narrower than a pixel still shows.
-        let to = b.to.max(b.from + 1e-3 * (x1 - x0));
-        let drawn = chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(b.from, lo), (to, hi)],
-                shade.filled(),
-            )))
-            .map_err(|e| err(e.to_string()))?;
-        if k == 0 {
-            drawn.label(band_label.to_string()).legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 24, y + 6)], shade.filled())
-            });
-        }
-    }
-    for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let width = if i == 0 { 3 } else { 2 };
-        chart
-            .draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(width),
-            ))
-            .map_err(|e| err(e.to_string()))?
-            .label(s.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-            });
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 18))
-        .draw()
-        .map_err(|e| err(e.to_string()))?;
+    draw_bands(&mut chart, bands, band_label, (x0, x1), (lo, hi)).map_err(err)?;
+    draw_lines(&mut chart, series).map_err(err)?;
+    draw_legend(&mut chart).map_err(err)?;
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())
 }

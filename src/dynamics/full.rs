@@ -306,33 +306,81 @@ impl FullSimulator {
             .sqrt()
     }
 
-    /// One implicit Newmark step to time + dt under the external force `f_ext` (evaluated
-    /// at the end of the step).
-    pub fn step(&mut self, f_ext: &[f64]) -> Result<StepReport, SimError> {
+    /// The Newmark residual of the current iterate (step started at `u0`) into `residual`,
+    /// and `f_int`, `k` at the current displacement.
+    fn newmark_residual(&mut self, u0: &[f64], f_ext: &[f64]) {
         let c = self.coeffs;
         let (alpha, beta) = (self.params.damping_mass, self.params.damping_stiffness);
         let n = self.u.len();
+        self.model
+            .forces_and_stiffness(&self.u, &mut self.f_int, &mut self.k);
+        // Newmark velocity and acceleration of the current iterate.
+        for d in 0..n {
+            let dx = self.u[d] - u0[d];
+            self.tmp[d] = c.acceleration(dx, self.v[d], self.a[d]);
+            self.tmp2[d] = c.velocity(dx, self.v[d], self.a[d]);
+        }
+        // r = M acc + (alpha M + beta K) vel + R - f.
+        for d in 0..n {
+            self.tmp[d] += alpha * self.tmp2[d];
+        }
+        self.mass.mul_vec(&self.tmp, &mut self.residual);
+        self.k.mul_vec(&self.tmp2, &mut self.du);
+        for d in 0..n {
+            self.residual[d] += beta * self.du[d] + self.f_int[d] - f_ext[d];
+        }
+    }
+
+    /// The Newton increment `du` solving the Newmark tangent system
+    /// ((a1 + a4 alpha) M + (1 + a4 beta) K) du = residual.
+    fn newmark_increment(&mut self) -> Result<(), SimError> {
+        let c = self.coeffs;
+        let (alpha, beta) = (self.params.damping_mass, self.params.damping_stiffness);
+        let (cm, ck) = (c.a1 + c.a4 * alpha, 1.0 + c.a4 * beta);
+        for ((s, m), k) in self
+            .system
+            .values
+            .iter_mut()
+            .zip(&self.mass.values)
+            .zip(&self.k.values)
+        {
+            *s = cm * m + ck * k;
+        }
+        self.solver.factor(&self.system)?;
+        self.solver.solve(&self.residual, &mut self.du);
+        Ok(())
+    }
+
+    /// Subtracts the increment `du` from `u`; whether the increment is negligible
+    /// (|du| <= tolerance / 100 |u|).
+    fn apply_increment(&mut self) -> bool {
+        let mut dun = 0.0;
+        let mut un = 0.0;
+        for d in 0..self.u.len() {
+            self.u[d] -= self.du[d];
+            dun += self.du[d] * self.du[d];
+            un += self.u[d] * self.u[d];
+        }
+        dun.sqrt() <= self.params.tolerance * 1e-2 * un.sqrt()
+    }
+
+    /// Ends the step started at `u0` and reports it.
+    fn finished(&mut self, u0: &[f64], newton_iterations: usize, rel: f64) -> StepReport {
+        self.finish_step(u0);
+        StepReport {
+            newton_iterations,
+            relative_residual: rel,
+        }
+    }
+
+    /// One implicit Newmark step to time + dt under the external force `f_ext` (evaluated
+    /// at the end of the step).
+    pub fn step(&mut self, f_ext: &[f64]) -> Result<StepReport, SimError> {
         let u0 = self.u.clone();
         let mut first = None;
         let mut rel = f64::INFINITY;
         for it in 0..self.params.max_newton_iterations {
-            self.model
-                .forces_and_stiffness(&self.u, &mut self.f_int, &mut self.k);
-            // Newmark velocity and acceleration of the current iterate.
-            for d in 0..n {
-                let dx = self.u[d] - u0[d];
-                self.tmp[d] = c.acceleration(dx, self.v[d], self.a[d]);
-                self.tmp2[d] = c.velocity(dx, self.v[d], self.a[d]);
-            }
-            // r = M acc + (alpha M + beta K) vel + R - f.
-            for d in 0..n {
-                self.tmp[d] += alpha * self.tmp2[d];
-            }
-            self.mass.mul_vec(&self.tmp, &mut self.residual);
-            self.k.mul_vec(&self.tmp2, &mut self.du);
-            for d in 0..n {
-                self.residual[d] += beta * self.du[d] + self.f_int[d] - f_ext[d];
-            }
+            self.newmark_residual(&u0, f_ext);
             let rn = self.free_norm(&self.residual);
             // Relative to the first residual, or to the force scale when the step starts
             // in equilibrium.
@@ -346,45 +394,15 @@ impl FullSimulator {
                 return Err(SimError::NonFinite { time: self.time });
             }
             if it > 0 && rel <= self.params.tolerance {
-                self.finish_step(&u0);
-                return Ok(StepReport {
-                    newton_iterations: it,
-                    relative_residual: rel,
-                });
+                return Ok(self.finished(&u0, it, rel));
             }
-            let (cm, ck) = (c.a1 + c.a4 * alpha, 1.0 + c.a4 * beta);
-            for ((s, m), k) in self
-                .system
-                .values
-                .iter_mut()
-                .zip(&self.mass.values)
-                .zip(&self.k.values)
-            {
-                *s = cm * m + ck * k;
-            }
-            self.solver.factor(&self.system)?;
-            self.solver.solve(&self.residual, &mut self.du);
-            let mut dun = 0.0;
-            let mut un = 0.0;
-            for d in 0..n {
-                self.u[d] -= self.du[d];
-                dun += self.du[d] * self.du[d];
-                un += self.u[d] * self.u[d];
-            }
-            if dun.sqrt() <= self.params.tolerance * 1e-2 * un.sqrt() && it > 0 {
-                self.finish_step(&u0);
-                return Ok(StepReport {
-                    newton_iterations: it + 1,
-                    relative_residual: rel,
-                });
+            self.newmark_increment()?;
+            if self.apply_increment() && it > 0 {
+                return Ok(self.finished(&u0, it + 1, rel));
             }
         }
         if self.params.max_newton_iterations == 1 {
-            self.finish_step(&u0);
-            return Ok(StepReport {
-                newton_iterations: 1,
-                relative_residual: rel,
-            });
+            return Ok(self.finished(&u0, 1, rel));
         }
         Err(SimError::NoConvergence {
             time: self.time,

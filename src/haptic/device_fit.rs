@@ -84,22 +84,19 @@ pub struct DeviceFit {
     pub changes: Vec<Change>,
 }
 
-/// The fit of `coupling` and `workspace_scale` to `info`; `None` for devices that render
-/// no force.
-pub fn fit(
-    coupling: &CouplingParams,
-    workspace_scale: f64,
-    info: &DeviceInfo,
-) -> Option<DeviceFit> {
-    if info.dof_actuated == 0 || info.max_force_n.is_nan() || info.max_force_n <= 0.0 {
-        return None;
-    }
+/// The workspace scale `alpha` rescaled by the device's characteristic radius over the
+/// reference device's (unchanged when the radius is not positive and finite).
+fn fitted_workspace_scale(workspace_scale: f64, info: &DeviceInfo) -> f64 {
     let r = info.workspace.characteristic_radius();
-    let alpha = if r.is_finite() && r > 0.0 {
+    if r.is_finite() && r > 0.0 {
         workspace_scale * r / REFERENCE_WORKSPACE_RADIUS_M
     } else {
         workspace_scale
-    };
+    }
+}
+
+/// The caps `info` puts on the coupling under the workspace scale `alpha`.
+fn device_caps(info: &DeviceInfo, alpha: f64) -> CouplingCaps {
     let stiffness = if info.max_stiffness_n_per_m.is_finite() && info.max_stiffness_n_per_m > 0.0 {
         info.max_stiffness_n_per_m * alpha
     } else {
@@ -111,14 +108,22 @@ pub fn fit(
     } else {
         f64::INFINITY
     };
-    let caps = CouplingCaps {
+    CouplingCaps {
         stiffness,
         torque_stiffness,
         force: info.max_force_n,
         torque: (info.dof_actuated >= 6 && info.max_torque_nm > 0.0).then_some(info.max_torque_nm),
-    };
-    let mut fitted = *coupling;
-    caps.apply(&mut fitted);
+    }
+}
+
+/// The parameters that differ between the scene's (`coupling`, `workspace_scale`) and the
+/// fitted (`fitted`, `alpha`) ones, in a fixed order.
+fn fit_changes(
+    coupling: &CouplingParams,
+    fitted: &CouplingParams,
+    workspace_scale: f64,
+    alpha: f64,
+) -> Vec<Change> {
     let mut changes = Vec::new();
     let mut note = |key, from: f64, to: f64, why| {
         if from != to {
@@ -161,6 +166,24 @@ pub fn fit(
         fitted.device_max_torque,
         "the device's maximum torque",
     );
+    changes
+}
+
+/// The fit of `coupling` and `workspace_scale` to `info`; `None` for devices that render
+/// no force.
+pub fn fit(
+    coupling: &CouplingParams,
+    workspace_scale: f64,
+    info: &DeviceInfo,
+) -> Option<DeviceFit> {
+    if info.dof_actuated == 0 || info.max_force_n.is_nan() || info.max_force_n <= 0.0 {
+        return None;
+    }
+    let alpha = fitted_workspace_scale(workspace_scale, info);
+    let caps = device_caps(info, alpha);
+    let mut fitted = *coupling;
+    caps.apply(&mut fitted);
+    let changes = fit_changes(coupling, &fitted, workspace_scale, alpha);
     Some(DeviceFit {
         workspace_scale: alpha,
         caps,

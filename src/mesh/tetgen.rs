@@ -144,28 +144,82 @@ struct Elements {
     regions: Vec<u64>,
 }
 
-/// Parses the `.node` text: the header `n 3 nattr nbm`, then `n` lines of index,
-/// coordinates, attributes and marker.
-fn parse_nodes(node_text: &str, path: &Path) -> Result<Nodes, MeshError> {
-    let mut lines = content_lines(node_text);
-    let Some((hl, h)) = lines.next() else {
-        return Err(MeshError::truncated(
+/// The first content line, which holds the header `what`; `Truncated` when there is none.
+fn header_line<'a>(
+    lines: &mut impl Iterator<Item = (usize, Vec<&'a str>)>,
+    text: &str,
+    path: &Path,
+    what: &str,
+) -> Result<(usize, Vec<&'a str>), MeshError> {
+    lines
+        .next()
+        .ok_or_else(|| MeshError::truncated(path, Location::Line(last_line(text) + 1), what))
+}
+
+/// The content line of entry `k` of the `count` entries (`what`) declared on line `hl`;
+/// `Truncated` when the file ends before it.
+fn entry_line<'a>(
+    lines: &mut impl Iterator<Item = (usize, Vec<&'a str>)>,
+    text: &str,
+    path: &Path,
+    (count, what, hl): (usize, &str, usize),
+    k: usize,
+) -> Result<(usize, Vec<&'a str>), MeshError> {
+    lines.next().ok_or_else(|| {
+        MeshError::truncated(
             path,
-            Location::Line(last_line(node_text) + 1),
-            "the header 'n 3 nattr nbm'",
+            Location::Line(last_line(text) + 1),
+            format!("{count} {what} as declared on line {hl} (found {k})"),
+        )
+    })
+}
+
+/// Checks that no content line follows the `count` entries (`what`) declared on line `hl`.
+fn expect_end<'a>(
+    lines: &mut impl Iterator<Item = (usize, Vec<&'a str>)>,
+    path: &Path,
+    (count, what, hl): (usize, &str, usize),
+) -> Result<(), MeshError> {
+    if let Some((ln, t)) = lines.next() {
+        return Err(MeshError::syntax(
+            path,
+            Location::Line(ln),
+            format!("the end of the file after the {count} {what} declared on line {hl}"),
+            excerpt(&t.join(" ")),
         ));
-    };
+    }
+    Ok(())
+}
+
+/// The header field at position `i` of `h` as a count, or `default` when it is absent.
+fn optional_field(
+    h: &[&str],
+    i: usize,
+    path: &Path,
+    hl: usize,
+    what: &str,
+    default: usize,
+) -> Result<usize, MeshError> {
+    Ok(h.get(i)
+        .map(|t| parse_usize(t, path, hl, what))
+        .transpose()?
+        .unwrap_or(default))
+}
+
+/// The `.node` header `n 3 nattr nbm` on line `hl`: the node count, the number of
+/// attributes and the boundary marker flag.
+fn parse_node_header(
+    h: &[&str],
+    path: &Path,
+    hl: usize,
+) -> Result<(usize, usize, usize), MeshError> {
     let n = parse_usize(
         h.first().copied().unwrap_or(""),
         path,
         hl,
         "the number of nodes",
     )?;
-    let dim = h
-        .get(1)
-        .map(|t| parse_usize(t, path, hl, "the dimension 3"))
-        .transpose()?
-        .unwrap_or(3);
+    let dim = optional_field(h, 1, path, hl, "the dimension 3", 3)?;
     if dim != 3 {
         return Err(MeshError::syntax(
             path,
@@ -174,16 +228,8 @@ fn parse_nodes(node_text: &str, path: &Path) -> Result<Nodes, MeshError> {
             dim.to_string(),
         ));
     }
-    let nattr = h
-        .get(2)
-        .map(|t| parse_usize(t, path, hl, "the number of attributes"))
-        .transpose()?
-        .unwrap_or(0);
-    let nbm = h
-        .get(3)
-        .map(|t| parse_usize(t, path, hl, "the boundary marker flag 0 or 1"))
-        .transpose()?
-        .unwrap_or(0);
+    let nattr = optional_field(h, 2, path, hl, "the number of attributes", 0)?;
+    let nbm = optional_field(h, 3, path, hl, "the boundary marker flag 0 or 1", 0)?;
     if nbm > 1 {
         return Err(MeshError::syntax(
             path,
@@ -192,77 +238,71 @@ fn parse_nodes(node_text: &str, path: &Path) -> Result<Nodes, MeshError> {
             nbm.to_string(),
         ));
     }
+    Ok((n, nattr, nbm))
+}
+
+/// The position of node `k` from its line `t` (`per_node` tokens), checking its running
+/// index against `base` and that its attributes and marker are numbers.
+fn parse_node_line(
+    t: &[&str],
+    path: &Path,
+    ln: usize,
+    k: usize,
+    per_node: usize,
+    base: &mut usize,
+) -> Result<Point3<f64>, MeshError> {
+    tokens_count(
+        path,
+        ln,
+        t,
+        per_node,
+        "index x y z, attributes and marker as in the header",
+    )?;
+    check_running_index(path, ln, t.first().copied().unwrap_or(""), k, base)?;
+    let mut c = [0.0; 3];
+    for (ck, tok) in c.iter_mut().zip(t.iter().skip(1)) {
+        *ck = parse_f64(tok, path, ln, "a node coordinate")?;
+    }
+    for tok in t.iter().skip(4) {
+        parse_f64(tok, path, ln, "a node attribute or marker")?;
+    }
+    Ok(Point3::new(c[0], c[1], c[2]))
+}
+
+/// Parses the `.node` text: the header `n 3 nattr nbm`, then `n` lines of index,
+/// coordinates, attributes and marker.
+fn parse_nodes(node_text: &str, path: &Path) -> Result<Nodes, MeshError> {
+    let mut lines = content_lines(node_text);
+    let (hl, h) = header_line(&mut lines, node_text, path, "the header 'n 3 nattr nbm'")?;
+    let (n, nattr, nbm) = parse_node_header(&h, path, hl)?;
     let per_node = 4 + nattr.min(1 << 16) + nbm;
     let mut vertices = Vec::with_capacity(n.min(1 << 20));
     let mut node_base = 0;
     for k in 0..n {
-        let Some((ln, t)) = lines.next() else {
-            return Err(MeshError::truncated(
-                path,
-                Location::Line(last_line(node_text) + 1),
-                format!("{n} nodes as declared on line {hl} (found {k})"),
-            ));
-        };
-        tokens_count(
-            path,
-            ln,
-            &t,
-            per_node,
-            "index x y z, attributes and marker as in the header",
-        )?;
-        check_running_index(
-            path,
-            ln,
-            t.first().copied().unwrap_or(""),
-            k,
-            &mut node_base,
-        )?;
-        let mut c = [0.0; 3];
-        for (ck, tok) in c.iter_mut().zip(t.iter().skip(1)) {
-            *ck = parse_f64(tok, path, ln, "a node coordinate")?;
-        }
-        for tok in t.iter().skip(4) {
-            parse_f64(tok, path, ln, "a node attribute or marker")?;
-        }
-        vertices.push(Point3::new(c[0], c[1], c[2]));
+        let (ln, t) = entry_line(&mut lines, node_text, path, (n, "nodes", hl), k)?;
+        vertices.push(parse_node_line(&t, path, ln, k, per_node, &mut node_base)?);
     }
-    if let Some((ln, t)) = lines.next() {
-        return Err(MeshError::syntax(
-            path,
-            Location::Line(ln),
-            format!("the end of the file after the {n} nodes declared on line {hl}"),
-            excerpt(&t.join(" ")),
-        ));
-    }
+    expect_end(&mut lines, path, (n, "nodes", hl))?;
     Ok(Nodes {
         vertices,
         base: node_base,
     })
 }
 
-/// Parses the `.ele` text: the header `m 4 nattr`, then `m` lines of index, four node
-/// indices (of `nodes`) and attributes (the first is the region).
-fn parse_elements(ele_text: &str, path: &Path, nodes: &Nodes) -> Result<Elements, MeshError> {
-    let (node_base, n) = (nodes.base, nodes.vertices.len());
-    let mut lines = content_lines(ele_text);
-    let Some((hl, h)) = lines.next() else {
-        return Err(MeshError::truncated(
-            path,
-            Location::Line(last_line(ele_text) + 1),
-            "the header 'm 4 nattr'",
-        ));
-    };
+/// The `.ele` header `m 4 nattr` on line `hl`: the element count, the nodes per element
+/// (always 4) and the number of attributes.
+fn parse_ele_header(
+    h: &[&str],
+    path: &Path,
+    hl: usize,
+) -> Result<(usize, usize, usize), MeshError> {
     let m = parse_usize(
         h.first().copied().unwrap_or(""),
         path,
         hl,
         "the number of tetrahedra",
     )?;
-    let npt = h
-        .get(1)
-        .map(|t| parse_usize(t, path, hl, "nodes per tetrahedron (4)"))
-        .transpose()?
-        .unwrap_or(4);
+    let npt = optional_field(h, 1, path, hl, "nodes per tetrahedron (4)", 4)?;
     if npt == 10 {
         return Err(MeshError::Unsupported {
             path: path.to_path_buf(),
@@ -279,11 +319,29 @@ fn parse_elements(ele_text: &str, path: &Path, nodes: &Nodes) -> Result<Elements
             npt.to_string(),
         ));
     }
-    let eattr = h
-        .get(2)
-        .map(|t| parse_usize(t, path, hl, "the number of attributes"))
-        .transpose()?
-        .unwrap_or(0);
+    let eattr = optional_field(h, 2, path, hl, "the number of attributes", 0)?;
+    Ok((m, npt, eattr))
+}
+
+/// The region index of the attribute `a`: its position among the distinct attributes'
+/// bits in `regions`, appending it when it is new.
+fn region_index(a: f64, regions: &mut Vec<u64>, region_of: &mut HashMap<u64, usize>) -> usize {
+    let key = (a + 0.0).to_bits();
+    let next = regions.len();
+    let mat = *region_of.entry(key).or_insert(next);
+    if mat == next {
+        regions.push(key);
+    }
+    mat
+}
+
+/// Parses the `.ele` text: the header `m 4 nattr`, then `m` lines of index, four node
+/// indices (of `nodes`) and attributes (the first is the region).
+fn parse_elements(ele_text: &str, path: &Path, nodes: &Nodes) -> Result<Elements, MeshError> {
+    let (node_base, n) = (nodes.base, nodes.vertices.len());
+    let mut lines = content_lines(ele_text);
+    let (hl, h) = header_line(&mut lines, ele_text, path, "the header 'm 4 nattr'")?;
+    let (m, npt, eattr) = parse_ele_header(&h, path, hl)?;
     let per_ele = 1 + npt + eattr.min(1 << 16);
     let mut connectivity = Vec::with_capacity(m.saturating_mul(4).min(1 << 22));
     let mut regions: Vec<u64> = Vec::new();
@@ -291,13 +349,7 @@ fn parse_elements(ele_text: &str, path: &Path, nodes: &Nodes) -> Result<Elements
     let mut element_material = Vec::with_capacity(m.min(1 << 20));
     let mut ele_base = 0;
     for k in 0..m {
-        let Some((ln, t)) = lines.next() else {
-            return Err(MeshError::truncated(
-                path,
-                Location::Line(last_line(ele_text) + 1),
-                format!("{m} tetrahedra as declared on line {hl} (found {k})"),
-            ));
-        };
+        let (ln, t) = entry_line(&mut lines, ele_text, path, (m, "tetrahedra", hl), k)?;
         tokens_count(
             path,
             ln,
@@ -317,23 +369,11 @@ fn parse_elements(ele_text: &str, path: &Path, nodes: &Nodes) -> Result<Elements
                 ln,
                 "a region attribute",
             )?;
-            let key = (a + 0.0).to_bits();
-            let next = regions.len();
-            mat = *region_of.entry(key).or_insert(next);
-            if mat == next {
-                regions.push(key);
-            }
+            mat = region_index(a, &mut regions, &mut region_of);
         }
         element_material.push(mat);
     }
-    if let Some((ln, t)) = lines.next() {
-        return Err(MeshError::syntax(
-            path,
-            Location::Line(ln),
-            format!("the end of the file after the {m} tetrahedra declared on line {hl}"),
-            excerpt(&t.join(" ")),
-        ));
-    }
+    expect_end(&mut lines, path, (m, "tetrahedra", hl))?;
     Ok(Elements {
         connectivity,
         element_material,

@@ -686,12 +686,10 @@ fn writable_name(path: &Path, what: &str, name: &str) -> Result<(), MeshError> {
     Ok(())
 }
 
-/// Writes `mesh` as `.veg`: one `*MATERIAL` per material and, when elements use more than
-/// one material, a `*SET` per material (`<material>_elements`) and a `*REGION` for each.
-/// Numbers use shortest round-trip formatting, so [`read_veg`] gives the mesh back exactly.
-pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
+/// Checks that `mesh` can be written: its node indices are in range, each element has a
+/// valid material, and every material name is writable.
+fn check_writable(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
     let n = mesh.vertices.len();
-    let k = mesh.kind.nodes();
     let nel = mesh.num_elements();
     if let Some(&bad) = mesh.connectivity.iter().find(|&&v| v >= n) {
         return Err(MeshError::IndexOutOfRange {
@@ -715,7 +713,13 @@ pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
     for m in &mesh.materials {
         writable_name(path, "material", &m.name)?;
     }
-    let mut s = String::with_capacity(60 * (n + nel) + 256);
+    Ok(())
+}
+
+/// Appends the file header and the `*VERTICES` section (1-based indices).
+fn write_vertices(s: &mut String, mesh: &VolumeMesh) {
+    let n = mesh.vertices.len();
+    let nel = mesh.num_elements();
     let _ = writeln!(
         s,
         "# Vega mesh file.\n# {n} vertices, {nel} elements\n\n*VERTICES\n{n} 3 0 0"
@@ -723,6 +727,12 @@ pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
     for (i, p) in mesh.vertices.iter().enumerate() {
         let _ = writeln!(s, "{} {} {} {}", i + 1, p.x, p.y, p.z);
     }
+}
+
+/// Appends the `*ELEMENTS` section (1-based element and node indices).
+fn write_elements(s: &mut String, mesh: &VolumeMesh) {
+    let k = mesh.kind.nodes();
+    let nel = mesh.num_elements();
     let ty = match mesh.kind {
         ElementKind::Tet => "TET",
         ElementKind::Hex => "CUBIC",
@@ -735,6 +745,10 @@ pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
         }
         s.push('\n');
     }
+}
+
+/// Appends one `*MATERIAL` section per material.
+fn write_materials(s: &mut String, mesh: &VolumeMesh) {
     for m in &mesh.materials {
         let _ = writeln!(
             s,
@@ -742,6 +756,29 @@ pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
             m.name, m.density, m.youngs_modulus, m.poisson_ratio
         );
     }
+}
+
+/// Appends the `*SET` of elements using material `mi` (`<material>_elements`), eight
+/// 1-based indices a line.
+fn write_material_set(s: &mut String, mesh: &VolumeMesh, mi: usize) {
+    let Some(m) = mesh.materials.get(mi) else {
+        return;
+    };
+    let _ = writeln!(s, "\n*SET {}_elements", m.name);
+    let members: Vec<usize> = (0..mesh.num_elements())
+        .filter(|&e| mesh.element_material.get(e) == Some(&mi))
+        .collect();
+    for chunk in members.chunks(8) {
+        for e in chunk {
+            let _ = write!(s, "{}, ", e + 1);
+        }
+        s.push('\n');
+    }
+}
+
+/// Appends the `*REGION`s: `allElements` when elements use one material, otherwise a
+/// `*SET` and a `*REGION` per used material.
+fn write_regions(s: &mut String, mesh: &VolumeMesh) {
     let used: Vec<usize> = (0..mesh.materials.len())
         .filter(|m| mesh.element_material.contains(m))
         .collect();
@@ -751,19 +788,7 @@ pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
         }
     } else {
         for &mi in &used {
-            let Some(m) = mesh.materials.get(mi) else {
-                continue;
-            };
-            let _ = writeln!(s, "\n*SET {}_elements", m.name);
-            let members: Vec<usize> = (0..nel)
-                .filter(|&e| mesh.element_material.get(e) == Some(&mi))
-                .collect();
-            for chunk in members.chunks(8) {
-                for e in chunk {
-                    let _ = write!(s, "{}, ", e + 1);
-                }
-                s.push('\n');
-            }
+            write_material_set(s, mesh, mi);
         }
         for &mi in &used {
             if let Some(m) = mesh.materials.get(mi) {
@@ -771,6 +796,19 @@ pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
             }
         }
     }
+}
+
+/// Writes `mesh` as `.veg`: one `*MATERIAL` per material and, when elements use more than
+/// one material, a `*SET` per material (`<material>_elements`) and a `*REGION` for each.
+/// Numbers use shortest round-trip formatting, so [`read_veg`] gives the mesh back exactly.
+pub fn write_veg(path: &Path, mesh: &VolumeMesh) -> Result<(), MeshError> {
+    check_writable(path, mesh)?;
+    let (n, nel) = (mesh.vertices.len(), mesh.num_elements());
+    let mut s = String::with_capacity(60 * (n + nel) + 256);
+    write_vertices(&mut s, mesh);
+    write_elements(&mut s, mesh);
+    write_materials(&mut s, mesh);
+    write_regions(&mut s, mesh);
     write_bytes(path, s.as_bytes())
 }
 

@@ -91,6 +91,119 @@ fn permutations(s: &[usize]) -> f64 {
     fact(s.len()) / counts.values().map(|&c| fact(c)).product::<f64>()
 }
 
+/// Sum and count of the estimates of each energy coefficient, keyed by its sorted indices.
+type EnergySums<const N: usize> = HashMap<[usize; N], (f64, usize)>;
+
+/// The symmetrized r x r linear stiffness P from the first `r` modes of `poly`.
+fn symmetric_linear(poly: &CubicPolynomial, r: usize) -> Vec<f64> {
+    let pr = poly.r;
+    let mut linear = vec![0.0; r * r];
+    for i in 0..r {
+        for l in 0..r {
+            // Symmetrize: P is symmetric up to rounding.
+            linear[i * r + l] = 0.5 * (poly.linear[l * pr + i] + poly.linear[i * pr + l]);
+        }
+    }
+    linear
+}
+
+/// Cubic energy coefficients v_abc (a <= b <= c) from Q_l,(ij) = mult_l * v, as sums of
+/// the estimates and their counts.
+fn cubic_energy_sums(poly: &CubicPolynomial, r: usize) -> EnergySums<3> {
+    let pr = poly.r;
+    let pq = num_quadratic(pr);
+    let q_index = |i: usize, j: usize| i * pr - i * (i + 1) / 2 + j;
+    let mut v3: EnergySums<3> = HashMap::new();
+    for l in 0..r {
+        for i in 0..r {
+            for j in i..r {
+                let s = sorted([l, i, j]);
+                let mult = s.iter().filter(|&&x| x == l).count() as f64;
+                let e = v3.entry(s).or_insert((0.0, 0));
+                e.0 += poly.quadratic[l * pq + q_index(i, j)] / mult;
+                e.1 += 1;
+            }
+        }
+    }
+    v3
+}
+
+/// Quartic energy coefficients w_abcd from S_l,(ijk) = mult_l * w, as sums of the
+/// estimates and their counts.
+fn quartic_energy_sums(poly: &CubicPolynomial, r: usize) -> EnergySums<4> {
+    let pr = poly.r;
+    let pc = num_cubic(pr);
+    let mut c_offsets = vec![0usize; pr + 1];
+    for i in 0..pr {
+        c_offsets[i + 1] = c_offsets[i] + (pr - i) * (pr - i + 1) / 2;
+    }
+    let c_index = |i: usize, j: usize, k: usize| {
+        let before_j: usize = (i..j).map(|b| pr - b).sum();
+        c_offsets[i] + before_j + (k - j)
+    };
+    let mut v4: EnergySums<4> = HashMap::new();
+    for l in 0..r {
+        for i in 0..r {
+            for j in i..r {
+                for k in j..r {
+                    let s = sorted([l, i, j, k]);
+                    let mult = s.iter().filter(|&&x| x == l).count() as f64;
+                    let e = v4.entry(s).or_insert((0.0, 0));
+                    e.0 += poly.cubic[l * pc + c_index(i, j, k)] / mult;
+                    e.1 += 1;
+                }
+            }
+        }
+    }
+    v4
+}
+
+/// The np x r matrix 6 C_mnk, column k contiguous, over the packed pairs (m, n).
+fn cubic_energy_matrix(
+    v3: &EnergySums<3>,
+    pairs: &[(usize, usize)],
+    r: usize,
+    np: usize,
+) -> Vec<f64> {
+    let c_sym = |a: usize, b: usize, c: usize| {
+        let s = sorted([a, b, c]);
+        let (sum, n) = v3[&s];
+        sum / n as f64 / permutations(&s)
+    };
+    let mut cubic_energy = vec![0.0; np * r];
+    for (p, &(m, n)) in pairs.iter().enumerate() {
+        for k in 0..r {
+            cubic_energy[k * np + p] = 6.0 * c_sym(m, n, k);
+        }
+    }
+    cubic_energy
+}
+
+/// The upper triangle of the np x np matrix 6 A[(mn),(jk)], row-packed, in `precision`.
+fn quartic_matrix(
+    v4: &EnergySums<4>,
+    pairs: &[(usize, usize)],
+    np: usize,
+    precision: QuarticPrecision,
+) -> Quartic {
+    // W4 = sum_sorted w_s q^s = 1/2 sum_ordered A q q q q, so A_s = 2 w_s / perms(s).
+    let a_sym = |a: usize, b: usize, c: usize, d: usize| {
+        let s = sorted([a, b, c, d]);
+        let (sum, n) = v4[&s];
+        2.0 * sum / n as f64 / permutations(&s)
+    };
+    let mut quartic64 = Vec::with_capacity(np * (np + 1) / 2);
+    for (p, &(m, n)) in pairs.iter().enumerate() {
+        for &(j, k) in &pairs[p..] {
+            quartic64.push(6.0 * a_sym(m, n, j, k));
+        }
+    }
+    match precision {
+        QuarticPrecision::F64 => Quartic::F64(quartic64),
+        QuarticPrecision::F32 => Quartic::F32(quartic64.iter().map(|&x| x as f32).collect()),
+    }
+}
+
 impl ReducedForces {
     /// Uses the first `r` modes of `poly` with the default quartic precision.
     pub fn new(poly: &CubicPolynomial, r: usize) -> Result<Self, String> {
@@ -110,81 +223,13 @@ impl ReducedForces {
                 poly.r
             ));
         }
-        let pr = poly.r;
-        let (pq, pc) = (num_quadratic(pr), num_cubic(pr));
         let np = num_quadratic(r);
-        let q_index = |i: usize, j: usize| i * pr - i * (i + 1) / 2 + j;
-        let mut c_offsets = vec![0usize; pr + 1];
-        for i in 0..pr {
-            c_offsets[i + 1] = c_offsets[i] + (pr - i) * (pr - i + 1) / 2;
-        }
-        let c_index = |i: usize, j: usize, k: usize| {
-            let before_j: usize = (i..j).map(|b| pr - b).sum();
-            c_offsets[i] + before_j + (k - j)
-        };
-        let mut linear = vec![0.0; r * r];
-        for i in 0..r {
-            for l in 0..r {
-                // Symmetrize: P is symmetric up to rounding.
-                linear[i * r + l] = 0.5 * (poly.linear[l * pr + i] + poly.linear[i * pr + l]);
-            }
-        }
-        // Cubic energy coefficients v_abc (a <= b <= c) from Q_l,(ij) = mult_l * v.
-        let mut v3: HashMap<[usize; 3], (f64, usize)> = HashMap::new();
-        for l in 0..r {
-            for i in 0..r {
-                for j in i..r {
-                    let s = sorted([l, i, j]);
-                    let mult = s.iter().filter(|&&x| x == l).count() as f64;
-                    let e = v3.entry(s).or_insert((0.0, 0));
-                    e.0 += poly.quadratic[l * pq + q_index(i, j)] / mult;
-                    e.1 += 1;
-                }
-            }
-        }
-        let c_sym = |a: usize, b: usize, c: usize| {
-            let s = sorted([a, b, c]);
-            let (sum, n) = v3[&s];
-            sum / n as f64 / permutations(&s)
-        };
-        // Quartic energy coefficients w_abcd from S_l,(ijk) = mult_l * w.
-        let mut v4: HashMap<[usize; 4], (f64, usize)> = HashMap::new();
-        for l in 0..r {
-            for i in 0..r {
-                for j in i..r {
-                    for k in j..r {
-                        let s = sorted([l, i, j, k]);
-                        let mult = s.iter().filter(|&&x| x == l).count() as f64;
-                        let e = v4.entry(s).or_insert((0.0, 0));
-                        e.0 += poly.cubic[l * pc + c_index(i, j, k)] / mult;
-                        e.1 += 1;
-                    }
-                }
-            }
-        }
-        // W4 = sum_sorted w_s q^s = 1/2 sum_ordered A q q q q, so A_s = 2 w_s / perms(s).
-        let a_sym = |a: usize, b: usize, c: usize, d: usize| {
-            let s = sorted([a, b, c, d]);
-            let (sum, n) = v4[&s];
-            2.0 * sum / n as f64 / permutations(&s)
-        };
+        let linear = symmetric_linear(poly, r);
+        let v3 = cubic_energy_sums(poly, r);
+        let v4 = quartic_energy_sums(poly, r);
         let pairs: Vec<(usize, usize)> = (0..r).flat_map(|i| (i..r).map(move |j| (i, j))).collect();
-        let mut cubic_energy = vec![0.0; np * r];
-        for (p, &(m, n)) in pairs.iter().enumerate() {
-            for k in 0..r {
-                cubic_energy[k * np + p] = 6.0 * c_sym(m, n, k);
-            }
-        }
-        let mut quartic64 = Vec::with_capacity(np * (np + 1) / 2);
-        for (p, &(m, n)) in pairs.iter().enumerate() {
-            for &(j, k) in &pairs[p..] {
-                quartic64.push(6.0 * a_sym(m, n, j, k));
-            }
-        }
-        let quartic = match precision {
-            QuarticPrecision::F64 => Quartic::F64(quartic64),
-            QuarticPrecision::F32 => Quartic::F32(quartic64.iter().map(|&x| x as f32).collect()),
-        };
+        let cubic_energy = cubic_energy_matrix(&v3, &pairs, r, np);
+        let quartic = quartic_matrix(&v4, &pairs, np, precision);
         Ok(ReducedForces {
             r,
             linear,
