@@ -206,6 +206,27 @@ pub fn cancelled(cancel: &Option<Cancel>) -> bool {
     cancel.as_ref().is_some_and(Cancel::is_cancelled)
 }
 
+/// Runs `work` as the stage `name` of `units` units (which `work` reports), unless the
+/// caller asked to stop, which ends with the error `cancelled` makes; returns the value
+/// and its seconds.
+pub(crate) fn timed_stage<T, E>(
+    progress: &dyn Progress,
+    name: &str,
+    units: u64,
+    cancelled: impl FnOnce() -> E,
+    work: impl FnOnce() -> Result<T, E>,
+) -> Result<(T, f64), E> {
+    if progress.cancelled() {
+        return Err(cancelled());
+    }
+    progress.stage(name, units);
+    let t0 = std::time::Instant::now();
+    let value = work()?;
+    let seconds = t0.elapsed().as_secs_f64();
+    progress.finish();
+    Ok((value, seconds))
+}
+
 #[cfg(test)]
 mod cancel_tests {
     use super::*;

@@ -397,22 +397,14 @@ impl BlockOffsets {
     /// The offsets in `pattern` of both blocks of every edge and the diagonal block of
     /// each of the `nv` vertices.
     fn new(pattern: &BlockSparseMatrix, edges: &[[u32; 2]], nv: usize) -> Self {
-        let ab = edges
-            .iter()
-            .map(|&[a, b]| {
-                pattern
-                    .block_offsets(b as usize, a as usize)
-                    .expect("edge in pattern")
-            })
-            .collect();
-        let ba = edges
-            .iter()
-            .map(|&[a, b]| {
-                pattern
-                    .block_offsets(a as usize, b as usize)
-                    .expect("edge in pattern")
-            })
-            .collect();
+        // `block_offsets(a, b)` of two vertices of an edge: every edge is in the pattern.
+        let block = |a: u32, b: u32| {
+            pattern
+                .block_offsets(a as usize, b as usize)
+                .expect("edge in pattern")
+        };
+        let ab = edges.iter().map(|&[a, b]| block(b, a)).collect();
+        let ba = edges.iter().map(|&[a, b]| block(a, b)).collect();
         let diag = (0..nv)
             .map(|v| pattern.block_offsets(v, v).expect("diagonal in pattern"))
             .collect();

@@ -382,13 +382,18 @@ fn timed_stage<T>(
     seconds: &mut f64,
     work: impl FnOnce() -> Result<T, BakeError>,
 ) -> Result<T, BakeError> {
-    stop_if_cancelled(progress)?;
-    progress.stage(name, 1);
-    let t0 = Instant::now();
-    let value = work()?;
-    *seconds = t0.elapsed().as_secs_f64();
-    progress.advance(1);
-    progress.finish();
+    let (value, s) = crate::progress::timed_stage(
+        progress,
+        name,
+        1,
+        || BakeError::Cancelled,
+        || {
+            let value = work()?;
+            progress.advance(1);
+            Ok(value)
+        },
+    )?;
+    *seconds = s;
     Ok(value)
 }
 

@@ -13,8 +13,6 @@
 //! Each step is a timed [`Progress`] stage, and a cancelled progress stops the pipeline
 //! before the next step.
 
-use std::time::Instant;
-
 use nalgebra::{DMatrix, DVector, Point3};
 
 use super::basis::{
@@ -23,7 +21,7 @@ use super::basis::{
 };
 use super::modes::{linear_modes, LinearModes, ModesError, ModesOptions};
 use crate::fem::{model::FemModel, BlockSparseMatrix};
-use crate::progress::Progress;
+use crate::progress::{timed_stage, Progress};
 
 /// An object at rest: what its linear modes and its mass-PCA are computed from.
 #[derive(Clone, Copy)]
@@ -152,7 +150,7 @@ pub(crate) fn modal_derivative_basis<D: ModalDerivatives>(
     let (modes, linear_seconds) = linear_modes_stage(system, &sizes.modes, progress)?;
     let (y, derivative_seconds) =
         scaled_derivatives_stage(&modes, sizes.derivative_modes, derivatives, progress)?;
-    let ((u, retained), pca_seconds) = timed_stage(progress, "mass-PCA", 1, || {
+    let ((u, retained), pca_seconds) = timed_stage(progress, "mass-PCA", 1, cancelled, || {
         let pca = mass_pca(system.mass, &y, sizes.basis).map_err(PipelineError::Pca)?;
         progress.advance(1);
         Ok(pca)
@@ -176,13 +174,19 @@ pub(crate) fn linear_modes_stage<E>(
     opts: &ModesOptions,
     progress: &dyn Progress,
 ) -> Result<(LinearModes, f64), PipelineError<E>> {
-    timed_stage(progress, "linear modes (shift-invert Lanczos)", 1, || {
-        let s = system;
-        let modes =
-            linear_modes(s.k0, s.mass, s.fixed, s.rest, opts).map_err(PipelineError::Modes)?;
-        progress.advance(1);
-        Ok(modes)
-    })
+    timed_stage(
+        progress,
+        "linear modes (shift-invert Lanczos)",
+        1,
+        cancelled,
+        || {
+            let s = system;
+            let modes =
+                linear_modes(s.k0, s.mass, s.fixed, s.rest, opts).map_err(PipelineError::Modes)?;
+            progress.advance(1);
+            Ok(modes)
+        },
+    )
 }
 
 /// Steps 2 and 3: the scaled first `k` linear modes and their derivatives, as columns; a
@@ -195,35 +199,27 @@ fn scaled_derivatives_stage<D: ModalDerivatives>(
 ) -> Result<(DMatrix<f64>, f64), PipelineError<D::Error>> {
     let symmetric = derivatives.symmetric();
     let count = if symmetric { k * (k + 1) / 2 } else { k * k };
-    timed_stage(progress, "modal derivatives", count as u64, || {
-        let vectors = modes.vectors.columns(0, k).into_owned();
-        let eigenvalues = &modes.eigenvalues[..k];
-        let phis = derivatives
-            .compute(&vectors, eigenvalues, &|n| progress.advance(n))
-            .map_err(PipelineError::Derivatives)?;
-        Ok(if symmetric {
-            scaled_modes_and_derivatives(eigenvalues, &vectors, &phis)
-        } else {
-            scaled_modes_and_all_derivatives(eigenvalues, &vectors, &phis)
-        })
-    })
+    timed_stage(
+        progress,
+        "modal derivatives",
+        count as u64,
+        cancelled,
+        || {
+            let vectors = modes.vectors.columns(0, k).into_owned();
+            let eigenvalues = &modes.eigenvalues[..k];
+            let phis = derivatives
+                .compute(&vectors, eigenvalues, &|n| progress.advance(n))
+                .map_err(PipelineError::Derivatives)?;
+            Ok(if symmetric {
+                scaled_modes_and_derivatives(eigenvalues, &vectors, &phis)
+            } else {
+                scaled_modes_and_all_derivatives(eigenvalues, &vectors, &phis)
+            })
+        },
+    )
 }
 
-/// Runs `work` as the progress stage `name` of `units` units (which `work` reports),
-/// unless the caller cancelled; returns its value and its seconds.
-fn timed_stage<T, E>(
-    progress: &dyn Progress,
-    name: &str,
-    units: u64,
-    work: impl FnOnce() -> Result<T, PipelineError<E>>,
-) -> Result<(T, f64), PipelineError<E>> {
-    if progress.cancelled() {
-        return Err(PipelineError::Cancelled);
-    }
-    progress.stage(name, units);
-    let t0 = Instant::now();
-    let value = work()?;
-    let seconds = t0.elapsed().as_secs_f64();
-    progress.finish();
-    Ok((value, seconds))
+/// The error of a pipeline stopped by its caller.
+fn cancelled<E>() -> PipelineError<E> {
+    PipelineError::Cancelled
 }
