@@ -250,7 +250,8 @@ class CheckReport:
     incomplete: bool
     timings: Dict[str, float]
     samples: np.ndarray = field(repr=False)
-    """Every evaluated state: rows ``segment, t, clearance, lower bound``."""
+    """Every evaluated state: rows ``segment, t, clearance, lower bound`` (the clearance
+    is ``inf`` at a state that a sweep cleared at the tolerance without a distance)."""
     _dict: Dict[str, Any] = field(repr=False, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:

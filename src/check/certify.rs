@@ -20,15 +20,17 @@ pub(super) fn certify_slack(tol: f64) -> Slack {
 /// certified to `tol`: the distance over every interval between samples, ends included,
 /// is at least `m - tol` (a segment's lone sample is re-evaluated with
 /// [`certify_slack`] if its own bound falls short). An interval passes on its samples alone when their
-/// Lipschitz bound `(l_k + l_{k+1} - B h) / 2` clears `m - tol`, else by a sweep of
-/// the robot over it ([`Bvh::clear_over`], which counts only the motion towards the
-/// world), else it is split at its middle. `m` only falls as samples are added, so
+/// Lipschitz bound `(l_k + l_{k+1} - B h) / 2` clears `m - tol`, or when it lies in a
+/// part that the first pass's sweeps cleared at a floor at least `m - tol` (`cleared`),
+/// else by a sweep of the robot over it ([`Bvh::clear_over`], which counts only the
+/// motion towards the world), else it is split at its middle. `m` only falls as samples are added, so
 /// what passed stays passed.
 pub(super) fn certify_minimum(
     per_segment: &mut [Vec<Sample>],
     path: &[State],
     bounds: &[f64],
     tol: f64,
+    cleared: &Cleared,
     sweep: &mut dyn FnMut(&bvh::Motion, f64) -> bvh::Sweep,
     eval: &mut dyn FnMut(PathPos, Slack) -> Sample,
 ) {
@@ -46,6 +48,8 @@ pub(super) fn certify_minimum(
     for i in order {
         let samples = std::mem::take(&mut per_segment[i]);
         let mut ctx = Certify {
+            segment: i,
+            cleared,
             a: &path[i],
             b: &path[i + 1],
             turn: turn_of(&path[i], &path[i + 1]),
@@ -71,8 +75,66 @@ pub(super) fn certify_minimum(
     }
 }
 
+/// The parts of segments that sweeps cleared, each at its floor: an interval inside
+/// parts cleared at floors at least the certification's needs no more.
+#[derive(Debug, Default)]
+pub(super) struct Cleared {
+    /// (segment, t0, t1, floor), in path order; adjacent parts at one floor merged.
+    parts: Vec<(usize, f64, f64, f64)>,
+}
+
+impl Cleared {
+    /// Records `[t0, t1]` of `segment` as cleared at `floor` (after every part before
+    /// it).
+    pub(super) fn add(&mut self, segment: usize, t0: f64, t1: f64, floor: f64) {
+        match self.parts.last_mut() {
+            Some(last) if last.0 == segment && last.2 == t0 && last.3 == floor => last.2 = t1,
+            _ => self.parts.push((segment, t0, t1, floor)),
+        }
+    }
+
+    /// Whether `[t0, t1]` of `segment` lies in adjacent parts cleared at `floor` or
+    /// above.
+    pub(super) fn covers(&self, segment: usize, t0: f64, t1: f64, floor: f64) -> bool {
+        // The first part that ends after t0.
+        let k = self
+            .parts
+            .partition_point(|&(s, _, end, _)| (s, end) <= (segment, t0));
+        let mut reached = t0;
+        for &(s, start, end, f) in &self.parts[k.min(self.parts.len())..] {
+            if s != segment || start > reached || f < floor {
+                return false;
+            }
+            reached = end;
+            if reached >= t1 {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The motion over the part `[t0, t1]` of the segment from `a` to `b` (position lerp and
+/// slerp), whose rotation is `turn` ([`turn_of`]).
+pub(super) fn part_motion(
+    a: &State,
+    b: &State,
+    turn: &Vector3<f64>,
+    t0: f64,
+    t1: f64,
+) -> bvh::Motion {
+    let h = t1 - t0;
+    bvh::Motion {
+        pose: a.interpolate(b, 0.5 * (t0 + t1)).isometry(),
+        half_dp: (b.position - a.position) * (0.5 * h),
+        half_turn: turn * (0.5 * h),
+    }
+}
+
 /// One segment's certification (see [`certify_minimum`]).
 pub(super) struct Certify<'a> {
+    pub(super) segment: usize,
+    pub(super) cleared: &'a Cleared,
     pub(super) a: &'a State,
     pub(super) b: &'a State,
     /// The segment's rotation, axis (world frame) times angle ([`turn_of`]).
@@ -109,15 +171,17 @@ impl Certify<'_> {
         {
             return;
         }
+        if self
+            .cleared
+            .covers(self.segment, s0.at.t, s1.at.t, self.floor())
+        {
+            return;
+        }
         let mid = PathPos {
             segment: s0.at.segment,
             t: 0.5 * (s0.at.t + s1.at.t),
         };
-        let motion = bvh::Motion {
-            pose: self.a.interpolate(self.b, mid.t).isometry(),
-            half_dp: (self.b.position - self.a.position) * (0.5 * h),
-            half_turn: self.turn * (0.5 * h),
-        };
+        let motion = part_motion(self.a, self.b, &self.turn, s0.at.t, s1.at.t);
         let floor = self.floor();
         let sweep = (self.sweep)(&motion, floor);
         if sweep.clear {
@@ -146,5 +210,36 @@ impl Certify<'_> {
         self.between(s0, s, out, depth + 1);
         out.push(s);
         self.between(s, s1, out, depth + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cleared;
+
+    /// Adjacent parts merge; an interval is covered only inside one part of its own
+    /// segment, and only against a floor at most the parts'.
+    #[test]
+    fn cleared_parts_cover_what_lies_inside_them() {
+        let mut c = Cleared::default();
+        c.add(0, 0.0, 0.25, 0.01);
+        c.add(0, 0.25, 0.5, 0.01);
+        c.add(0, 0.5, 0.6, 0.02);
+        c.add(0, 0.75, 1.0, 0.01);
+        c.add(2, 0.0, 1.0, 0.01);
+        assert!(c.covers(0, 0.1, 0.5, 0.01), "merged across 0.25");
+        assert!(c.covers(0, 0.1, 0.6, 0.01), "adjacent at a higher floor");
+        assert!(!c.covers(0, 0.1, 0.6, 0.015), "partly below the floor");
+        assert!(c.covers(0, 0.5, 0.6, 0.015));
+        assert!(c.covers(0, 0.0, 0.25, -1.0));
+        assert!(
+            !c.covers(0, 0.1, 0.5, 0.0100001),
+            "a floor above the parts'"
+        );
+        assert!(!c.covers(0, 0.4, 0.8, 0.0), "across the gap (0.6, 0.75)");
+        assert!(c.covers(0, 0.75, 1.0, 0.0));
+        assert!(!c.covers(1, 0.0, 0.1, 0.0), "segment 1 was not cleared");
+        assert!(c.covers(2, 0.3, 0.6, 0.0));
+        assert!(!c.covers(3, 0.0, 0.1, 0.0));
     }
 }

@@ -21,7 +21,10 @@
 //!
 //! **Two passes.** Advancing needs only a lower bound of the distance, so the first pass
 //! asks the hierarchy for the distance within 25% ([`crate::proximity::bvh::Slack`]), which on nearly parallel
-//! surfaces costs a small fraction of an exact query; the step shrinks by as much. The
+//! surfaces costs a small fraction of an exact query; the step shrinks by as much. From
+//! each such sample it then sweeps the robot over growing multiples of the step
+//! ([`bvh::Bvh::clear_over`] at `tol`): a part a sweep clears needs no sample (a state
+//! of the path that a sweep cleared is left unmeasured, its lower bound `tol`). The
 //! second pass certifies the minimum clearance `m` (the smallest distance found) to
 //! `tol` over the whole path: every sample's lower bound, and the distance over every
 //! interval between samples, must be at least `m - tol`. An interval passes on its two
@@ -57,6 +60,7 @@ pub mod problem;
 mod puzzles;
 pub mod report;
 
+mod advance;
 mod certify;
 mod intervals;
 mod path;
@@ -225,6 +229,12 @@ pub struct PathPos {
 pub fn state_at(path: &[State], at: PathPos) -> State {
     if path.len() < 2 {
         path[0]
+    } else if at.t >= 1.0 {
+        // A segment's ends are the path's states themselves, not their interpolation
+        // (slerp at 0 and 1 is exact only to rounding).
+        path[at.segment + 1]
+    } else if at.t <= 0.0 {
+        path[at.segment]
     } else {
         path[at.segment].interpolate(&path[at.segment + 1], at.t)
     }
@@ -244,7 +254,8 @@ pub struct Sample {
     pub at: PathPos,
     /// The distance of the closest pair of triangles found (an upper bound of the
     /// distance, exact where `lower` equals it) when free; minus the penetration depth
-    /// when intersecting (0 when touching).
+    /// when intersecting (0 when touching); infinite where no distance was measured (a
+    /// sweep cleared the state at the tolerance, which `lower` then holds).
     pub clearance: f64,
     /// A lower bound of the distance (equal to `clearance` when exact or in contact).
     pub lower: f64,

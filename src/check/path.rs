@@ -1,26 +1,16 @@
-//! The walk along the path: conservative advancement from state to state with slack
-//! distances, the resolution of the stretches that come within the tolerance, and the
-//! orchestration of the whole check ([`check_path`]).
+//! The orchestration of the whole check ([`check_path`]): the walk along the path
+//! ([`super::advance`]), the resolution of the stretches that come within the tolerance,
+//! and the certification of the minimum.
 
 use std::time::Instant;
 
+use super::advance::{advance, Advanced, Level};
 use super::certify::certify_minimum;
 use super::intervals::meeting_intervals;
 use super::*;
 use crate::progress::cancelled;
-use crate::proximity::bvh::{self, Slack};
+use crate::proximity::bvh;
 use crate::proximity::rigid::motion_bound;
-
-/// The slack of the queries that advance along the path: a quarter of the distance (the
-/// step then falls short of the conservative one by at most that much), at least half
-/// the tolerance. Exact answers are only needed where the minimum is certified.
-pub(super) fn advance_slack(tol: f64) -> Slack {
-    Slack {
-        absolute: 0.5 * tol,
-        relative: 0.25,
-        enough: f64::INFINITY,
-    }
-}
 
 /// Checks `path` (at least one state) for `robot` against `world`; `progress` is called
 /// with each finished segment.
@@ -45,8 +35,16 @@ pub fn check_path(
         .unwrap_or(1e-3 * robot.diagonal)
         .max(f64::MIN_POSITIVE);
     let mut count = Counts::default();
-    let (mut samples, incomplete) =
-        resolved_samples(robot, world, path, tol, options, &mut count, progress);
+    let (mut samples, incomplete) = resolved_samples(
+        robot,
+        world,
+        path,
+        tol,
+        options,
+        Level::Path,
+        &mut count,
+        progress,
+    );
     let (contacts, deepest) = meeting_intervals(
         robot,
         world,
@@ -90,12 +88,14 @@ pub fn check_path(
 /// meet, its minimum certified: the part of [`check_path`] that a near stretch's own check
 /// repeats ([`resolve_near`]). Returns them in path order, and whether the evaluation
 /// budget ran out.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn resolved_samples(
     robot: &Robot,
     world: &World,
     path: &[State],
     tol: f64,
     options: &CheckOptions,
+    level: Level,
     count: &mut Counts,
     progress: &mut dyn FnMut(usize),
 ) -> (Vec<Sample>, bool) {
@@ -103,7 +103,13 @@ pub(super) fn resolved_samples(
         .windows(2)
         .map(|w| motion_bound(&w[0], &w[1], robot.radius))
         .collect();
-    let (samples, incomplete) = advance(robot, world, path, &bounds, tol, options, count, progress);
+    let Advanced {
+        samples,
+        cleared,
+        incomplete,
+    } = advance(
+        robot, world, path, &bounds, tol, options, level, count, progress,
+    );
     let samples = resolve_near(robot, world, path, samples, tol, options, count);
     let meets = samples.iter().any(|s| s.clearance <= 0.0);
     if meets || incomplete || bounds.is_empty() {
@@ -118,6 +124,7 @@ pub(super) fn resolved_samples(
         path,
         &bounds,
         tol,
+        &cleared,
         &mut |motion, floor| {
             sweeps += 1;
             world
@@ -149,105 +156,6 @@ pub(super) fn by_segment(samples: Vec<Sample>, segments: usize) -> Vec<Vec<Sampl
         out[s.at.segment.min(segments.max(1) - 1)].push(s);
     }
     out
-}
-
-/// The first pass: conservative advancement where the robot is farther than `tol`, and
-/// steps of `max(tol, 0.1% of the robot's diagonal)` of motion where it is nearer (each
-/// a decision, measured exactly where it fails: 0 where the meshes meet). Returns the
-/// samples in path order and whether the evaluation budget ran out.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn advance(
-    robot: &Robot,
-    world: &World,
-    path: &[State],
-    bounds: &[f64],
-    tol: f64,
-    options: &CheckOptions,
-    count: &mut Counts,
-    progress: &mut dyn FnMut(usize),
-) -> (Vec<Sample>, bool) {
-    let contact_step = tol.max(1e-3 * robot.diagonal);
-    let mut scratch = bvh::PairScratch::default();
-    let mut decide_scratch = bvh::PairScratch::default();
-    let mut eval = |at: PathPos, slack: Slack, count: &mut Counts| -> Sample {
-        count.evaluations += 1;
-        let s = state_at(path, at);
-        let mut sample = evaluate(robot, world, &s, slack, &mut scratch);
-        if sample.lower <= tol && sample.clearance > tol {
-            // Near or not is decided on the exact distance.
-            sample = evaluate(robot, world, &s, Slack::EXACT, &mut scratch);
-        }
-        Sample { at, ..sample }
-    };
-    let mut samples = Vec::new();
-    if bounds.is_empty() {
-        samples.push(eval(PathPos { segment: 0, t: 0.0 }, Slack::EXACT, count));
-        return (samples, false);
-    }
-    let mut incomplete = false;
-    for (i, &b) in bounds.iter().enumerate() {
-        let mut t = 0.0;
-        'segment: loop {
-            // Within 25%, not merely enough for the rest of the segment: the
-            // certification's bounds start from these samples' lower bounds, and loose
-            // ones cost it more than they save here.
-            let s = eval(PathPos { segment: i, t }, advance_slack(tol), count);
-            samples.push(s);
-            if options.first_contact_only && s.clearance <= 0.0 {
-                return (samples, false);
-            }
-            if t >= 1.0 || b == 0.0 {
-                break;
-            }
-            if count.evaluations >= options.max_evaluations || cancelled(&options.cancel) {
-                incomplete = true;
-                break;
-            }
-            if s.clearance > tol {
-                t = (t + s.lower / b).min(1.0);
-                continue;
-            }
-            // Near: decided steps until a state is farther than `tol` (measured at the
-            // loop's top).
-            loop {
-                t = (t + contact_step / b).min(1.0);
-                count.evaluations += 1;
-                let at = PathPos { segment: i, t };
-                let pose = state_at(path, at).isometry();
-                let d = world
-                    .bvh
-                    .separated(&robot.bvh, &pose, tol, &mut decide_scratch);
-                if d.clear {
-                    break;
-                }
-                let sample = if d.upper > 0.0 {
-                    eval(at, Slack::EXACT, count)
-                } else {
-                    Sample {
-                        at,
-                        clearance: 0.0,
-                        lower: 0.0,
-                    }
-                };
-                samples.push(sample);
-                if options.first_contact_only && sample.clearance <= 0.0 {
-                    return (samples, false);
-                }
-                if t >= 1.0 {
-                    break 'segment;
-                }
-                if count.evaluations >= options.max_evaluations || cancelled(&options.cancel) {
-                    incomplete = true;
-                    break 'segment;
-                }
-            }
-        }
-        progress(i);
-        if incomplete || cancelled(&options.cancel) {
-            break;
-        }
-    }
-    (samples, incomplete)
 }
 
 /// The finest tolerance a stretch is resolved to, relative to the robot's diagonal:
@@ -319,6 +227,7 @@ pub(super) fn resolve_near(
             &sub_path,
             finer,
             &sub_options,
+            Level::Stretch,
             count,
             &mut |_| {},
         );

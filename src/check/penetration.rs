@@ -17,9 +17,11 @@
 //! inside it.
 //!
 //! **Over directions: an upper bound.** `PD <= s(u)` for every `u` tried; the search
-//! tries a hint (the direction found at a nearby state), the six axes and a spherical
-//! Fibonacci set, then refines the best by a pattern search on the sphere
-//! ([`penetration_depth`]). Where the overlapping parts are convex (the Minkowski
+//! tries a hint (the direction found at a nearby state) and the six axes together, out
+//! to a reach that grows fourfold until one of them separates within it (so a direction
+//! along which the parts stay crossed through the whole world costs no more than the
+//! best one), then a spherical Fibonacci set, and refines the best by a pattern search
+//! on the sphere ([`penetration_depth`]). Where the overlapping parts are convex (the Minkowski
 //! difference is convex near the origin), a direction `theta` from the optimum gives at
 //! most `PD / cos(theta)`; the refinement brings `theta` below 0.1 degrees there, so the
 //! bound is then within 1e-6 relative. For non-convex overlaps it is an upper bound, and
@@ -110,14 +112,14 @@ pub struct Scratch {
     intervals: Vec<(f64, f64)>,
     /// Pairs of triangles that may still be tested (a count, so that a check's depths
     /// are the same on every machine): once spent, a depth search keeps the best
-    /// direction it has (its first always completes).
+    /// direction it has (its first directions, the hint and the axes, always complete).
     pub budget: usize,
 }
 
 /// The default budget of one check's depth searches. A deep, long crossing can spend it
 /// all, which takes seconds (each pair is a separating-axis test per direction tried;
 /// docs/check.md gives the times).
-pub const DEFAULT_BUDGET: usize = 4_000_000;
+pub const DEFAULT_BUDGET: usize = 1_000_000;
 
 impl Default for Scratch {
     fn default() -> Self {
@@ -141,13 +143,30 @@ pub fn separation_along(
     gap: f64,
     scratch: &mut Scratch,
 ) -> Option<f64> {
+    let first_reach = 0.05 * robot.aabb().extent().norm();
+    separation_from(world, robot, pose, u, cap, gap, first_reach, scratch)
+}
+
+/// [`separation_along`], its candidate pairs first gathered over `[0, first_reach]`
+/// (the reach then grows fourfold until the component ends inside it).
+#[allow(clippy::too_many_arguments)]
+fn separation_from(
+    world: &Bvh,
+    robot: &Bvh,
+    pose: &Isometry3<f64>,
+    u: &Vector3<f64>,
+    cap: f64,
+    gap: f64,
+    first_reach: f64,
+    scratch: &mut Scratch,
+) -> Option<f64> {
     // Far enough that the robot's ball has left the world's box.
     let (wb, rb) = (world.aabb(), robot.aabb());
     let r = 0.5 * rb.extent().norm() + (rb.center().coords).norm();
     let c = pose.translation.vector;
     let escape = (wb.center().coords - c).norm() + 0.5 * wb.extent().norm() + r;
     let limit = cap.min(escape);
-    let mut reach = (0.05 * rb.extent().norm()).min(limit).max(gap);
+    let mut reach = first_reach.min(limit).max(gap);
     loop {
         world.pairs_along(robot, pose, u, reach, &mut scratch.pairs);
         scratch.budget = scratch.budget.saturating_sub(scratch.pairs.len());
@@ -236,7 +255,8 @@ pub fn penetration_depth(
         directions: 0,
         cut_short: false,
     };
-    let try_dir = |u: Vector3<f64>, best: &mut Depth, scratch: &mut Scratch| {
+    let default_reach = 0.05 * robot.aabb().extent().norm();
+    let try_dir = |u: Vector3<f64>, cap: f64, best: &mut Depth, scratch: &mut Scratch| {
         let n = u.norm();
         if n.is_nan() || n <= 0.0 {
             return;
@@ -247,27 +267,54 @@ pub fn penetration_depth(
             return;
         }
         best.directions += 1;
-        if let Some(s) = separation_along(world, robot, pose, &u, best.depth, gap, scratch) {
+        // Searched before to a quarter of `cap` (the reach of the first directions
+        // grows fourfold): gathered over the whole of it at once.
+        let first_reach = if cap.is_finite() { cap } else { default_reach };
+        let cap = cap.min(best.depth);
+        if let Some(s) = separation_from(world, robot, pose, &u, cap, gap, first_reach, scratch) {
             if s < best.depth {
                 best.depth = s;
                 best.direction = u;
             }
         }
     };
-    if let Some(h) = hint {
-        try_dir(h, &mut best, scratch);
-    }
+    // The hint and the six axes, each searched only as far as a reach that grows
+    // fourfold until one of them separates within it: a direction along which the
+    // parts stay crossed for long (through the world) costs no more than the reach
+    // where the best of them separates.
+    let mut first: Vec<Vector3<f64>> = hint.into_iter().filter(|h| h.norm() > 0.0).collect();
     for k in 0..3 {
         let mut e = Vector3::zeros();
         e[k] = 1.0;
-        try_dir(e, &mut best, scratch);
-        try_dir(-e, &mut best, scratch);
-        if best.depth == 0.0 {
-            return best;
+        first.extend([e, -e]);
+    }
+    let mut reach = default_reach.max(gap);
+    let mut retried = 0;
+    while best.depth.is_infinite() {
+        let last = reach.is_infinite();
+        for &u in &first {
+            try_dir(u, reach, &mut best, scratch);
+            if best.depth == 0.0 {
+                break;
+            }
         }
+        if last || best.depth.is_finite() {
+            break;
+        }
+        // A direction counts once, however often its reach grew.
+        retried += first.len();
+        reach = if reach > 1e300 {
+            f64::INFINITY
+        } else {
+            4.0 * reach
+        };
+    }
+    best.directions = best.directions.saturating_sub(retried);
+    if best.depth == 0.0 {
+        return best;
     }
     for u in fibonacci_sphere(effort.fibonacci) {
-        try_dir(u, &mut best, scratch);
+        try_dir(u, f64::INFINITY, &mut best, scratch);
     }
     // Pattern search about the best direction.
     let mut angle = (4.0 * std::f64::consts::PI / (effort.fibonacci + 6) as f64).sqrt();
@@ -278,7 +325,12 @@ pub fn penetration_depth(
             let (t1, t2) = tangents(&u);
             let before = best.depth;
             for d in [t1, -t1, t2, -t2] {
-                try_dir(u * angle.cos() + d * angle.sin(), &mut best, scratch);
+                try_dir(
+                    u * angle.cos() + d * angle.sin(),
+                    f64::INFINITY,
+                    &mut best,
+                    scratch,
+                );
             }
             if best.depth >= before {
                 break;

@@ -142,13 +142,37 @@ pub fn segment_triangle_crossing(
     (0.0..=1.0).contains(&tt).then_some(tt)
 }
 
+/// Whether triangle `a` lies strictly on one side of the plane of triangle `b`, by more
+/// than a rounding margin (then neither crosses the other).
+fn beside_plane(a: &[Point3<f64>; 3], b: &[Point3<f64>; 3]) -> bool {
+    let n = (b[1] - b[0]).cross(&(b[2] - b[0]));
+    let s = [
+        n.dot(&(a[0] - b[0])),
+        n.dot(&(a[1] - b[0])),
+        n.dot(&(a[2] - b[0])),
+    ];
+    let reach = (a[0] - b[0])
+        .norm()
+        .max((a[1] - b[0]).norm())
+        .max((a[2] - b[0]).norm());
+    let margin = 1e-9 * n.norm() * reach;
+    let (lo, hi) = (s[0].min(s[1]).min(s[2]), s[0].max(s[1]).max(s[2]));
+    lo > margin || hi < -margin
+}
+
 /// The distance between triangles `a` and `b` and a closest pair of points (on `a`, on
 /// `b`); zero (with a point of the crossing) when they intersect.
 pub fn triangle_distance(
     a: &[Point3<f64>; 3],
     b: &[Point3<f64>; 3],
 ) -> (f64, Point3<f64>, Point3<f64>) {
+    // Triangles that may cross: neither lies wholly on one side of the other's plane
+    // (by more than rounding), the pretest of Moller 1997.
+    let may_cross = !beside_plane(a, b) && !beside_plane(b, a);
     for i in 0..3 {
+        if !may_cross {
+            break;
+        }
         let (p, q) = (&a[i], &a[(i + 1) % 3]);
         if segment_crosses_triangle(p, q, b) {
             return (0.0, *p, *p);
@@ -282,6 +306,44 @@ mod tests {
         }
         // Both outcomes are exercised.
         assert!(proved > 100 && refused > 100, "{proved} {refused}");
+    }
+
+    /// The plane pretest skips only pairs that no edge of either crosses: on random pairs,
+    /// overlapping and apart, and on pairs a hair off each other's plane.
+    #[test]
+    fn the_plane_pretest_skips_no_crossing() {
+        let mut rnd = uniform_stream(11);
+        let (mut crossing, mut skipped) = (0, 0);
+        for k in 0..20_000 {
+            let a = [
+                p(rnd(), rnd(), rnd()),
+                p(rnd(), rnd(), rnd()),
+                p(rnd(), rnd(), rnd()),
+            ];
+            let mut b = [
+                p(rnd(), rnd(), rnd()) * 0.5,
+                p(rnd(), rnd(), rnd()) * 0.5,
+                p(rnd(), rnd(), rnd()) * 0.5,
+            ];
+            if k % 2 == 1 {
+                // Flattened onto a's plane, then lifted by a hair (or not at all).
+                let n = (a[1] - a[0]).cross(&(a[2] - a[0])).normalize();
+                let lift = [0.0, 1e-12, 1e-6][k % 3];
+                for v in &mut b {
+                    *v -= n * n.dot(&(*v - a[0]));
+                    *v += n * lift;
+                }
+            }
+            let crosses = (0..3).any(|i| {
+                segment_crosses_triangle(&a[i], &a[(i + 1) % 3], &b)
+                    || segment_crosses_triangle(&b[i], &b[(i + 1) % 3], &a)
+            });
+            let skip = beside_plane(&a, &b) || beside_plane(&b, &a);
+            assert!(!(crosses && skip), "pair {k}: {a:?} {b:?}");
+            crossing += usize::from(crosses);
+            skipped += usize::from(skip);
+        }
+        assert!(crossing > 1000 && skipped > 1000, "{crossing} {skipped}");
     }
 
     #[test]

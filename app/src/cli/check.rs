@@ -217,7 +217,7 @@ fn print_summary(a: &CheckArgs, loaded: &Loaded, o: &Outcome) {
     );
     if robot.open_edges > 0 || world.open_edges > 0 {
         println!(
-            "  note            not closed: robot {} open edges, world {}; a penetration depth is\n                  only measured inside closed meshes (touching and crossing are still found)",
+            "  note            not closed: robot {} open edges, world {}; crossings, touching and\n                  depths are found, but --screenshot marks points inside closed meshes only",
             robot.open_edges, world.open_edges
         );
     }

@@ -115,17 +115,36 @@ impl Bvh {
         };
         let heap = &mut scratch.heap;
         heap.clear();
+        // A pair whose bound is at least the cut-off never opens (the cut-off only falls
+        // as the best pair improves): it is not queued, and the least such bound is kept
+        // for the answer's lower bound.
+        let cut = |best: &Closest| {
+            (best.distance - slack.absolute - slack.relative * best.distance).min(slack.enough)
+        };
+        let mut skipped = f64::INFINITY;
+        let queue = |heap: &mut std::collections::BinaryHeap<Entry>,
+                     skipped: &mut f64,
+                     cut: f64,
+                     bound: f64,
+                     i: usize,
+                     j: usize| {
+            let e = Entry::new(bound, i, j);
+            if e.bound() >= cut {
+                *skipped = skipped.min(e.bound());
+            } else {
+                heap.push(e);
+            }
+        };
         heap.push(Entry::new(bound(0, 0), 0, 0));
         let mut lower = best.distance;
         while let Some(e) = heap.pop() {
-            if e.bound() >= best.distance - slack.absolute - slack.relative * best.distance
-                || e.bound() >= slack.enough
-            {
+            if e.bound() >= cut(&best) {
                 lower = e.bound().min(best.distance);
                 break;
             }
             let (i, j) = (e.i as usize, e.j as usize);
             let (a, b) = (&self.nodes[i], &other.nodes[j]);
+            let c = cut(&best);
             match (a.kind, b.kind) {
                 (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
                     for ib in s2..e2 {
@@ -153,12 +172,12 @@ impl Bvh {
                     }
                 }
                 (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
-                    heap.push(Entry::new(bound(left, j), left, j));
-                    heap.push(Entry::new(bound(right, j), right, j));
+                    queue(heap, &mut skipped, c, bound(left, j), left, j);
+                    queue(heap, &mut skipped, c, bound(right, j), right, j);
                 }
                 (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
-                    heap.push(Entry::new(bound(i, left), i, left));
-                    heap.push(Entry::new(bound(i, right), i, right));
+                    queue(heap, &mut skipped, c, bound(i, left), i, left);
+                    queue(heap, &mut skipped, c, bound(i, right), i, right);
                 }
                 (
                     Kind::Inner { left, right },
@@ -169,15 +188,16 @@ impl Bvh {
                 ) => {
                     // Split the larger sphere.
                     if a.radius >= b.radius {
-                        heap.push(Entry::new(bound(left, j), left, j));
-                        heap.push(Entry::new(bound(right, j), right, j));
+                        queue(heap, &mut skipped, c, bound(left, j), left, j);
+                        queue(heap, &mut skipped, c, bound(right, j), right, j);
                     } else {
-                        heap.push(Entry::new(bound(i, l2), i, l2));
-                        heap.push(Entry::new(bound(i, r2), i, r2));
+                        queue(heap, &mut skipped, c, bound(i, l2), i, l2);
+                        queue(heap, &mut skipped, c, bound(i, r2), i, r2);
                     }
                 }
             }
         }
+        let lower = lower.min(skipped.min(best.distance));
         if best_pair.is_some() {
             scratch.hint = best_pair;
         }

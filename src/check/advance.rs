@@ -1,0 +1,475 @@
+//! The first pass of a check: the walk along the path from state to state.
+//!
+//! Where the robot is farther than the tolerance `tol`, a distance within the slack
+//! ([`advance_slack`]) gives the conservative step `l / B` (the lower bound over the
+//! segment's motion bound, Mirtich 1996), and sweeps ([`Stride`]) then try steps many
+//! times longer: a sweep that clears an interval at `tol` ([`Bvh::clear_over`], which
+//! counts only the motion towards the world) proves that no state in it is near, so no
+//! state needs a distance there. Where the robot is nearer than `tol`, the walk steps by
+//! decisions ([`Bvh::separated`]) until it is far again.
+//!
+//! [`Bvh::clear_over`]: crate::proximity::bvh::Bvh::clear_over
+//! [`Bvh::separated`]: crate::proximity::bvh::Bvh::separated
+
+use nalgebra::Vector3;
+
+use super::certify::{part_motion, Cleared};
+use super::path::{Counts, FINEST_TOLERANCE};
+use super::*;
+use crate::progress::cancelled;
+use crate::proximity::bvh::{self, Slack};
+use crate::proximity::rigid::turn_of;
+
+/// The slack of the queries that advance along the path: a quarter of the distance (the
+/// step then falls short of the conservative one by at most that much), at least half
+/// the tolerance. Exact answers are only needed where the minimum is certified.
+pub(super) fn advance_slack(tol: f64) -> Slack {
+    Slack {
+        absolute: 0.5 * tol,
+        relative: 0.25,
+        enough: f64::INFINITY,
+    }
+}
+
+/// Which check a walk belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Level {
+    /// The check of a whole path, whose minimum is certified to the tolerance: a state
+    /// of the path that a sweep cleared is left unmeasured, and the sweeps clear the
+    /// floor that certifies the least distance measured so far, when that is above the
+    /// tolerance (the certification then has nothing left to do where they pass).
+    Path,
+    /// A near stretch's own check: every state of the path is measured (a planner's
+    /// states are where the minimum most often lies), and the sweeps clear the
+    /// tolerance alone (the stretch's certification splits what they leave).
+    Stretch,
+}
+
+/// What the first pass leaves.
+pub(super) struct Advanced {
+    /// The samples, in path order.
+    pub(super) samples: Vec<Sample>,
+    /// The parts of segments that sweeps cleared at the tolerance.
+    pub(super) cleared: Cleared,
+    /// Whether the evaluation budget ran out (or the check was cancelled).
+    pub(super) incomplete: bool,
+}
+
+/// The first pass: the walk of the module docs, with steps of `max(tol, 0.1% of the
+/// robot's diagonal)` of motion where the robot is nearer than `tol` (each a decision,
+/// measured where it fails: 0 where the meshes meet). `bounds` are the segments' motion
+/// bounds.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn advance(
+    robot: &Robot,
+    world: &World,
+    path: &[State],
+    bounds: &[f64],
+    tol: f64,
+    options: &CheckOptions,
+    level: Level,
+    count: &mut Counts,
+    progress: &mut dyn FnMut(usize),
+) -> Advanced {
+    let mut walk = Walk {
+        robot,
+        world,
+        path,
+        tol,
+        options,
+        level,
+        count,
+        scratch: bvh::PairScratch::default(),
+        decide_scratch: bvh::PairScratch::default(),
+        sweep_scratch: bvh::PairScratch::default(),
+        samples: Vec::new(),
+        cleared: Cleared::default(),
+        stride: Stride::default(),
+        least: f64::INFINITY,
+        swept_floor: tol,
+    };
+    if bounds.is_empty() {
+        let s = walk.eval(PathPos { segment: 0, t: 0.0 }, Slack::EXACT);
+        walk.push(s);
+        return walk.into_advanced(false);
+    }
+    for (i, &b) in bounds.iter().enumerate() {
+        let end = walk.segment(i, b);
+        progress(i);
+        match end {
+            SegmentEnd::Done if !cancelled(&options.cancel) => {}
+            SegmentEnd::Done | SegmentEnd::OutOfBudget => return walk.into_advanced(true),
+            SegmentEnd::FirstContact => return walk.into_advanced(false),
+        }
+    }
+    walk.into_advanced(false)
+}
+
+/// How a segment's walk ended.
+enum SegmentEnd {
+    /// At the segment's end.
+    Done,
+    /// At the first contact, in a check that stops there.
+    FirstContact,
+    /// The evaluation budget ran out, or the check was cancelled.
+    OutOfBudget,
+}
+
+/// The state of the walk.
+struct Walk<'a> {
+    robot: &'a Robot,
+    world: &'a World,
+    path: &'a [State],
+    tol: f64,
+    options: &'a CheckOptions,
+    level: Level,
+    count: &'a mut Counts,
+    scratch: bvh::PairScratch,
+    decide_scratch: bvh::PairScratch,
+    sweep_scratch: bvh::PairScratch,
+    samples: Vec<Sample>,
+    cleared: Cleared,
+    stride: Stride,
+    /// The least distance measured so far (an upper bound of the minimum).
+    least: f64,
+    /// The floor of the last sweep.
+    swept_floor: f64,
+}
+
+impl Walk<'_> {
+    fn into_advanced(self, incomplete: bool) -> Advanced {
+        Advanced {
+            samples: self.samples,
+            cleared: self.cleared,
+            incomplete,
+        }
+    }
+
+    /// The sample at `at`, the distance within `slack`; near (at most `tol`) or not is
+    /// decided, by a decision where the bounds straddle `tol`.
+    fn eval(&mut self, at: PathPos, slack: Slack) -> Sample {
+        self.count.evaluations += 1;
+        let state = state_at(self.path, at);
+        let mut sample = evaluate(self.robot, self.world, &state, slack, &mut self.scratch);
+        if sample.lower <= self.tol && sample.clearance > self.tol {
+            let d = self.world.bvh.separated(
+                &self.robot.bvh,
+                &state.isometry(),
+                self.tol,
+                &mut self.decide_scratch,
+            );
+            if d.clear {
+                sample.lower = self.tol;
+            } else {
+                sample.clearance = d.upper;
+            }
+        }
+        Sample { at, ..sample }
+    }
+
+    /// Keeps a sample, and the least distance measured.
+    fn push(&mut self, s: Sample) {
+        self.least = self.least.min(s.clearance);
+        self.samples.push(s);
+    }
+
+    /// Whether the robot stays at least a floor from the world over `[t0, t1]` of
+    /// segment `i` (rotation `turn`): `tol` (no state in the part is near) or, in the
+    /// check of a whole path, the floor that certifies the least distance measured so
+    /// far when that is higher ([`Level`]). A part that is cleared is recorded with its
+    /// floor.
+    fn sweep(&mut self, i: usize, turn: &Vector3<f64>, t0: f64, t1: f64) -> bool {
+        self.count.sweeps += 1;
+        let floor = match self.level {
+            Level::Path => self.tol.max(self.least - self.tol),
+            Level::Stretch => self.tol,
+        };
+        let motion = part_motion(&self.path[i], &self.path[i + 1], turn, t0, t1);
+        let clear = self
+            .world
+            .bvh
+            .clear_over(&self.robot.bvh, &motion, floor, &mut self.sweep_scratch)
+            .clear;
+        if clear {
+            self.cleared.add(i, t0, t1, floor);
+            self.swept_floor = floor;
+        }
+        clear
+    }
+
+    fn out_of_budget(&self) -> bool {
+        self.count.evaluations >= self.options.max_evaluations || cancelled(&self.options.cancel)
+    }
+
+    /// Walks segment `i`, whose motion bound is `b`.
+    fn segment(&mut self, i: usize, b: f64) -> SegmentEnd {
+        let turn = turn_of(&self.path[i], &self.path[i + 1]);
+        let mut t = 0.0;
+        let mut s = self.start_sample(i);
+        loop {
+            self.push(s);
+            if self.options.first_contact_only && s.clearance <= 0.0 {
+                return SegmentEnd::FirstContact;
+            }
+            if t >= 1.0 || b == 0.0 {
+                return SegmentEnd::Done;
+            }
+            if self.out_of_budget() {
+                return SegmentEnd::OutOfBudget;
+            }
+            if s.clearance > self.tol {
+                let mut stride = std::mem::take(&mut self.stride);
+                let step = stride.next(t, s.lower / b, &mut |t0, t1| self.sweep(i, &turn, t0, t1));
+                self.stride = stride;
+                s = match step {
+                    Step::Swept(next) => {
+                        t = next;
+                        if next >= 1.0 && self.level == Level::Path {
+                            // The segment's end, cleared: measured only when needed (a
+                            // sweep of the next segment fails from it).
+                            unmeasured(PathPos { segment: i, t }, self.swept_floor)
+                        } else {
+                            self.eval(PathPos { segment: i, t }, advance_slack(self.tol))
+                        }
+                    }
+                    Step::Conservative(next) if next < 1.0 && s.clearance.is_infinite() => {
+                        // From an unmeasured sample no sweep cleared: it is measured,
+                        // for a conservative step longer than the tolerance's.
+                        self.samples.pop();
+                        self.measure_start(PathPos { segment: i, t })
+                    }
+                    Step::Conservative(next) => {
+                        t = next;
+                        self.eval(PathPos { segment: i, t }, advance_slack(self.tol))
+                    }
+                };
+                continue;
+            }
+            match self.near(i, b, t) {
+                Near::Far(at) => {
+                    t = at;
+                    s = self.eval(PathPos { segment: i, t }, advance_slack(self.tol));
+                }
+                Near::End(end) => return end,
+            }
+        }
+    }
+
+    /// The sample at `at`, measured in place of an unmeasured one; the previous
+    /// segment's end, the same state, takes the measurement too.
+    fn measure_start(&mut self, at: PathPos) -> Sample {
+        let s = self.eval(at, advance_slack(self.tol));
+        if let Some(last) = self.samples.last_mut() {
+            if at.t == 0.0
+                && at.segment > 0
+                && last.at.segment == at.segment - 1
+                && last.at.t >= 1.0
+            {
+                last.clearance = s.clearance;
+                last.lower = s.lower;
+            }
+        }
+        s
+    }
+
+    /// The sample at the start of segment `i`: the previous segment's last sample when
+    /// that is at its end (the same state), else a new one.
+    fn start_sample(&mut self, i: usize) -> Sample {
+        let at = PathPos { segment: i, t: 0.0 };
+        match self.samples.last() {
+            Some(last) if i > 0 && last.at.segment == i - 1 && last.at.t >= 1.0 => {
+                Sample { at, ..*last }
+            }
+            _ => self.eval(at, advance_slack(self.tol)),
+        }
+    }
+
+    /// Decided steps from the near sample at `t` until a state is farther than `tol`
+    /// (returned, to be measured by the caller), or the segment's walk ends.
+    fn near(&mut self, i: usize, b: f64, mut t: f64) -> Near {
+        let contact_step = self.tol.max(1e-3 * self.robot.diagonal);
+        loop {
+            t = (t + contact_step / b).min(1.0);
+            self.count.evaluations += 1;
+            let at = PathPos { segment: i, t };
+            let pose = state_at(self.path, at).isometry();
+            let d = self.world.bvh.separated(
+                &self.robot.bvh,
+                &pose,
+                self.tol,
+                &mut self.decide_scratch,
+            );
+            if d.clear {
+                return Near::Far(t);
+            }
+            let sample = self.near_sample(at, &pose, d.upper);
+            self.push(sample);
+            if self.options.first_contact_only && sample.clearance <= 0.0 {
+                return Near::End(SegmentEnd::FirstContact);
+            }
+            if t >= 1.0 {
+                return Near::End(SegmentEnd::Done);
+            }
+            if self.out_of_budget() {
+                return Near::End(SegmentEnd::OutOfBudget);
+            }
+        }
+    }
+}
+
+/// A sample that a sweep cleared at `floor` and no distance measured: no pair of
+/// triangles found (an infinite upper bound) and the floor as its lower bound.
+fn unmeasured(at: PathPos, floor: f64) -> Sample {
+    Sample {
+        at,
+        clearance: f64::INFINITY,
+        lower: floor,
+    }
+}
+
+impl Walk<'_> {
+    /// The sample at a state nearer than `tol` (pose `pose`), where a pair of triangles
+    /// `witness` apart was met: the near stretch is checked again on its own at a finer
+    /// tolerance ([`super::path::resolve_near`]), so the distance is not measured here;
+    /// only touching or not is decided, at [`FINEST_TOLERANCE`] of the robot's diagonal
+    /// (nearer counts as touching).
+    fn near_sample(
+        &mut self,
+        at: PathPos,
+        pose: &nalgebra::Isometry3<f64>,
+        witness: f64,
+    ) -> Sample {
+        let touch = FINEST_TOLERANCE * self.robot.diagonal;
+        let apart = witness > 0.0
+            && self
+                .world
+                .bvh
+                .separated(&self.robot.bvh, pose, touch, &mut self.decide_scratch)
+                .clear;
+        if apart {
+            Sample {
+                at,
+                clearance: witness,
+                lower: touch,
+            }
+        } else {
+            Sample {
+                at,
+                clearance: 0.0,
+                lower: 0.0,
+            }
+        }
+    }
+}
+
+/// Where a stretch of decided steps ended.
+enum Near {
+    /// At a state farther than `tol`.
+    Far(f64),
+    /// With the segment's walk.
+    End(SegmentEnd),
+}
+
+/// The steps of the walk where the robot is far: from a sample whose conservative step
+/// is `step`, sweeps of `growth` conservative steps, the growth doubling after each
+/// sweep that clears, until one does not; the walk's next sample is where the last
+/// cleared sweep ended, or one conservative step on when none did. The conservative
+/// step bounds the motion of every point of the robot; the sweep counts only the motion
+/// towards the world, so a robot sliding past the world goes many conservative steps
+/// at once.
+#[derive(Debug)]
+pub(super) struct Stride {
+    growth: f64,
+}
+
+impl Default for Stride {
+    fn default() -> Stride {
+        Stride {
+            growth: Stride::FIRST,
+        }
+    }
+}
+
+impl Stride {
+    const FIRST: f64 = 4.0;
+    const MOST: f64 = 1024.0;
+
+    /// The next sample's `t` after a far sample at `t` whose conservative step is
+    /// `step`; `clear(t0, t1)` sweeps the part `[t0, t1]` of the segment.
+    pub(super) fn next(
+        &mut self,
+        mut t: f64,
+        step: f64,
+        clear: &mut dyn FnMut(f64, f64) -> bool,
+    ) -> Step {
+        let short = (t + step).min(1.0);
+        if short >= 1.0 {
+            return Step::Conservative(short);
+        }
+        let mut swept = false;
+        loop {
+            let long = (t + self.growth * step).min(1.0);
+            if !clear(t, long) {
+                self.growth = Stride::FIRST;
+                return if swept {
+                    Step::Swept(t)
+                } else {
+                    Step::Conservative(short)
+                };
+            }
+            swept = true;
+            t = long;
+            self.growth = (2.0 * self.growth).min(Stride::MOST);
+            if t >= 1.0 {
+                return Step::Swept(t);
+            }
+        }
+    }
+}
+
+/// Where a [`Stride`] ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Step {
+    /// Where the last sweep that cleared ended.
+    Swept(f64),
+    /// One conservative step on: no sweep cleared (or none was needed).
+    Conservative(f64),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stride sweeps growing parts from the sample until one fails, and the walk
+    /// goes on from the end of the last one cleared.
+    #[test]
+    fn stride_grows_until_a_sweep_fails() {
+        let mut stride = Stride::default();
+        let mut asked = Vec::new();
+        // Everything before t = 0.5 clears.
+        let t = stride.next(0.0, 0.01, &mut |t0, t1| {
+            asked.push((t0, t1));
+            t1 <= 0.5
+        });
+        assert_eq!(asked.len(), 4, "{asked:?}");
+        assert_eq!(asked[0], (0.0, 0.04));
+        assert!((asked[1].1 - 0.12).abs() < 1e-15, "{asked:?}");
+        assert!((asked[2].1 - 0.28).abs() < 1e-15, "{asked:?}");
+        assert!(
+            matches!(t, Step::Swept(t) if (t - 0.28).abs() < 1e-15),
+            "{t:?}"
+        );
+        // After a failure it starts again at four steps, and one conservative step
+        // is taken when even that fails.
+        let t = stride.next(0.6, 0.01, &mut |_, _| false);
+        assert_eq!(t, Step::Conservative(0.61));
+    }
+
+    /// No sweep is needed when the conservative step reaches the segment's end.
+    #[test]
+    fn stride_ends_the_segment_without_a_sweep() {
+        let mut stride = Stride::default();
+        let t = stride.next(0.95, 0.1, &mut |_, _| panic!("no sweep expected"));
+        assert_eq!(t, Step::Conservative(1.0));
+    }
+}
