@@ -48,6 +48,19 @@ pub fn translation_interval(
     let pb = [Vector3::zeros(), b[1].coords - o, b[2].coords - o];
     let ea = [pa[1] - pa[0], pa[2] - pa[1], pa[0] - pa[2]];
     let eb = [pb[1] - pb[0], pb[2] - pb[1], pb[0] - pb[2]];
+    // The triangles meet under some `t u` only if their shadows along `u` overlap: the
+    // 2D separating axes of the shadows, `u x e` for each edge, are a necessary
+    // condition that does not depend on `t`, and reject most candidate pairs at once
+    // (by more than rounding only: the axes below decide the rest).
+    for e in ea.iter().chain(eb.iter()) {
+        let n = u.cross(e);
+        let (a0, a1) = extent(&pa, &n);
+        let (b0, b1) = extent(&pb, &n);
+        let margin = 1e-9 * (a1 - a0 + b1 - b0 + a0.abs() + b0.abs());
+        if a0 > b1 + margin || b0 > a1 + margin {
+            return None;
+        }
+    }
     let na = ea[0].cross(&ea[1]);
     let nb = eb[0].cross(&eb[1]);
     let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);

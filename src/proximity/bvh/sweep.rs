@@ -195,11 +195,15 @@ impl Bvh {
             min: b.min.inf(&(b.min + d)),
             max: b.max.sup(&(b.max + d)),
         };
+        // The placed node's box: its sphere's, cut by its oriented box's (whichever is
+        // tighter along each axis).
+        let rot = pose.rotation.to_rotation_matrix();
         let node_box = |n: &Node| {
             let (c, r) = (pose * n.center, Vector3::repeat(n.radius));
+            let (o, reach) = (pose * n.obb_center, (rot.matrix() * n.axes).abs() * n.half);
             swept(Aabb {
-                min: c - r,
-                max: c + r,
+                min: (c - r).sup(&(o - reach)),
+                max: (c + r).inf(&(o + reach)),
             })
         };
         let overlap =
