@@ -3,10 +3,11 @@
 //! Where the robot is farther than the tolerance `tol`, a distance within the slack
 //! ([`advance_slack`]) gives the conservative step `l / B` (the lower bound over the
 //! segment's motion bound, Mirtich 1996), and sweeps ([`Stride`]) then try steps many
-//! times longer: a sweep that clears an interval at `tol` ([`Bvh::clear_over`], which
-//! counts only the motion towards the world) proves that no state in it is near, so no
-//! state needs a distance there. Where the robot is nearer than `tol`, the walk steps by
-//! decisions ([`Bvh::separated`]) until it is far again.
+//! times longer: a sweep that clears an interval at a floor of at least `tol`
+//! ([`Bvh::clear_over`], which counts only the motion towards the world) proves that no
+//! state in it is near, so no state needs a distance there (the floor, and which states
+//! are measured anyway, depend on the [`Level`]). Where the robot is nearer than `tol`,
+//! the walk steps by decisions ([`Bvh::separated`]) until it is far again.
 //!
 //! [`Bvh::clear_over`]: crate::proximity::bvh::Bvh::clear_over
 //! [`Bvh::separated`]: crate::proximity::bvh::Bvh::separated
