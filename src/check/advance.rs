@@ -50,7 +50,7 @@ pub(super) enum Level {
 pub(super) struct Advanced {
     /// The samples, in path order.
     pub(super) samples: Vec<Sample>,
-    /// The parts of segments that sweeps cleared at the tolerance.
+    /// The parts of segments that sweeps cleared, each with its floor.
     pub(super) cleared: Cleared,
     /// Whether the evaluation budget ran out (or the check was cancelled).
     pub(super) incomplete: bool,
@@ -234,10 +234,11 @@ impl Walk<'_> {
                         }
                     }
                     Step::Conservative(next) if next < 1.0 && s.clearance.is_infinite() => {
-                        // From an unmeasured sample no sweep cleared: it is measured,
-                        // for a conservative step longer than the tolerance's.
+                        // From an unmeasured sample (a segment's start, t = 0) no sweep
+                        // cleared: it is measured, for a conservative step longer than
+                        // the tolerance's.
                         self.samples.pop();
-                        self.measure_start(PathPos { segment: i, t })
+                        self.measure_start(i)
                     }
                     Step::Conservative(next) => {
                         t = next;
@@ -256,16 +257,12 @@ impl Walk<'_> {
         }
     }
 
-    /// The sample at `at`, measured in place of an unmeasured one; the previous
-    /// segment's end, the same state, takes the measurement too.
-    fn measure_start(&mut self, at: PathPos) -> Sample {
-        let s = self.eval(at, advance_slack(self.tol));
+    /// The start of segment `i`, measured in place of an unmeasured sample; the
+    /// previous segment's end, the same state, takes the measurement too.
+    fn measure_start(&mut self, i: usize) -> Sample {
+        let s = self.eval(PathPos { segment: i, t: 0.0 }, advance_slack(self.tol));
         if let Some(last) = self.samples.last_mut() {
-            if at.t == 0.0
-                && at.segment > 0
-                && last.at.segment == at.segment - 1
-                && last.at.t >= 1.0
-            {
+            if ends_before(last, i) {
                 last.clearance = s.clearance;
                 last.lower = s.lower;
             }
@@ -278,10 +275,41 @@ impl Walk<'_> {
     fn start_sample(&mut self, i: usize) -> Sample {
         let at = PathPos { segment: i, t: 0.0 };
         match self.samples.last() {
-            Some(last) if i > 0 && last.at.segment == i - 1 && last.at.t >= 1.0 => {
-                Sample { at, ..*last }
-            }
+            Some(last) if ends_before(last, i) => Sample { at, ..*last },
             _ => self.eval(at, advance_slack(self.tol)),
+        }
+    }
+
+    /// The sample at a state nearer than `tol` (pose `pose`), where a pair of triangles
+    /// `witness` apart was met: the near stretch is checked again on its own at a finer
+    /// tolerance ([`super::path::resolve_near`]), so the distance is not measured here;
+    /// only touching or not is decided, at [`FINEST_TOLERANCE`] of the robot's diagonal
+    /// (nearer counts as touching).
+    fn near_sample(
+        &mut self,
+        at: PathPos,
+        pose: &nalgebra::Isometry3<f64>,
+        witness: f64,
+    ) -> Sample {
+        let touch = FINEST_TOLERANCE * self.robot.diagonal;
+        let apart = witness > 0.0
+            && self
+                .world
+                .bvh
+                .separated(&self.robot.bvh, pose, touch, &mut self.decide_scratch)
+                .clear;
+        if apart {
+            Sample {
+                at,
+                clearance: witness,
+                lower: touch,
+            }
+        } else {
+            Sample {
+                at,
+                clearance: 0.0,
+                lower: 0.0,
+            }
         }
     }
 
@@ -318,6 +346,11 @@ impl Walk<'_> {
     }
 }
 
+/// Whether sample `s` is the end of segment `i - 1`, the state segment `i` starts at.
+fn ends_before(s: &Sample, i: usize) -> bool {
+    i > 0 && s.at.segment == i - 1 && s.at.t >= 1.0
+}
+
 /// A sample that a sweep cleared at `floor` and no distance measured: no pair of
 /// triangles found (an infinite upper bound) and the floor as its lower bound.
 fn unmeasured(at: PathPos, floor: f64) -> Sample {
@@ -325,41 +358,6 @@ fn unmeasured(at: PathPos, floor: f64) -> Sample {
         at,
         clearance: f64::INFINITY,
         lower: floor,
-    }
-}
-
-impl Walk<'_> {
-    /// The sample at a state nearer than `tol` (pose `pose`), where a pair of triangles
-    /// `witness` apart was met: the near stretch is checked again on its own at a finer
-    /// tolerance ([`super::path::resolve_near`]), so the distance is not measured here;
-    /// only touching or not is decided, at [`FINEST_TOLERANCE`] of the robot's diagonal
-    /// (nearer counts as touching).
-    fn near_sample(
-        &mut self,
-        at: PathPos,
-        pose: &nalgebra::Isometry3<f64>,
-        witness: f64,
-    ) -> Sample {
-        let touch = FINEST_TOLERANCE * self.robot.diagonal;
-        let apart = witness > 0.0
-            && self
-                .world
-                .bvh
-                .separated(&self.robot.bvh, pose, touch, &mut self.decide_scratch)
-                .clear;
-        if apart {
-            Sample {
-                at,
-                clearance: witness,
-                lower: touch,
-            }
-        } else {
-            Sample {
-                at,
-                clearance: 0.0,
-                lower: 0.0,
-            }
-        }
     }
 }
 

@@ -48,7 +48,6 @@ pub(super) fn certify_minimum(
     for i in order {
         let samples = std::mem::take(&mut per_segment[i]);
         let mut ctx = Certify {
-            segment: i,
             cleared,
             a: &path[i],
             b: &path[i + 1],
@@ -101,7 +100,7 @@ impl Cleared {
             .parts
             .partition_point(|&(s, _, end, _)| (s, end) <= (segment, t0));
         let mut reached = t0;
-        for &(s, start, end, f) in &self.parts[k.min(self.parts.len())..] {
+        for &(s, start, end, f) in &self.parts[k..] {
             if s != segment || start > reached || f < floor {
                 return false;
             }
@@ -133,7 +132,6 @@ pub(super) fn part_motion(
 
 /// One segment's certification (see [`certify_minimum`]).
 pub(super) struct Certify<'a> {
-    pub(super) segment: usize,
     pub(super) cleared: &'a Cleared,
     pub(super) a: &'a State,
     pub(super) b: &'a State,
@@ -173,7 +171,7 @@ impl Certify<'_> {
         }
         if self
             .cleared
-            .covers(self.segment, s0.at.t, s1.at.t, self.floor())
+            .covers(s0.at.segment, s0.at.t, s1.at.t, self.floor())
         {
             return;
         }

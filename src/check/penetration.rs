@@ -156,8 +156,22 @@ pub fn separation_along(
     gap: f64,
     scratch: &mut Scratch,
 ) -> Option<f64> {
-    let first_reach = 0.05 * robot.aabb().extent().norm();
-    separation_from(world, robot, pose, u, cap, gap, first_reach, scratch)
+    separation_from(
+        world,
+        robot,
+        pose,
+        u,
+        cap,
+        gap,
+        opening_reach(robot),
+        scratch,
+    )
+}
+
+/// The reach over which a direction's candidate pairs are first gathered: 5% of the
+/// robot's box diagonal.
+fn opening_reach(robot: &Bvh) -> f64 {
+    0.05 * robot.aabb().extent().norm()
 }
 
 /// [`separation_along`], its candidate pairs first gathered over `[0, first_reach]`
@@ -268,7 +282,7 @@ pub fn penetration_depth(
         directions: 0,
         cut_short: false,
     };
-    let default_reach = 0.05 * robot.aabb().extent().norm();
+    let default_reach = opening_reach(robot);
     let try_dir = |u: Vector3<f64>, cap: f64, best: &mut Depth, scratch: &mut Scratch| {
         let n = u.norm();
         if n.is_nan() || n <= 0.0 {

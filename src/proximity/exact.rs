@@ -225,6 +225,15 @@ mod tests {
         Point3::new(x, y, z)
     }
 
+    /// A triangle of random corners in [-1, 1)^3, drawn corner by corner, x, y, z.
+    fn triangle(rnd: &mut impl FnMut() -> f64) -> [Point3<f64>; 3] {
+        [
+            p(rnd(), rnd(), rnd()),
+            p(rnd(), rnd(), rnd()),
+            p(rnd(), rnd(), rnd()),
+        ]
+    }
+
     #[test]
     fn segments() {
         // Skew perpendicular segments 1 apart.
@@ -284,17 +293,9 @@ mod tests {
         let mut rnd = uniform_stream(11);
         let (mut proved, mut refused) = (0, 0);
         for k in 0..4000 {
-            let a = [
-                p(rnd(), rnd(), rnd()),
-                p(rnd(), rnd(), rnd()),
-                p(rnd(), rnd(), rnd()),
-            ];
+            let a = triangle(&mut rnd);
             let off = Vector3::new(rnd(), rnd(), rnd()) * (0.5 + 2.0 * (k % 4) as f64 / 3.0);
-            let b = [
-                p(rnd(), rnd(), rnd()) + off,
-                p(rnd(), rnd(), rnd()) + off,
-                p(rnd(), rnd(), rnd()) + off,
-            ];
+            let b = triangle(&mut rnd).map(|v| v + off);
             let exact = triangle_distance(&a, &b).0;
             let floor = exact * (0.5 + rnd().abs());
             if edge_axes_separate(&a, &b, |_| floor) {
@@ -315,16 +316,8 @@ mod tests {
         let mut rnd = uniform_stream(11);
         let (mut crossing, mut skipped) = (0, 0);
         for k in 0..20_000 {
-            let a = [
-                p(rnd(), rnd(), rnd()),
-                p(rnd(), rnd(), rnd()),
-                p(rnd(), rnd(), rnd()),
-            ];
-            let mut b = [
-                p(rnd(), rnd(), rnd()) * 0.5,
-                p(rnd(), rnd(), rnd()) * 0.5,
-                p(rnd(), rnd(), rnd()) * 0.5,
-            ];
+            let a = triangle(&mut rnd);
+            let mut b = triangle(&mut rnd).map(|v| v * 0.5);
             if k % 2 == 1 {
                 // Flattened onto a's plane, then lifted by a hair (or not at all).
                 let n = (a[1] - a[0]).cross(&(a[2] - a[0])).normalize();
@@ -351,17 +344,9 @@ mod tests {
         let mut rnd = uniform_stream(7);
         let n = 24;
         for _ in 0..40 {
-            let a = [
-                p(rnd(), rnd(), rnd()),
-                p(rnd(), rnd(), rnd()),
-                p(rnd(), rnd(), rnd()),
-            ];
+            let a = triangle(&mut rnd);
             let off = Vector3::new(rnd(), rnd(), rnd()) * 2.5;
-            let b = [
-                p(rnd(), rnd(), rnd()) + off,
-                p(rnd(), rnd(), rnd()) + off,
-                p(rnd(), rnd(), rnd()) + off,
-            ];
+            let b = triangle(&mut rnd).map(|v| v + off);
             let (exact, ca, cb) = triangle_distance(&a, &b);
             assert!(((ca - cb).norm() - exact).abs() < 1e-12);
             let sample = |t: &[Point3<f64>; 3], i: usize, j: usize| {
