@@ -399,3 +399,48 @@ fn non_finite_device_poses_fault_and_the_loop_recovers() {
         "{r:?}"
     );
 }
+
+/// A reset while the hand is inside the floor: the cube goes back to its initial pose
+/// above the floor, not onto the manipulandum (where it would start 2 cm inside the slab
+/// and stay caught), and with the hand held there it comes down to rest on the floor with
+/// the force pointing up. Brought back to the device origin, the hand holds the cube at
+/// its start with no force.
+#[test]
+fn a_reset_with_the_hand_inside_the_floor_puts_the_object_back_at_its_start() {
+    let mut sim = HapticSimulation::new(floor_scene(2000.0, 600.0));
+    let start = sim.coupling.pose;
+    // The floor's top, 5 cm below the initial grasp frame; the cube's half size, 2 cm.
+    let floor_top = start.translation.vector.y - 0.05;
+    let bottom = |sim: &HapticSimulation| sim.coupling.pose.translation.vector.y - 0.02;
+    // The device 7 cm down: the manipulandum 2 cm inside the slab.
+    let down = |s: f64| Isometry3::translation(0.0, -0.07 * s, 0.0);
+    for i in 0..=1000 {
+        assert!(!sim.cycle(&down(i as f64 / 1000.0), false).fault);
+    }
+    sim.reset();
+    assert_eq!(sim.coupling.pose, start);
+    let mut r = sim.cycle(&down(1.0), false);
+    assert!(
+        r.depth < 1e-3,
+        "the cube started {} m inside the floor",
+        r.depth
+    );
+    for _ in 0..1000 {
+        r = sim.cycle(&down(1.0), false);
+        assert!(!r.fault);
+    }
+    assert!(
+        (bottom(&sim) - floor_top).abs() < 2e-3,
+        "the cube's bottom rests at {} m, the floor's top is {floor_top} m",
+        bottom(&sim)
+    );
+    assert!(r.force.y > 0.5, "{:?}", r.force);
+    for i in 0..=1000 {
+        r = sim.cycle(&down(1.0 - i as f64 / 1000.0), false);
+    }
+    for _ in 0..200 {
+        r = sim.cycle(&down(0.0), false);
+    }
+    assert!(r.force.norm() < 1e-3, "{:?}", r.force);
+    assert!((sim.coupling.pose.translation.vector - start.translation.vector).norm() < 1e-4);
+}

@@ -128,6 +128,8 @@ pub struct HapticSimulation {
     /// Cycles run.
     pub cycle: u64,
     last_manipulandum: Option<Isometry3<f64>>,
+    /// The haptic object's grasp frame when the scene starts, where a reset puts it.
+    start: Isometry3<f64>,
     /// The device's bounds on the coupling ([`crate::haptic::device_fit`]), kept through
     /// live edits.
     caps: Option<crate::haptic::device_fit::CouplingCaps>,
@@ -192,6 +194,7 @@ impl HapticSimulation {
             field_force: vec![0.0; field_r],
             cycle: 0,
             last_manipulandum: None,
+            start: grasp_frame,
             caps: None,
             clutch_mask: haptics_devices::SafetySettings::default().clutch_mask(),
             scene,
@@ -257,12 +260,18 @@ impl HapticSimulation {
         }
     }
 
-    /// Puts the haptic object on the manipulandum, the deformable objects at rest, and
-    /// forgets the traversal caches.
+    /// Puts the objects back as the scene starts: the haptic object at its initial pose,
+    /// the deformable objects at rest; and forgets the traversal caches and the friction
+    /// state. The workspace mapping is kept.
+    ///
+    /// The initial pose is free of contact, which the manipulandum need not be: an object
+    /// put on a stylus that is inside a wall (output off, nothing pushed it out) would
+    /// start deep inside and stay caught there. From the initial pose the coupling draws
+    /// the object to the manipulandum by swept motions, and the safety layer's gate holds
+    /// the force off until the two meet.
     pub fn reset(&mut self) {
-        if let Some(m) = self.last_manipulandum {
-            self.coupling.pose = m;
-        }
+        self.coupling.pose = self.start;
+        self.traversed_at = None;
         for t in &mut self.traversals {
             t.reset();
         }

@@ -31,7 +31,8 @@ pub enum Command {
     /// Change a tunable parameter (validated by the sender with [`Param::validate`]; the
     /// thread clamps it into its range regardless).
     Set(Param, f64),
-    /// Put the haptic object back on the manipulandum and the deformables at rest.
+    /// Put the haptic object back at its initial pose and the deformables at rest
+    /// ([`HapticSimulation::reset`]).
     Reset,
 }
 
