@@ -85,7 +85,7 @@ pub(super) fn advance(
         sweep_scratch: bvh::PairScratch::default(),
         samples: Vec::new(),
         cleared: Cleared::default(),
-        stride: Stride::default(),
+        stride: Stride::new(options.first_contact_only),
         least: f64::INFINITY,
         swept_floor: tol,
     };
@@ -219,7 +219,7 @@ impl Walk<'_> {
                 return SegmentEnd::OutOfBudget;
             }
             if s.clearance > self.tol {
-                let mut stride = std::mem::take(&mut self.stride);
+                let mut stride = self.stride;
                 let step = stride.next(t, s.lower / b, &mut |t0, t1| self.sweep(i, &turn, t0, t1));
                 self.stride = stride;
                 s = match step {
@@ -371,27 +371,35 @@ enum Near {
 
 /// The steps of the walk where the robot is far: from a sample whose conservative step
 /// is `step`, sweeps of `growth` conservative steps, the growth doubling after each
-/// sweep that clears, until one does not; the walk's next sample is where the last
-/// cleared sweep ended, or one conservative step on when none did. The conservative
-/// step bounds the motion of every point of the robot; the sweep counts only the motion
-/// towards the world, so a robot sliding past the world goes many conservative steps
-/// at once.
-#[derive(Debug)]
+/// sweep that clears and halving after each that fails, the failed one tried again
+/// shorter from the same place, until a sweep at the first growth fails. The walk's next
+/// sample is where the last cleared sweep ended, or one conservative step on when none
+/// did. The conservative step bounds the motion of every point of the robot; the sweep
+/// counts only the motion towards the world, so a robot sliding past the world goes many
+/// conservative steps at once. A failed sweep costs a fraction of a distance (about a
+/// third in sliding contact), so the walk shortens its stride before it measures again.
+///
+/// The first growth is one step in a whole check, which spends its time sliding past the
+/// world, and four in a check that stops at the first contact, whose robot mostly
+/// approaches the world head-on, where a short sweep that clears gains little
+/// (docs/check.md has the timings of both on OMPL.app's problems).
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Stride {
     growth: f64,
-}
-
-impl Default for Stride {
-    fn default() -> Stride {
-        Stride {
-            growth: Stride::FIRST,
-        }
-    }
+    first: f64,
 }
 
 impl Stride {
-    const FIRST: f64 = 4.0;
     const MOST: f64 = 1024.0;
+
+    /// The stride of a whole check, or of one that stops at the first contact.
+    pub(super) fn new(first_contact_only: bool) -> Stride {
+        let first = if first_contact_only { 4.0 } else { 1.0 };
+        Stride {
+            growth: first,
+            first,
+        }
+    }
 
     /// The next sample's `t` after a far sample at `t` whose conservative step is
     /// `step`; `clear(t0, t1)` sweeps the part `[t0, t1]` of the segment.
@@ -409,7 +417,11 @@ impl Stride {
         loop {
             let long = (t + self.growth * step).min(1.0);
             if !clear(t, long) {
-                self.growth = Stride::FIRST;
+                if swept && self.growth > self.first {
+                    self.growth = (0.5 * self.growth).max(self.first);
+                    continue;
+                }
+                self.growth = self.first;
                 return if swept {
                     Step::Swept(t)
                 } else {
@@ -439,35 +451,76 @@ pub(super) enum Step {
 mod tests {
     use super::*;
 
-    /// The stride sweeps growing parts from the sample until one fails, and the walk
-    /// goes on from the end of the last one cleared.
+    /// The stride sweeps growing parts from the sample, halves after a failure and tries
+    /// again from where it is, and the walk goes on from the end of the last one cleared
+    /// when a sweep of one step fails.
     #[test]
-    fn stride_grows_until_a_sweep_fails() {
-        let mut stride = Stride::default();
+    fn stride_grows_halves_and_stops_when_one_step_fails() {
+        let mut stride = Stride::new(false);
         let mut asked = Vec::new();
-        // Everything before t = 0.5 clears.
+        // Everything up to t = 0.505 clears.
         let t = stride.next(0.0, 0.01, &mut |t0, t1| {
             asked.push((t0, t1));
-            t1 <= 0.5
+            t1 <= 0.505
         });
-        assert_eq!(asked.len(), 4, "{asked:?}");
-        assert_eq!(asked[0], (0.0, 0.04));
-        assert!((asked[1].1 - 0.12).abs() < 1e-15, "{asked:?}");
-        assert!((asked[2].1 - 0.28).abs() < 1e-15, "{asked:?}");
+        // Sweeps of 1, 2, 4, 8 and 16 steps clear up to 0.31; 32 fails, 16 clears to
+        // 0.47; 32, 16, 8 and 4 fail, 2 clears to 0.49; 4 and 2 fail, 1 clears to 0.50;
+        // 2 and 1 fail: the walk measures at 0.50.
+        let ends: Vec<f64> = asked
+            .iter()
+            .map(|a| (a.1 * 100.0).round() / 100.0)
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                0.01, 0.03, 0.07, 0.15, 0.31, 0.63, 0.47, 0.79, 0.63, 0.55, 0.51, 0.49, 0.53, 0.51,
+                0.50, 0.52, 0.51
+            ],
+            "{asked:?}"
+        );
         assert!(
-            matches!(t, Step::Swept(t) if (t - 0.28).abs() < 1e-15),
+            asked
+                .windows(2)
+                .all(|w| w[1].0 == w[0].0 || w[1].0 == w[0].1),
+            "each sweep starts where the last failed one did or the last cleared one ended"
+        );
+        assert!(
+            matches!(t, Step::Swept(t) if (t - 0.50).abs() < 1e-12),
             "{t:?}"
         );
-        // After a failure it starts again at four steps, and one conservative step
-        // is taken when even that fails.
+        // The next sample starts again at one step, and one conservative step is taken
+        // when even that fails.
         let t = stride.next(0.6, 0.01, &mut |_, _| false);
         assert_eq!(t, Step::Conservative(0.61));
+    }
+
+    /// A check that stops at the first contact starts its strides at four steps.
+    #[test]
+    fn a_first_contact_stride_starts_at_four_steps() {
+        let mut stride = Stride::new(true);
+        let mut asked = Vec::new();
+        let t = stride.next(0.0, 0.01, &mut |t0, t1| {
+            asked.push((t0, t1));
+            t1 <= 0.1
+        });
+        let ends: Vec<f64> = asked
+            .iter()
+            .map(|a| (a.1 * 100.0).round() / 100.0)
+            .collect();
+        // 4 steps clear, 8 fail, 4 clear, 8 and 4 fail: the walk measures at 0.08.
+        assert_eq!(ends, [0.04, 0.12, 0.08, 0.16, 0.12], "{asked:?}");
+        assert!(matches!(t, Step::Swept(t) if (t - 0.08).abs() < 1e-12));
+        // A sweep of four steps that fails from the sample: one conservative step.
+        assert_eq!(
+            stride.next(0.5, 0.01, &mut |_, _| false),
+            Step::Conservative(0.51)
+        );
     }
 
     /// No sweep is needed when the conservative step reaches the segment's end.
     #[test]
     fn stride_ends_the_segment_without_a_sweep() {
-        let mut stride = Stride::default();
+        let mut stride = Stride::new(false);
         let t = stride.next(0.95, 0.1, &mut |_, _| panic!("no sweep expected"));
         assert_eq!(t, Step::Conservative(1.0));
     }

@@ -22,8 +22,9 @@
 //! **Two passes.** Advancing needs only a lower bound of the distance, so the first pass
 //! asks the hierarchy for the distance within 25% ([`crate::proximity::bvh::Slack`]), which on nearly parallel
 //! surfaces costs a small fraction of an exact query; the step shrinks by as much. From
-//! each such sample it then sweeps the robot over growing multiples of the step
-//! ([`bvh::Bvh::clear_over`] at `tol`): a part a sweep clears needs no sample (a state
+//! each such sample it then sweeps the robot over growing multiples of the step, halving
+//! the stride after a sweep that fails ([`bvh::Bvh::clear_over`] at `tol`; the stride is
+//! `advance::Stride`): a part a sweep clears needs no sample (a state
 //! of the path that a sweep cleared is left unmeasured, its lower bound `tol`). The
 //! second pass certifies the minimum clearance `m` (the smallest distance found) to
 //! `tol` over the whole path: every sample's lower bound, and the distance over every
