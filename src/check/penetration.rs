@@ -267,6 +267,10 @@ impl Effort {
 
 /// The translational penetration depth of `robot` placed by `pose` in `world` (see the
 /// module docs); `hint` is tried first (a direction found at a nearby state).
+///
+/// The steps: the hint and the six axes out to a growing reach
+/// (`DepthSearch::near_first`); unless the parts only touch, the Fibonacci directions;
+/// then a pattern search about the best direction (`DepthSearch::refine`).
 pub fn penetration_depth(
     world: &Bvh,
     robot: &Bvh,
@@ -275,96 +279,131 @@ pub fn penetration_depth(
     hint: Option<Vector3<f64>>,
     scratch: &mut Scratch,
 ) -> Depth {
-    let gap = 1e-9 * (world.aabb().extent().norm() + robot.aabb().extent().norm());
-    let mut best = Depth {
-        depth: f64::INFINITY,
-        direction: Vector3::z(),
-        directions: 0,
-        cut_short: false,
+    let mut search = DepthSearch {
+        world,
+        robot,
+        pose,
+        gap: 1e-9 * (world.aabb().extent().norm() + robot.aabb().extent().norm()),
+        default_reach: opening_reach(robot),
+        scratch,
+        best: Depth {
+            depth: f64::INFINITY,
+            direction: Vector3::z(),
+            directions: 0,
+            cut_short: false,
+        },
     };
-    let default_reach = opening_reach(robot);
-    let try_dir = |u: Vector3<f64>, cap: f64, best: &mut Depth, scratch: &mut Scratch| {
+    search.near_first(hint);
+    if search.best.depth == 0.0 {
+        return search.best;
+    }
+    for u in fibonacci_sphere(effort.fibonacci) {
+        search.try_direction(u, f64::INFINITY);
+    }
+    search.refine(effort);
+    search.best
+}
+
+/// One depth search: the best direction so far and what each direction's search needs.
+struct DepthSearch<'a> {
+    world: &'a Bvh,
+    robot: &'a Bvh,
+    pose: &'a Isometry3<f64>,
+    /// The separation that counts as apart.
+    gap: f64,
+    /// The reach of a direction searched first ([`opening_reach`]).
+    default_reach: f64,
+    scratch: &'a mut Scratch,
+    best: Depth,
+}
+
+impl DepthSearch<'_> {
+    /// Searches direction `u` (any length; none if zero or NaN) out to `cap`, and keeps
+    /// it if it separates sooner than the best; nothing once the budget is spent and a
+    /// depth is known.
+    fn try_direction(&mut self, u: Vector3<f64>, cap: f64) {
         let n = u.norm();
         if n.is_nan() || n <= 0.0 {
             return;
         }
         let u = u / n;
-        if best.depth.is_finite() && scratch.budget == 0 {
-            best.cut_short = true;
+        if self.best.depth.is_finite() && self.scratch.budget == 0 {
+            self.best.cut_short = true;
             return;
         }
-        best.directions += 1;
+        self.best.directions += 1;
         // Searched before to a quarter of `cap` (the reach of the first directions
         // grows fourfold): gathered over the whole of it at once.
-        let first_reach = if cap.is_finite() { cap } else { default_reach };
-        let cap = cap.min(best.depth);
-        if let Some(s) = separation_from(world, robot, pose, &u, cap, gap, first_reach, scratch) {
-            if s < best.depth {
-                best.depth = s;
-                best.direction = u;
-            }
-        }
-    };
-    // The hint and the six axes, each searched only as far as a reach that grows
-    // fourfold until one of them separates within it: a direction along which the
-    // parts stay crossed for long (through the world) costs no more than the reach
-    // where the best of them separates.
-    let mut first: Vec<Vector3<f64>> = hint.into_iter().filter(|h| h.norm() > 0.0).collect();
-    for k in 0..3 {
-        let mut e = Vector3::zeros();
-        e[k] = 1.0;
-        first.extend([e, -e]);
-    }
-    let mut reach = default_reach.max(gap);
-    let mut retried = 0;
-    while best.depth.is_infinite() {
-        let last = reach.is_infinite();
-        for &u in &first {
-            try_dir(u, reach, &mut best, scratch);
-            if best.depth == 0.0 {
-                break;
-            }
-        }
-        if last || best.depth.is_finite() {
-            break;
-        }
-        // A direction counts once, however often its reach grew.
-        retried += first.len();
-        reach = if reach > 1e300 {
-            f64::INFINITY
+        let first_reach = if cap.is_finite() {
+            cap
         } else {
-            4.0 * reach
+            self.default_reach
         };
-    }
-    best.directions = best.directions.saturating_sub(retried);
-    if best.depth == 0.0 {
-        return best;
-    }
-    for u in fibonacci_sphere(effort.fibonacci) {
-        try_dir(u, f64::INFINITY, &mut best, scratch);
-    }
-    // Pattern search about the best direction.
-    let mut angle = (4.0 * std::f64::consts::PI / (effort.fibonacci + 6) as f64).sqrt();
-    for _ in 0..effort.refinements {
-        angle *= 0.5;
-        loop {
-            let u = best.direction;
-            let (t1, t2) = tangents(&u);
-            let before = best.depth;
-            for d in [t1, -t1, t2, -t2] {
-                try_dir(
-                    u * angle.cos() + d * angle.sin(),
-                    f64::INFINITY,
-                    &mut best,
-                    scratch,
-                );
-            }
-            if best.depth >= before {
-                break;
+        let cap = cap.min(self.best.depth);
+        let (world, robot, pose, gap) = (self.world, self.robot, self.pose, self.gap);
+        if let Some(s) =
+            separation_from(world, robot, pose, &u, cap, gap, first_reach, self.scratch)
+        {
+            if s < self.best.depth {
+                self.best.depth = s;
+                self.best.direction = u;
             }
         }
     }
-    best
+
+    /// The hint and the six axes, each searched only as far as a reach that grows
+    /// fourfold until one of them separates within it: a direction along which the parts
+    /// stay crossed for long (through the world) costs no more than the reach where the
+    /// best of them separates. A direction counts once, however often its reach grew.
+    fn near_first(&mut self, hint: Option<Vector3<f64>>) {
+        let mut first: Vec<Vector3<f64>> = hint.into_iter().filter(|h| h.norm() > 0.0).collect();
+        for k in 0..3 {
+            let mut e = Vector3::zeros();
+            e[k] = 1.0;
+            first.extend([e, -e]);
+        }
+        let mut reach = self.default_reach.max(self.gap);
+        let mut retried = 0;
+        while self.best.depth.is_infinite() {
+            let last = reach.is_infinite();
+            for &u in &first {
+                self.try_direction(u, reach);
+                if self.best.depth == 0.0 {
+                    break;
+                }
+            }
+            if last || self.best.depth.is_finite() {
+                break;
+            }
+            retried += first.len();
+            reach = if reach > 1e300 {
+                f64::INFINITY
+            } else {
+                4.0 * reach
+            };
+        }
+        self.best.directions = self.best.directions.saturating_sub(retried);
+    }
+
+    /// Pattern search about the best direction: four tilts by an angle that halves
+    /// `effort.refinements` times, each angle kept while it improves.
+    fn refine(&mut self, effort: Effort) {
+        let mut angle = (4.0 * std::f64::consts::PI / (effort.fibonacci + 6) as f64).sqrt();
+        for _ in 0..effort.refinements {
+            angle *= 0.5;
+            loop {
+                let u = self.best.direction;
+                let (t1, t2) = tangents(&u);
+                let before = self.best.depth;
+                for d in [t1, -t1, t2, -t2] {
+                    self.try_direction(u * angle.cos() + d * angle.sin(), f64::INFINITY);
+                }
+                if self.best.depth >= before {
+                    break;
+                }
+            }
+        }
+    }
 }
 
 /// `n` unit vectors spread evenly over the sphere (the spherical Fibonacci set).

@@ -275,55 +275,23 @@ pub fn widest(
     to: &Point3<f64>,
     search: &mut Search,
 ) -> Option<Corridor> {
-    let extent = hi - lo;
-    if !(extent.min() > 0.0 && search.side > 0.0) {
-        return None;
-    }
-    // The side asked for, coarser when the box needs more cells than allowed.
-    let volume = extent.x * extent.y * extent.z;
-    let side = search.side.max((volume / search.max_cells as f64).cbrt());
-    search.side = side;
-    let dims = [0, 1, 2].map(|k| ((extent[k] / side).ceil() as usize).max(1));
-    let cells = dims[0] * dims[1] * dims[2];
-    let mut grid = Grid {
-        lo: *lo,
-        side,
-        dims,
-        lower: vec![0.0; cells],
-        queried: vec![false; cells],
-    };
+    let mut grid = Grid::over(lo, hi, search)?;
     let starts = grid.links(from, distance, sees, search)?;
-    let mut is_goal = vec![false; cells];
+    let mut is_goal = vec![false; grid.lower.len()];
     for g in grid.links(to, distance, sees, search)? {
         is_goal[g] = true;
     }
-    // A cell's label: the width of the best path to it so far (greatest first) and its
-    // length. The heap orders by width, quantized to a quarter cell so that paths about
-    // as wide compete on length plus the distance left (A*), then by cell index, which
-    // keeps the search deterministic.
-    let quantum = 0.25 * side;
-    let mut width = vec![f64::NEG_INFINITY; cells];
-    let mut cost = vec![f64::INFINITY; cells];
-    let mut parent = vec![u32::MAX; cells];
-    let mut closed = vec![false; cells];
-    let mut open = BinaryHeap::new();
-    let key = |w: f64, c: f64, j: usize, grid: &Grid| {
-        let level = (w / quantum).floor().clamp(-1e15, 1e15) as i64;
-        let f = c + (grid.centre(j) - to).norm();
-        (level, Reverse(f.to_bits()), Reverse(j))
-    };
+    let mut labels = Labels::new(grid.lower.len(), 0.25 * grid.side, *to);
     for &i in &starts {
         let d = grid.exact(i, distance, search);
-        width[i] = d;
-        cost[i] = (grid.centre(i) - from).norm();
-        open.push(key(width[i], cost[i], i, &grid));
+        labels.set(i, d, (grid.centre(i) - from).norm(), u32::MAX, &grid);
     }
     let mut reached = None;
-    while let Some((_, _, Reverse(i))) = open.pop() {
-        if closed[i] {
+    while let Some((_, _, Reverse(i))) = labels.open.pop() {
+        if labels.closed[i] {
             continue;
         }
-        closed[i] = true;
+        labels.closed[i] = true;
         search.expanded += 1;
         if is_goal[i] {
             reached = Some(i);
@@ -332,6 +300,83 @@ pub fn widest(
         if search.queries > search.max_queries {
             return None;
         }
+        labels.expand(i, &mut grid, distance, search);
+    }
+    let last = reached?;
+    let mut points = vec![*to];
+    points.extend(labels.path_to(last).into_iter().map(|i| grid.centre(i)));
+    points.push(*from);
+    points.reverse();
+    Some(Corridor {
+        points,
+        width: labels.width[last],
+    })
+}
+
+impl Grid {
+    /// The grid over the box `lo`..`hi` at the search's side, coarser when the box needs
+    /// more cells than allowed (the side used is written back); `None` for an empty box.
+    fn over(lo: &Vector3<f64>, hi: &Vector3<f64>, search: &mut Search) -> Option<Grid> {
+        let extent = hi - lo;
+        if !(extent.min() > 0.0 && search.side > 0.0) {
+            return None;
+        }
+        let volume = extent.x * extent.y * extent.z;
+        let side = search.side.max((volume / search.max_cells as f64).cbrt());
+        search.side = side;
+        let dims = [0, 1, 2].map(|k| ((extent[k] / side).ceil() as usize).max(1));
+        let cells = dims[0] * dims[1] * dims[2];
+        Some(Grid {
+            lo: *lo,
+            side,
+            dims,
+            lower: vec![0.0; cells],
+            queried: vec![false; cells],
+        })
+    }
+}
+
+/// The labels of [`widest`]'s search. A cell's label: the width of the best path to it
+/// so far (greatest first) and its length. The heap orders by width, quantized to a
+/// quarter cell so that paths about as wide compete on length plus the distance left
+/// (A*), then by cell index, which keeps the search deterministic.
+struct Labels {
+    width: Vec<f64>,
+    cost: Vec<f64>,
+    parent: Vec<u32>,
+    closed: Vec<bool>,
+    open: BinaryHeap<(i64, Reverse<u64>, Reverse<usize>)>,
+    quantum: f64,
+    /// The goal, for the distance left.
+    to: Point3<f64>,
+}
+
+impl Labels {
+    fn new(cells: usize, quantum: f64, to: Point3<f64>) -> Labels {
+        Labels {
+            width: vec![f64::NEG_INFINITY; cells],
+            cost: vec![f64::INFINITY; cells],
+            parent: vec![u32::MAX; cells],
+            closed: vec![false; cells],
+            open: BinaryHeap::new(),
+            quantum,
+            to,
+        }
+    }
+
+    /// Labels cell `j` with width `w`, length `c` and `parent`, and queues it.
+    fn set(&mut self, j: usize, w: f64, c: f64, parent: u32, grid: &Grid) {
+        self.width[j] = w;
+        self.cost[j] = c;
+        self.parent[j] = parent;
+        let level = (w / self.quantum).floor().clamp(-1e15, 1e15) as i64;
+        let f = c + (grid.centre(j) - self.to).norm();
+        self.open.push((level, Reverse(f.to_bits()), Reverse(j)));
+    }
+
+    /// Relabels the open neighbours of cell `i` that a path through it makes wider (to
+    /// the quantum) or, as wide, shorter.
+    fn expand(&mut self, i: usize, grid: &mut Grid, distance: &mut Distance, search: &mut Search) {
         let (x, y, z) = grid.coords(i);
         for dz in -1..=1 {
             for dy in -1..=1 {
@@ -339,44 +384,41 @@ pub fn widest(
                     let Some(j) = grid.index(x + dx, y + dy, z + dz) else {
                         continue;
                     };
-                    if closed[j] {
+                    if self.closed[j] {
                         continue;
                     }
-                    let l = side * ((dx * dx + dy * dy + dz * dz) as f64).sqrt();
+                    let l = grid.side * ((dx * dx + dy * dy + dz * dz) as f64).sqrt();
                     grid.lower[j] = grid.lower[j].max(grid.lower[i] - l);
                     // The edge decides only where it is narrower than the path so far.
-                    let w = width[i].min(grid.edge(i, j, l, width[i], distance, search));
-                    let c = cost[i] + l;
-                    let better = (w / quantum).floor() > (width[j] / quantum).floor()
-                        || ((w / quantum).floor() == (width[j] / quantum).floor() && c < cost[j]);
+                    let wi = self.width[i];
+                    let w = wi.min(grid.edge(i, j, l, wi, distance, search));
+                    let c = self.cost[i] + l;
+                    let q = self.quantum;
+                    let better = (w / q).floor() > (self.width[j] / q).floor()
+                        || ((w / q).floor() == (self.width[j] / q).floor() && c < self.cost[j]);
                     // A width of zero may touch the world (a segment through a surface
                     // that lies half-way between two centres); a thousandth of a cell
                     // keeps rounding from passing it.
-                    if w <= 1e-3 * side || !better {
+                    if w <= 1e-3 * grid.side || !better {
                         continue;
                     }
-                    width[j] = w;
-                    cost[j] = c;
-                    parent[j] = i as u32;
-                    open.push(key(w, c, j, &grid));
+                    self.set(j, w, c, i as u32, grid);
                 }
             }
         }
     }
-    let last = reached?;
-    let width = width[last];
-    let mut cells_path = vec![last];
-    while let Some(&i) = cells_path.last() {
-        if parent[i] == u32::MAX {
-            break;
+
+    /// The cells from `last` back to a start.
+    fn path_to(&self, last: usize) -> Vec<usize> {
+        let mut cells = vec![last];
+        while let Some(&i) = cells.last() {
+            if self.parent[i] == u32::MAX {
+                break;
+            }
+            cells.push(self.parent[i] as usize);
         }
-        cells_path.push(parent[i] as usize);
+        cells
     }
-    let mut points = vec![*to];
-    points.extend(cells_path.into_iter().map(|i| grid.centre(i)));
-    points.push(*from);
-    points.reverse();
-    Some(Corridor { points, width })
 }
 
 /// `path` (every segment clear by `clear`) cut greedily: from each kept waypoint to the

@@ -366,54 +366,104 @@ pub fn validate(problem: &Problem, clearance: f64) -> Result<(), PlanError> {
 }
 
 /// Plans a path for `problem`; `progress` is called about ten times a second.
+///
+/// The steps: check the options' steps and the start and goal (`Steps::checked`,
+/// `validate`); choose the guide (`guide_of`); grow the trees on every thread
+/// (`search`); simplify the path of the thread that first joined its trees and sum
+/// the work (`summary`).
 pub fn plan(
     problem: &Problem,
     options: &PlanOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Plan, PlanError> {
-    let clearance = options
-        .clearance
-        .unwrap_or_else(|| default_clearance(problem.robot));
-    if !(clearance > 0.0 && clearance.is_finite()) {
-        return Err(PlanError::Options(format!(
-            "the clearance must be positive, not {clearance}"
-        )));
-    }
-    let range = options.range.unwrap_or(0.03 * problem.space.extent());
-    if !(range > 0.0 && range.is_finite()) {
-        return Err(PlanError::Options(format!(
-            "the range must be positive, not {range}"
-        )));
-    }
-    let long = options.max_range.unwrap_or(problem.space.extent());
-    if !(long >= range && long.is_finite()) {
-        return Err(PlanError::Options(format!(
-            "the longest step must be at least the step {range}, not {long}"
-        )));
-    }
-    let weight = options.rotation_weight;
-    if !(weight > 0.0 && weight.is_finite()) {
-        return Err(PlanError::Options(format!(
-            "the rotation weight must be positive, not {weight}"
-        )));
-    }
-    validate(problem, clearance)?;
-    let threads = options.threads.max(1);
+    let steps = Steps::checked(problem, options)?;
+    validate(problem, steps.clearance)?;
     let start = Instant::now();
-    let mut corridor_report = None;
-    let guide = if !options.guide.is_empty() {
-        Guide {
+    let (guide, corridor) = guide_of(problem, options);
+    let outcomes = search(problem, options, &guide, &steps, start, progress);
+    let solve_seconds = start.elapsed().as_secs_f64();
+    Ok(summary(
+        problem,
+        options,
+        outcomes,
+        &steps,
+        solve_seconds,
+        corridor,
+    ))
+}
+
+/// The planner's lengths, from the options or their defaults, checked.
+struct Steps {
+    clearance: f64,
+    range: f64,
+    long: f64,
+    weight: f64,
+}
+
+impl Steps {
+    fn checked(problem: &Problem, options: &PlanOptions) -> Result<Steps, PlanError> {
+        let clearance = options
+            .clearance
+            .unwrap_or_else(|| default_clearance(problem.robot));
+        if !(clearance > 0.0 && clearance.is_finite()) {
+            return Err(PlanError::Options(format!(
+                "the clearance must be positive, not {clearance}"
+            )));
+        }
+        let range = options.range.unwrap_or(0.03 * problem.space.extent());
+        if !(range > 0.0 && range.is_finite()) {
+            return Err(PlanError::Options(format!(
+                "the range must be positive, not {range}"
+            )));
+        }
+        let long = options.max_range.unwrap_or(problem.space.extent());
+        if !(long >= range && long.is_finite()) {
+            return Err(PlanError::Options(format!(
+                "the longest step must be at least the step {range}, not {long}"
+            )));
+        }
+        let weight = options.rotation_weight;
+        if !(weight > 0.0 && weight.is_finite()) {
+            return Err(PlanError::Options(format!(
+                "the rotation weight must be positive, not {weight}"
+            )));
+        }
+        Ok(Steps {
+            clearance,
+            range,
+            long,
+            weight,
+        })
+    }
+}
+
+/// The guide of the samples: the options' states, else the corridor's (with its
+/// report) when asked for, else none.
+fn guide_of(problem: &Problem, options: &PlanOptions) -> (Guide, Option<CorridorReport>) {
+    if !options.guide.is_empty() {
+        let guide = Guide {
             states: options.guide.clone(),
             point: None,
-        }
+        };
+        (guide, None)
     } else if options.corridor {
         let (guide, report) = corridor_guide(problem);
-        corridor_report = Some(report);
-        guide
+        (guide, Some(report))
     } else {
-        Guide::default()
-    };
-    let guide = &guide;
+        (Guide::default(), None)
+    }
+}
+
+/// Grows the trees on `options.threads` threads (seeds `seed`, `seed + 1`, ...) until
+/// one joins its trees or the time runs out; the threads' searches, in thread order.
+fn search<'a>(
+    problem: &Problem<'a>,
+    options: &PlanOptions,
+    guide: &Guide,
+    steps: &Steps,
+    start: Instant,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Vec<Search<'a>> {
     let stop = AtomicBool::new(false);
     let states = AtomicUsize::new(0);
     let shared = Shared {
@@ -422,12 +472,13 @@ pub fn plan(
         states: &states,
         progress,
     };
-    let mut outcomes: Vec<Search> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..options.threads.max(1))
             .map(|k| {
                 let shared = &shared;
                 scope.spawn(move || {
                     let seed = options.seed.wrapping_add(k as u64);
+                    let (clearance, range, long) = (steps.clearance, steps.range, steps.long);
                     let mut s =
                         Search::new(problem, options, guide, clearance, range, long, seed, k);
                     s.run(shared);
@@ -439,13 +490,19 @@ pub fn plan(
             .into_iter()
             .map(|h| h.join().expect("a planner thread panicked"))
             .collect()
-    });
-    let solve_seconds = start.elapsed().as_secs_f64();
-    let total_states = outcomes
-        .iter()
-        .map(|s| s.trees[0].len() + s.trees[1].len())
-        .sum();
-    let samples = outcomes.iter().map(|s| s.samples).sum();
+    })
+}
+
+/// The plan: the path of the thread that first joined its trees, simplified, and the
+/// counts of every thread.
+fn summary(
+    problem: &Problem,
+    options: &PlanOptions,
+    mut outcomes: Vec<Search>,
+    steps: &Steps,
+    solve_seconds: f64,
+    corridor: Option<CorridorReport>,
+) -> Plan {
     let winner = outcomes
         .iter()
         .enumerate()
@@ -453,23 +510,31 @@ pub fn plan(
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| k);
     let mut work = Work::default();
+    for s in &outcomes {
+        work.queries += s.checker.work.queries;
+        work.sweeps += s.checker.work.sweeps;
+        work.motions += s.checker.work.motions;
+    }
     let mut result = Plan {
         solved: false,
         path: Vec::new(),
         raw_states: 0,
-        states: total_states,
-        samples,
+        states: outcomes
+            .iter()
+            .map(|s| s.trees[0].len() + s.trees[1].len())
+            .sum(),
+        samples: outcomes.iter().map(|s| s.samples).sum(),
         solve_seconds,
         simplify_seconds: 0.0,
         length: 0.0,
         raw_length: 0.0,
-        clearance,
-        range,
-        max_range: long,
-        rotation_weight: weight,
+        clearance: steps.clearance,
+        range: steps.range,
+        max_range: steps.long,
+        rotation_weight: steps.weight,
         thread: winner.unwrap_or(0),
         work,
-        corridor: corridor_report,
+        corridor,
     };
     if let Some(k) = winner {
         let s = &mut outcomes[k];
@@ -489,13 +554,7 @@ pub fn plan(
         result.length = length(&problem.space, result.path.iter());
         result.solved = true;
     }
-    for s in &outcomes {
-        work.queries += s.checker.work.queries;
-        work.sweeps += s.checker.work.sweeps;
-        work.motions += s.checker.work.motions;
-    }
-    result.work = work;
-    Ok(result)
+    result
 }
 
 /// The length of a path in the space's metric.

@@ -9,6 +9,14 @@ use super::pairs::{descend, moved_node, scratch_moved, Entry, PairFrame, PairScr
 use super::{Bvh, Closest, Kind};
 use crate::proximity::exact::{edge_axes_separate, triangle_distance};
 
+/// The other mesh's moved triangles in a [`PairScratch`]: its cache, stamps and
+/// generation ([`scratch_moved`]).
+type MovedTriangles<'s> = (
+    &'s mut [([Point3<f64>; 3], crate::mesh::Aabb, super::Plane)],
+    &'s mut [u32],
+    u32,
+);
+
 /// How far a distance query may stop short of the exact distance: once its lower bound
 /// is within `absolute + relative * distance` of the best pair found, or has reached
 /// `enough`.
@@ -49,6 +57,34 @@ fn bounded(best: Closest, found: bool, lower: f64, upper: f64) -> Option<Bounded
         },
         lower,
     })
+}
+
+/// The best-first queue of a distance query's node pairs. A pair whose bound is at least
+/// the cut-off never opens (the cut-off only falls as the best pair improves): it is not
+/// queued, and the least such bound is kept for the answer's lower bound.
+struct Queue<'h> {
+    heap: &'h mut std::collections::BinaryHeap<Entry>,
+    skipped: f64,
+}
+
+impl<'h> Queue<'h> {
+    fn new(heap: &'h mut std::collections::BinaryHeap<Entry>) -> Queue<'h> {
+        heap.clear();
+        Queue {
+            heap,
+            skipped: f64::INFINITY,
+        }
+    }
+
+    /// Queues the pair `(i, j)` at `bound` unless it is at least `cut`.
+    fn offer(&mut self, cut: f64, bound: f64, i: usize, j: usize) {
+        let e = Entry::new(bound, i, j);
+        if e.bound() >= cut {
+            self.skipped = self.skipped.min(e.bound());
+        } else {
+            self.heap.push(e);
+        }
+    }
 }
 
 impl Bvh {
@@ -113,95 +149,95 @@ impl Bvh {
             let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
             frame.gaps(&self.nodes[i], &other.nodes[j], mb).value()
         };
-        let heap = &mut scratch.heap;
-        heap.clear();
-        // A pair whose bound is at least the cut-off never opens (the cut-off only falls
-        // as the best pair improves): it is not queued, and the least such bound is kept
-        // for the answer's lower bound.
         let cut = |best: &Closest| {
             (best.distance - slack.absolute - slack.relative * best.distance).min(slack.enough)
         };
-        let mut skipped = f64::INFINITY;
-        let queue = |heap: &mut std::collections::BinaryHeap<Entry>,
-                     skipped: &mut f64,
-                     cut: f64,
-                     bound: f64,
-                     i: usize,
-                     j: usize| {
-            let e = Entry::new(bound, i, j);
-            if e.bound() >= cut {
-                *skipped = skipped.min(e.bound());
-            } else {
-                heap.push(e);
-            }
-        };
-        heap.push(Entry::new(bound(0, 0), 0, 0));
+        let mut queue = Queue::new(&mut scratch.heap);
+        queue.offer(f64::INFINITY, bound(0, 0), 0, 0);
         let mut lower = best.distance;
-        while let Some(e) = heap.pop() {
+        while let Some(e) = queue.heap.pop() {
             if e.bound() >= cut(&best) {
                 lower = e.bound().min(best.distance);
                 break;
             }
             let (i, j) = (e.i as usize, e.j as usize);
-            let (a, b) = (&self.nodes[i], &other.nodes[j]);
-            let c = cut(&best);
-            match (a.kind, b.kind) {
-                (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
-                    for ib in s2..e2 {
-                        let (tb, bb, pb) = scratch_moved(
-                            &mut scratch.cache,
-                            &mut scratch.stamp,
-                            scratch.generation,
-                            other,
-                            pose,
-                            ib,
-                        );
-                        for ia in start..end {
-                            if box_box_distance(&self.boxes[ia], bb) >= best.distance
-                                || self.planes[ia].gap(tb) >= best.distance
-                                || pb.gap(&self.triangles[ia]) >= best.distance
-                            {
-                                continue;
-                            }
-                            let found = triangle_distance(&self.triangles[ia], tb);
-                            if improve(&mut best, &mut best_pair, (ia, ib), found) {
-                                scratch.hint = best_pair;
-                                return Some(Bounded::exact(best));
-                            }
-                        }
-                    }
+            if let Some(children) = self.split(other, i, j) {
+                let c = cut(&best);
+                for (ci, cj) in children {
+                    queue.offer(c, bound(ci, cj), ci, cj);
                 }
-                (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
-                    queue(heap, &mut skipped, c, bound(left, j), left, j);
-                    queue(heap, &mut skipped, c, bound(right, j), right, j);
-                }
-                (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
-                    queue(heap, &mut skipped, c, bound(i, left), i, left);
-                    queue(heap, &mut skipped, c, bound(i, right), i, right);
-                }
-                (
-                    Kind::Inner { left, right },
-                    Kind::Inner {
-                        left: l2,
-                        right: r2,
-                    },
-                ) => {
-                    // Split the larger sphere.
-                    if a.radius >= b.radius {
-                        queue(heap, &mut skipped, c, bound(left, j), left, j);
-                        queue(heap, &mut skipped, c, bound(right, j), right, j);
-                    } else {
-                        queue(heap, &mut skipped, c, bound(i, l2), i, l2);
-                        queue(heap, &mut skipped, c, bound(i, r2), i, r2);
-                    }
-                }
+                continue;
+            }
+            let (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) =
+                (self.nodes[i].kind, other.nodes[j].kind)
+            else {
+                continue;
+            };
+            let touching = self.nearest_in_leaves(
+                other,
+                pose,
+                (start..end, s2..e2),
+                (&mut scratch.cache, &mut scratch.stamp, scratch.generation),
+                &mut best,
+                &mut best_pair,
+            );
+            if touching {
+                scratch.hint = best_pair;
+                return Some(Bounded::exact(best));
             }
         }
+        let skipped = queue.skipped;
         let lower = lower.min(skipped.min(best.distance));
         if best_pair.is_some() {
             scratch.hint = best_pair;
         }
         bounded(best, best_pair.is_some(), lower, upper)
+    }
+
+    /// The two pairs a pair of nodes splits into, `None` for two leaves: the inner
+    /// node's children, or those of the larger sphere when both are inner.
+    fn split(&self, other: &Bvh, i: usize, j: usize) -> Option<[(usize, usize); 2]> {
+        let (a, b) = (&self.nodes[i], &other.nodes[j]);
+        match (a.kind, b.kind) {
+            (Kind::Leaf { .. }, Kind::Leaf { .. }) => None,
+            (Kind::Inner { left, right }, Kind::Leaf { .. }) => Some([(left, j), (right, j)]),
+            (Kind::Inner { left, right }, Kind::Inner { .. }) if a.radius >= b.radius => {
+                Some([(left, j), (right, j)])
+            }
+            (_, Kind::Inner { left, right }) => Some([(i, left), (i, right)]),
+        }
+    }
+
+    /// Measures the pairs of this mesh's triangles `leaves.0` and the other's
+    /// `leaves.1` (moved by `pose` into `moved`, the scratch's cache, stamps and
+    /// generation) that their boxes and planes leave closer than `best`, keeping the
+    /// closest; true when the meshes touch.
+    fn nearest_in_leaves(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        leaves: (std::ops::Range<usize>, std::ops::Range<usize>),
+        moved: MovedTriangles,
+        best: &mut Closest,
+        best_pair: &mut Option<(usize, usize)>,
+    ) -> bool {
+        let (cache, stamp, generation) = moved;
+        for ib in leaves.1 {
+            let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
+            for ia in leaves.0.clone() {
+                if box_box_distance(&self.boxes[ia], bb) >= best.distance
+                    || self.planes[ia].gap(tb) >= best.distance
+                    || pb.gap(&self.triangles[ia]) >= best.distance
+                {
+                    continue;
+                }
+                let found = triangle_distance(&self.triangles[ia], tb);
+                if improve(best, best_pair, (ia, ib), found) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Whether `other`, placed by `pose`, is at least `floor` from this mesh: a decision,
