@@ -218,7 +218,8 @@ fn soak(scene_name: &str, targets: &str, n: u64) {
 
     // The clean tail: no more faults; the loop must render contact again. Button chatter
     // on the clutch re-indexed the workspace at random, so first the user re-homes it (and
-    // resets the object onto the stylus, through the thread's command channel).
+    // resets the objects to their start, through the thread's command channel, which
+    // re-arms the output).
     device.inner_mut().calm();
     sim.workspace = home;
     commands.send(Command::Reset).unwrap();
@@ -319,10 +320,13 @@ fn soak(scene_name: &str, targets: &str, n: u64) {
         tail.on_fraction(),
         reference.on_fraction()
     );
-    // And the contacts are felt as strongly as without faults: the peak force at least
-    // half the reference's (the peak varies by where in the loop the contact is met).
+    // And the contacts are felt about as strongly as without faults: the peak force
+    // between half and twice the reference's (the peak varies by where in the loop the
+    // contact is met; an object caught in the bridge presses at the clamp).
     assert!(
-        reference.peak_force > 0.1 && tail.peak_force >= 0.5 * reference.peak_force,
+        reference.peak_force > 0.1
+            && tail.peak_force >= 0.5 * reference.peak_force
+            && tail.peak_force <= 2.0 * reference.peak_force,
         "peak force after recovery {} N, {} N without faults",
         tail.peak_force,
         reference.peak_force

@@ -277,6 +277,10 @@ impl<D: Device> ChaosDevice<D> {
 }
 
 impl<D: Device> Device for ChaosDevice<D> {
+    fn rearm(&mut self) {
+        self.inner.rearm()
+    }
+
     fn info(&self) -> &DeviceInfo {
         self.inner.info()
     }

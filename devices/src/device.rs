@@ -288,6 +288,12 @@ pub trait Device {
     fn reconnect(&mut self) -> Result<(), DeviceError> {
         Err(DeviceError::Unsupported("this device cannot reconnect"))
     }
+
+    /// Holds the output at zero until the commanded force is small, then ramps it up, as
+    /// when output is first enabled: the haptic thread calls it when the simulation
+    /// jumps (a reset). The safety layer does this, a wrapper passes it on, and the
+    /// default does nothing. Never allocates.
+    fn rearm(&mut self) {}
 }
 
 impl<D: Device + ?Sized> Device for Box<D> {
@@ -302,6 +308,9 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn reconnect(&mut self) -> Result<(), DeviceError> {
         (**self).reconnect()
+    }
+    fn rearm(&mut self) {
+        (**self).rearm()
     }
 }
 

@@ -75,6 +75,10 @@ impl<D: Device> TapDevice<D> {
 }
 
 impl<D: Device> Device for TapDevice<D> {
+    fn rearm(&mut self) {
+        self.inner.rearm()
+    }
+
     fn info(&self) -> &DeviceInfo {
         self.inner.info()
     }

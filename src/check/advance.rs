@@ -374,10 +374,12 @@ enum Near {
 /// sweep that clears and halving after each that fails, the failed one tried again
 /// shorter from the same place, until a sweep at the first growth fails. The walk's next
 /// sample is where the last cleared sweep ended, or one conservative step on when none
-/// did. The conservative step bounds the motion of every point of the robot; the sweep
-/// counts only the motion towards the world, so a robot sliding past the world goes many
-/// conservative steps at once. A failed sweep costs a fraction of a distance (about a
-/// third in sliding contact), so the walk shortens its stride before it measures again.
+/// did (a stride that reached a segment's end keeps its growth for the next segment,
+/// whose first sweep, if it fails, leads to that step). The conservative step bounds the
+/// motion of every point of the robot; the sweep counts only the motion towards the
+/// world, so a robot sliding past the world goes many conservative steps at once. A
+/// failed sweep costs a fraction of a distance, so the walk shortens its stride before it
+/// measures again.
 ///
 /// The first growth is one step in a whole check, which spends its time sliding past the
 /// world, and four in a check that stops at the first contact, whose robot mostly
@@ -490,8 +492,13 @@ mod tests {
         );
         // The next sample starts again at one step, and one conservative step is taken
         // when even that fails.
-        let t = stride.next(0.6, 0.01, &mut |_, _| false);
-        assert_eq!(t, Step::Conservative(0.61));
+        let mut first = None;
+        let t = stride.next(0.6, 0.02, &mut |t0, t1| {
+            first.get_or_insert((t0, t1));
+            false
+        });
+        assert_eq!(first, Some((0.6, 0.62)));
+        assert_eq!(t, Step::Conservative(0.62));
     }
 
     /// A check that stops at the first contact starts its strides at four steps.
@@ -510,11 +517,15 @@ mod tests {
         // 4 steps clear, 8 fail, 4 clear, 8 and 4 fail: the walk measures at 0.08.
         assert_eq!(ends, [0.04, 0.12, 0.08, 0.16, 0.12], "{asked:?}");
         assert!(matches!(t, Step::Swept(t) if (t - 0.08).abs() < 1e-12));
-        // A sweep of four steps that fails from the sample: one conservative step.
-        assert_eq!(
-            stride.next(0.5, 0.01, &mut |_, _| false),
-            Step::Conservative(0.51)
-        );
+        // The next sample starts again at four steps; when that fails, one
+        // conservative step.
+        let mut first = None;
+        let t = stride.next(0.5, 0.01, &mut |t0, t1| {
+            first.get_or_insert((t0, t1));
+            false
+        });
+        assert_eq!(first, Some((0.5, 0.54)));
+        assert_eq!(t, Step::Conservative(0.51));
     }
 
     /// No sweep is needed when the conservative step reaches the segment's end.

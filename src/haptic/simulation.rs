@@ -264,11 +264,13 @@ impl HapticSimulation {
     /// the deformable objects at rest; and forgets the traversal caches and the friction
     /// state. The workspace mapping is kept.
     ///
-    /// The initial pose is free of contact, which the manipulandum need not be: an object
-    /// put on a stylus that is inside a wall (output off, nothing pushed it out) would
-    /// start deep inside and stay caught there. From the initial pose the coupling draws
-    /// the object to the manipulandum by swept motions, and the safety layer's gate holds
-    /// the force off until the two meet.
+    /// The scene places the object at its initial pose, free of contact there as the scene
+    /// is written; the manipulandum need not be: an object put on a stylus that is inside
+    /// a wall (output off, nothing pushed it out) would start deep inside and stay caught
+    /// there. From the initial pose the coupling draws the object to the manipulandum by
+    /// swept motions (it stops at a wall in between, as any motion does). The haptic
+    /// thread re-arms the device after a reset ([`haptics_devices::Device::rearm`]): the
+    /// force stays off until the coupling's is small, when the two have met, then ramps.
     pub fn reset(&mut self) {
         self.coupling.pose = self.start;
         self.traversed_at = None;

@@ -292,8 +292,9 @@ pub struct CycleOutcome {
     pub elapsed: Duration,
 }
 
-/// One cycle of the haptic thread: drain the commands (non-blocking), read the device,
-/// run the simulation's cycle, write the wrench. Zero force is written when the read
+/// One cycle of the haptic thread: drain the commands (non-blocking; after a reset the
+/// device re-arms, [`Device::rearm`]), read the device, run the simulation's cycle,
+/// write the wrench. Zero force is written when the read
 /// failed, the cycle faulted (a non-finite or absurd pose), or the cycle took longer than
 /// `period` (a late force is a wrong force). The thread's loop runs exactly this; soak
 /// tests drive it directly, without the scheduler's sleeps.
@@ -304,7 +305,10 @@ pub fn haptic_cycle(
     period: Duration,
 ) -> CycleOutcome {
     let t0 = Instant::now();
-    apply_commands(sim, commands);
+    if apply_commands(sim, commands) {
+        // The object jumped: the force goes through the gate and the ramp again.
+        device.rearm();
+    }
     let mut fault = None;
     let report = match device.read() {
         Ok(s) => Some(sim.device_cycle(&s.pose, s.buttons)),
@@ -338,12 +342,18 @@ pub fn haptic_cycle(
     }
 }
 
-/// Applies every queued command (non-blocking; commands are plain values).
-fn apply_commands(sim: &mut HapticSimulation, rx: &Receiver<Command>) {
+/// Applies every queued command (non-blocking; commands are plain values). Returns
+/// whether one was a reset.
+fn apply_commands(sim: &mut HapticSimulation, rx: &Receiver<Command>) -> bool {
+    let mut reset = false;
     while let Ok(c) = rx.try_recv() {
         match c {
             Command::Set(p, v) => sim.set(p, v),
-            Command::Reset => sim.reset(),
+            Command::Reset => {
+                sim.reset();
+                reset = true;
+            }
         }
     }
+    reset
 }

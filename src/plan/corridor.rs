@@ -375,7 +375,8 @@ impl Labels {
     }
 
     /// Relabels the open neighbours of cell `i` that a path through it makes wider (to
-    /// the quantum) or, as wide, shorter.
+    /// the quantum) or, as wide, shorter; raises their lower bounds of the distance on
+    /// the way (the grid's, from cell `i`'s).
     fn expand(&mut self, i: usize, grid: &mut Grid, distance: &mut Distance, search: &mut Search) {
         let (x, y, z) = grid.coords(i);
         for dz in -1..=1 {

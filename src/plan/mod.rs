@@ -494,7 +494,7 @@ fn search<'a>(
 }
 
 /// The plan: the path of the thread that first joined its trees, simplified, and the
-/// counts of every thread.
+/// counts of every thread (the simplification's work included).
 fn summary(
     problem: &Problem,
     options: &PlanOptions,
@@ -509,12 +509,6 @@ fn summary(
         .filter_map(|(k, s)| s.solution_time.map(|t| (t, k)))
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| k);
-    let mut work = Work::default();
-    for s in &outcomes {
-        work.queries += s.checker.work.queries;
-        work.sweeps += s.checker.work.sweeps;
-        work.motions += s.checker.work.motions;
-    }
     let mut result = Plan {
         solved: false,
         path: Vec::new(),
@@ -533,7 +527,7 @@ fn summary(
         max_range: steps.long,
         rotation_weight: steps.weight,
         thread: winner.unwrap_or(0),
-        work,
+        work: Work::default(),
         corridor,
     };
     if let Some(k) = winner {
@@ -553,6 +547,12 @@ fn summary(
         result.path = path.into_iter().map(|n| n.0).collect();
         result.length = length(&problem.space, result.path.iter());
         result.solved = true;
+    }
+    // The work of every thread, the simplification's included.
+    for s in &outcomes {
+        result.work.queries += s.checker.work.queries;
+        result.work.sweeps += s.checker.work.sweeps;
+        result.work.motions += s.checker.work.motions;
     }
     result
 }

@@ -29,7 +29,8 @@
 //! written at once and [`SafetyEvent::Stall`] recorded; checked on every `read`, by
 //! [`SafeDevice::check_stall`], and from another thread through a [`StallWatchdog`]);
 //! **disconnect** → zero, [`SafetyEvent::Disconnected`], and reconnect attempts every
-//! `reconnect_interval_s` on later reads.
+//! `reconnect_interval_s` on later reads. On request ([`Device::rearm`], which the haptic
+//! thread sends after a simulation reset) output goes back to the gate and the ramp.
 //!
 //! Time is the device clock (the timestamp of the latest sample), so simulated and replayed
 //! runs are deterministic. `read` and `write` neither allocate nor lock: events go to a
@@ -398,6 +399,11 @@ impl<D: Device> SafeDevice<D> {
 }
 
 impl<D: Device> Device for SafeDevice<D> {
+    /// Back to the small-force gate and the ramp (unless disabled or disconnected).
+    fn rearm(&mut self) {
+        self.disarm();
+    }
+
     fn info(&self) -> &DeviceInfo {
         self.inner.info()
     }

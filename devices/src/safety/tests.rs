@@ -170,6 +170,32 @@ fn force_and_torque_are_clamped_keeping_direction() {
     assert!((cycle(&mut d, fx(-5.0)).force.x + 2.0).abs() < 1e-12);
 }
 
+/// A re-arm (the haptic thread's, after a reset) drops active output back to the gate:
+/// a large force stays off until a small one opens the gate again. A box passes it on;
+/// disabled output stays disabled.
+#[test]
+fn rearm_drops_active_output_to_the_gate() {
+    let mut safe = SafeDevice::new(Mock::new(), no_ramp()).unwrap();
+    assert_eq!(cycle(&mut safe, fx(0.1)).force.x, 0.1);
+    assert_eq!(cycle(&mut safe, fx(3.0)).force.x, 3.0);
+    safe.rearm();
+    assert_eq!(safe.state(), OutputState::WaitSmall);
+    assert_eq!(cycle(&mut safe, fx(3.0)).force.x, 0.0);
+    assert_eq!(cycle(&mut safe, fx(0.2)).force.x, 0.2);
+    assert_eq!(cycle(&mut safe, fx(3.0)).force.x, 3.0);
+    let mut boxed = Box::new(safe);
+    Device::rearm(&mut boxed);
+    assert_eq!(boxed.state(), OutputState::WaitSmall);
+    let enable = SafetySettings {
+        enable_button: Some(0),
+        ..no_ramp()
+    };
+    let mut off = SafeDevice::new(Mock::new(), enable).unwrap();
+    cycle(&mut off, fx(0.1));
+    off.rearm();
+    assert_eq!(off.state(), OutputState::Disabled);
+}
+
 #[test]
 fn non_finite_force_gives_zero_and_rearms() {
     let mut d = SafeDevice::new(Mock::new(), no_ramp()).unwrap();
