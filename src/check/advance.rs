@@ -14,12 +14,12 @@
 
 use nalgebra::Vector3;
 
-use super::certify::{part_motion, Cleared};
+use super::certify::Cleared;
 use super::path::{Counts, FINEST_TOLERANCE};
 use super::*;
 use crate::progress::cancelled;
 use crate::proximity::bvh::{self, Slack};
-use crate::proximity::rigid::turn_of;
+use crate::proximity::rigid::{part_motion, turn_of};
 
 /// The slack of the queries that advance along the path: a quarter of the distance (the
 /// step then falls short of the conservative one by at most that much), at least half
@@ -453,6 +453,14 @@ pub(super) enum Step {
 mod tests {
     use super::*;
 
+    /// Where each asked sweep ends, rounded to 0.01.
+    fn ends_to_the_hundredth(asked: &[(f64, f64)]) -> Vec<f64> {
+        asked
+            .iter()
+            .map(|a| (a.1 * 100.0).round() / 100.0)
+            .collect()
+    }
+
     /// The stride sweeps growing parts from the sample, halves after a failure and tries
     /// again from where it is, and the walk goes on from the end of the last one cleared
     /// when a sweep of one step fails.
@@ -468,10 +476,7 @@ mod tests {
         // Sweeps of 1, 2, 4, 8 and 16 steps clear up to 0.31; 32 fails, 16 clears to
         // 0.47; 32, 16, 8 and 4 fail, 2 clears to 0.49; 4 and 2 fail, 1 clears to 0.50;
         // 2 and 1 fail: the walk measures at 0.50.
-        let ends: Vec<f64> = asked
-            .iter()
-            .map(|a| (a.1 * 100.0).round() / 100.0)
-            .collect();
+        let ends = ends_to_the_hundredth(&asked);
         assert_eq!(
             ends,
             [
@@ -510,10 +515,7 @@ mod tests {
             asked.push((t0, t1));
             t1 <= 0.1
         });
-        let ends: Vec<f64> = asked
-            .iter()
-            .map(|a| (a.1 * 100.0).round() / 100.0)
-            .collect();
+        let ends = ends_to_the_hundredth(&asked);
         // 4 steps clear, 8 fail, 4 clear, 8 and 4 fail: the walk measures at 0.08.
         assert_eq!(ends, [0.04, 0.12, 0.08, 0.16, 0.12], "{asked:?}");
         assert!(matches!(t, Step::Swept(t) if (t - 0.08).abs() < 1e-12));

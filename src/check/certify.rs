@@ -5,7 +5,7 @@ use nalgebra::Vector3;
 
 use super::*;
 use crate::proximity::bvh::{self, Slack};
-use crate::proximity::rigid::turn_of;
+use crate::proximity::rigid::{part_motion, turn_of};
 
 /// The slack of the queries that certify the minimum: a quarter of the tolerance.
 pub(super) fn certify_slack(tol: f64) -> Slack {
@@ -110,23 +110,6 @@ impl Cleared {
             }
         }
         false
-    }
-}
-
-/// The motion over the part `[t0, t1]` of the segment from `a` to `b` (position lerp and
-/// slerp), whose rotation is `turn` ([`turn_of`]).
-pub(super) fn part_motion(
-    a: &State,
-    b: &State,
-    turn: &Vector3<f64>,
-    t0: f64,
-    t1: f64,
-) -> bvh::Motion {
-    let h = t1 - t0;
-    bvh::Motion {
-        pose: a.interpolate(b, 0.5 * (t0 + t1)).isometry(),
-        half_dp: (b.position - a.position) * (0.5 * h),
-        half_turn: turn * (0.5 * h),
     }
 }
 

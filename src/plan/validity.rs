@@ -26,9 +26,9 @@
 use nalgebra::{Point3, Vector3};
 
 use crate::check::{Robot, World};
-use crate::proximity::bvh::{Bounded, Motion, PairScratch, Slack};
+use crate::proximity::bvh::{Bounded, PairScratch, Slack};
 use crate::proximity::rigid::State;
-use crate::proximity::rigid::{motion_bound, turn_of};
+use crate::proximity::rigid::{motion_bound, part_motion, turn_of};
 
 /// A state's distance to the world, as the planner keeps it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -241,8 +241,8 @@ impl<'a> Checker<'a> {
                 return false;
             }
             let tm = 0.5 * (t0 + t1);
-            let mid = a.interpolate(b, tm);
             if pairs.is_empty() && bound * h <= 0.25 * floor {
+                let mid = a.interpolate(b, tm);
                 // Short, and nothing swept yet: decide the middle, with enough for both
                 // halves to pass on their ends if the distance is there.
                 let want = floor + 0.5 * bound * h + 0.05 * self.clearance;
@@ -263,11 +263,7 @@ impl<'a> Checker<'a> {
                 continue;
             }
             self.work.sweeps += 1;
-            let motion = Motion {
-                pose: mid.isometry(),
-                half_dp: (b.position - a.position) * (0.5 * h),
-                half_turn: turn * (0.5 * h),
-            };
+            let motion = part_motion(a, b, &turn, t0, t1);
             let roots = if pairs.is_empty() {
                 // The first sweep: from the roots' pair.
                 front.push((0, 0));

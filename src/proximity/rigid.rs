@@ -6,6 +6,8 @@
 
 use nalgebra::{Quaternion, UnitQuaternion, Vector3};
 
+use crate::proximity::bvh::Motion;
+
 /// Largest accepted |‖q‖ − 1| of a stored quaternion (OMPL prints 6 to 17 digits).
 pub const QUATERNION_NORM_TOLERANCE: f64 = 1e-3;
 
@@ -92,4 +94,15 @@ pub fn turn_of(a: &State, b: &State) -> Vector3<f64> {
         rel = UnitQuaternion::new_unchecked(-rel.into_inner());
     }
     a.orientation * rel.scaled_axis()
+}
+
+/// The motion over the part `[t0, t1]` of the segment from `a` to `b` (position lerp and
+/// slerp), whose rotation is `turn` ([`turn_of`]).
+pub(crate) fn part_motion(a: &State, b: &State, turn: &Vector3<f64>, t0: f64, t1: f64) -> Motion {
+    let h = t1 - t0;
+    Motion {
+        pose: a.interpolate(b, 0.5 * (t0 + t1)).isometry(),
+        half_dp: (b.position - a.position) * (0.5 * h),
+        half_turn: turn * (0.5 * h),
+    }
 }
