@@ -20,6 +20,10 @@ pub(super) fn meeting_intervals(
     cancel: &Option<Cancel>,
 ) -> (Vec<Contact>, Option<Deepest>) {
     let mut depth_scratch = penetration::Scratch::default();
+    // A quarter of the depth searches' budget is kept for the fine search at the
+    // deepest state, whatever the coarse ones along the intervals spend.
+    let reserve = depth_scratch.budget / 4;
+    depth_scratch.budget -= reserve;
     let (mut contacts, mut directions) = match find_intervals(
         robot,
         world,
@@ -34,6 +38,7 @@ pub(super) fn meeting_intervals(
         Found::All(contacts, directions) => (contacts, directions),
     };
     let cut_short = depth_scratch.budget == 0;
+    depth_scratch.budget += reserve;
     let cut_short = refine_deepest(
         robot,
         world,

@@ -12,9 +12,13 @@
 //! triangle's edges crossed with both normals (a superset of the complete set for two flat
 //! convex polygons, which also covers coplanar and degenerate pairs). The meshes meet at
 //! `t` iff some pair's interval holds `t`; `s(u)` is the end of the union's component
-//! that holds 0 ([`separation_along`]). Candidate pairs are the pairs of leaves whose
-//! boxes meet over the swept range, with the range grown until the component ends
-//! inside it.
+//! that holds 0 ([`separation_along`]). It is found by jumps: at the least `t` not yet
+//! known to meet, a decision that stops at its first meeting pair of triangles (the
+//! planner's state query), then a jump past the end of that pair's interval, until a
+//! `t` where no pair meets; the work is that of a few dozen decisions, not of every pair
+//! the swept robot passes. Where the jumps run long (many short intervals in a row),
+//! the candidate pairs are gathered instead: the pairs of leaves whose boxes meet over
+//! the swept range, with the range grown until the component ends inside it.
 //!
 //! **Over directions: an upper bound.** `PD <= s(u)` for every `u` tried; the search
 //! tries a hint (the direction found at a nearby state) and the six axes together, out
@@ -122,22 +126,27 @@ fn extent(p: &[Vector3<f64>; 3], n: &Vector3<f64>) -> (f64, f64) {
 #[derive(Debug)]
 pub struct Scratch {
     pairs: Vec<(usize, usize)>,
+    /// The scratch of the meeting decisions of the jumps.
+    decisions: crate::proximity::bvh::PairScratch,
     intervals: Vec<(f64, f64)>,
-    /// Pairs of triangles that may still be tested (a count, so that a check's depths
-    /// are the same on every machine): once spent, a depth search keeps the best
-    /// direction it has (its first directions, the hint and the axes, always complete).
+    /// The work that may still be done, in pairs: of nodes bounded and of triangles
+    /// tested by the jumps' decisions, and of triangles gathered (a count, so that a
+    /// check's depths are the same on every machine). Once spent, a depth search keeps
+    /// the best direction it has (its first directions, the hint and the axes, always
+    /// complete).
     pub budget: usize,
 }
 
-/// The default budget of one check's depth searches. A deep, long crossing can spend it
-/// all, which takes seconds (each pair is a separating-axis test per direction tried;
-/// docs/check.md gives the times).
-pub const DEFAULT_BUDGET: usize = 1_000_000;
+/// The default budget of one check's depth searches: a few tenths of a second of
+/// pairs (tens of nanoseconds each). A long, deep crossing can spend it all
+/// (docs/check.md gives the times).
+pub const DEFAULT_BUDGET: usize = 10_000_000;
 
 impl Default for Scratch {
     fn default() -> Self {
         Scratch {
             pairs: Vec::new(),
+            decisions: Default::default(),
             intervals: Vec::new(),
             budget: DEFAULT_BUDGET,
         }
@@ -174,8 +183,17 @@ fn opening_reach(robot: &Bvh) -> f64 {
     0.05 * robot.aabb().extent().norm()
 }
 
-/// [`separation_along`], its candidate pairs first gathered over `[0, first_reach]`
-/// (the reach then grows fourfold until the component ends inside it).
+/// The translation along any direction past which the robot's ball has left the
+/// world's box: no pair meets beyond it.
+fn escape_reach(world: &Bvh, robot: &Bvh, pose: &Isometry3<f64>) -> f64 {
+    let (wb, rb) = (world.aabb(), robot.aabb());
+    let r = 0.5 * rb.extent().norm() + (rb.center().coords).norm();
+    let c = pose.translation.vector;
+    (wb.center().coords - c).norm() + 0.5 * wb.extent().norm() + r
+}
+
+/// [`separation_along`] by jumps ([`Along::by_jumps`]), or, where the jumps run out,
+/// from the gathered pairs, first over `[0, first_reach]` ([`Along::by_gathering`]).
 #[allow(clippy::too_many_arguments)]
 fn separation_from(
     world: &Bvh,
@@ -187,45 +205,140 @@ fn separation_from(
     first_reach: f64,
     scratch: &mut Scratch,
 ) -> Option<f64> {
-    // Far enough that the robot's ball has left the world's box.
-    let (wb, rb) = (world.aabb(), robot.aabb());
-    let r = 0.5 * rb.extent().norm() + (rb.center().coords).norm();
-    let c = pose.translation.vector;
-    let escape = (wb.center().coords - c).norm() + 0.5 * wb.extent().norm() + r;
-    let limit = cap.min(escape);
-    let mut reach = first_reach.min(limit).max(gap);
-    loop {
-        world.pairs_along(robot, pose, u, reach, &mut scratch.pairs);
-        scratch.budget = scratch.budget.saturating_sub(scratch.pairs.len());
-        scratch.intervals.clear();
-        for &(iw, ir) in &scratch.pairs {
-            let t = robot.triangle(ir);
-            let placed = [pose * t[0], pose * t[1], pose * t[2]];
-            if let Some((lo, hi)) = translation_interval(&placed, world.triangle(iw), u) {
-                if hi >= 0.0 && lo <= reach {
-                    scratch.intervals.push((lo, hi));
+    let limit = cap.min(escape_reach(world, robot, pose));
+    let along = Along {
+        world,
+        robot,
+        pose,
+        u,
+        cap,
+        limit,
+        gap,
+    };
+    along
+        .by_jumps(scratch)
+        .unwrap_or_else(|| along.by_gathering(first_reach, scratch))
+}
+
+/// Most jumps of one direction's [`Along::by_jumps`] before it leaves the direction to
+/// the gathered pairs (many short intervals in a row: a finely tessellated crossing).
+const MOST_JUMPS: usize = 2000;
+
+/// One direction's separation query: the translation `t u` of `robot` placed by
+/// `pose`, up to `limit` (at most `cap`), intervals closer than `gap` joined.
+struct Along<'a> {
+    world: &'a Bvh,
+    robot: &'a Bvh,
+    pose: &'a Isometry3<f64>,
+    u: &'a Vector3<f64>,
+    cap: f64,
+    limit: f64,
+    gap: f64,
+}
+
+impl Along<'_> {
+    /// The answer once the component of 0 is known to end at `end`.
+    fn answer(&self, end: f64) -> Option<f64> {
+        (end < self.cap).then_some(end)
+    }
+
+    /// `s(u)` by jumps: at the least `t` not known to meet, a pair of triangles that
+    /// meets there is found ([`Bvh::meeting_pair`], a decision that stops at its first
+    /// meeting pair), and `t` jumps past the end of that pair's interval
+    /// ([`translation_interval`]). Each jump stays within the component of 0 (the pair's
+    /// interval holds the `t` it jumps from), so the first `t` where no pair meets ends
+    /// it. The decisions' tested pairs are charged to the budget. `None` when the jumps
+    /// run out.
+    fn by_jumps(&self, scratch: &mut Scratch) -> Option<Option<f64>> {
+        let (mut t, mut end) = (0.0f64, 0.0f64);
+        for _ in 0..MOST_JUMPS {
+            let moved = Isometry3::from_parts(
+                (self.pose.translation.vector + self.u * t).into(),
+                self.pose.rotation,
+            );
+            let tested = scratch.decisions.pairs_tested();
+            let meeting = self
+                .world
+                .meeting_pair(self.robot, &moved, &mut scratch.decisions);
+            let spent = scratch.decisions.pairs_tested() - tested;
+            scratch.budget = scratch.budget.saturating_sub(spent);
+            let Some((iw, ir)) = meeting else {
+                return Some(if t == 0.0 {
+                    Some(0.0)
+                } else {
+                    self.answer(end)
+                });
+            };
+            let tr = self.robot.triangle(ir);
+            let placed = [self.pose * tr[0], self.pose * tr[1], self.pose * tr[2]];
+            match translation_interval(&placed, self.world.triangle(iw), self.u) {
+                Some((lo, hi)) if lo <= t + self.gap && hi >= t => {
+                    end = end.max(hi);
+                    t = hi + self.gap;
+                }
+                // Meeting to rounding only: step past it.
+                _ => {
+                    end = t;
+                    t += self.gap;
                 }
             }
-        }
-        scratch.intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut end: Option<f64> = None;
-        for &(lo, hi) in &scratch.intervals {
-            match end {
-                None if lo <= 0.0 => end = Some(hi),
-                None => break,
-                Some(e) if lo <= e + gap => end = Some(e.max(hi)),
-                Some(_) => break,
+            // Past the limit the robot has left the world (or the cap is reached).
+            if end >= self.cap || t >= self.limit {
+                return Some(self.answer(end));
             }
         }
-        let Some(e) = end else { return Some(0.0) };
-        if e < reach {
-            return (e < cap).then_some(e);
-        }
-        if reach >= limit {
-            return (e < cap).then_some(e.max(limit));
-        }
-        reach = (reach * 4.0).min(limit);
+        None
     }
+
+    /// `s(u)` from the gathered pairs: the pairs of leaves whose boxes meet over the
+    /// swept range `[0, reach]` ([`Bvh::pairs_along`]), each pair's interval
+    /// ([`translation_interval`]), their union's component that holds 0; the reach,
+    /// from `first_reach`, grows fourfold until the component ends inside it. Every
+    /// gathered pair is charged to the budget.
+    fn by_gathering(&self, first_reach: f64, scratch: &mut Scratch) -> Option<f64> {
+        let (world, robot, pose, u, gap) = (self.world, self.robot, self.pose, self.u, self.gap);
+        let mut reach = first_reach.min(self.limit).max(gap);
+        loop {
+            world.pairs_along(robot, pose, u, reach, &mut scratch.pairs);
+            scratch.budget = scratch.budget.saturating_sub(scratch.pairs.len());
+            scratch.intervals.clear();
+            for &(iw, ir) in &scratch.pairs {
+                let t = robot.triangle(ir);
+                let placed = [pose * t[0], pose * t[1], pose * t[2]];
+                if let Some((lo, hi)) = translation_interval(&placed, world.triangle(iw), u) {
+                    if hi >= 0.0 && lo <= reach {
+                        scratch.intervals.push((lo, hi));
+                    }
+                }
+            }
+            scratch.intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let Some(e) = component_end(&scratch.intervals, gap) else {
+                return Some(0.0);
+            };
+            if e < reach {
+                return (e < self.cap).then_some(e);
+            }
+            if reach >= self.limit {
+                return (e < self.cap).then_some(e.max(self.limit));
+            }
+            reach = (reach * 4.0).min(self.limit);
+        }
+    }
+}
+
+/// The end of the component of 0 in the union of `intervals` (sorted by their starts),
+/// intervals closer than `gap` joined; `None` when no interval holds 0.
+fn component_end(intervals: &[(f64, f64)], gap: f64) -> Option<f64> {
+    let mut end: Option<f64> = None;
+    for &(lo, hi) in intervals {
+        match end {
+            None if lo <= 0.0 => end = Some(hi),
+            None => break,
+            Some(e) if lo <= e + gap => end = Some(e.max(hi)),
+            Some(_) => break,
+        }
+    }
+    end
 }
 
 /// A translational penetration depth: `depth = s(direction)`, an upper bound of the
@@ -586,6 +699,51 @@ mod tests {
         let d = fine_depth(&world, &robot, &pose);
         assert!((d.depth - 0.002).abs() < 1e-9, "{}", d.depth);
         assert!(d.direction.x < -0.999, "{:?}", d.direction);
+    }
+
+    /// The jumps and the gathered pairs are two ways to one `s(u)`: on the alpha puzzle's
+    /// robot pushed through its ring (a non-convex crossing, components that end and
+    /// start again along most directions), over 48 directions out to a cap of a quarter
+    /// of the robot's size (40 separate within it, 8 do not), they agree to the joining
+    /// gap, and the jumps answer every direction without falling back.
+    #[test]
+    fn jumps_find_the_separation_that_the_gathered_pairs_give() {
+        let puzzle = crate::check::puzzles::alpha_puzzle();
+        let mut robot = puzzle.robot.clone();
+        for v in &mut robot.vertices {
+            *v -= puzzle.origin.coords;
+        }
+        let (world, robot) = (Bvh::new(&puzzle.world), Bvh::new(&robot));
+        let pose = puzzle.perturbed[puzzle.perturbed.len() / 2].isometry();
+        let (cap, gap) = (0.25 * robot.aabb().extent().norm(), 1e-9);
+        let mut scratch = Scratch::default();
+        let (mut crossing, mut capped) = (0, 0);
+        for u in fibonacci_sphere(48) {
+            let along = Along {
+                world: &world,
+                robot: &robot,
+                pose: &pose,
+                u: &u,
+                cap,
+                limit: cap.min(escape_reach(&world, &robot, &pose)),
+                gap,
+            };
+            let jumped = along.by_jumps(&mut scratch).expect("the jumps ran out");
+            let gathered = along.by_gathering(0.25 * cap, &mut scratch);
+            match (jumped, gathered) {
+                // Both join intervals closer than the gap, from the same intervals.
+                (Some(j), Some(g)) => {
+                    assert!((j - g).abs() <= gap, "{u:?}: jumps {j}, gathered {g}");
+                    crossing += usize::from(g > 0.0);
+                }
+                (None, None) => capped += 1,
+                other => panic!("{u:?}: jumps and gathering differ: {other:?}"),
+            }
+        }
+        assert!(
+            crossing >= 30 && capped >= 1,
+            "{crossing} crossing, {capped} capped"
+        );
     }
 
     /// Apart, touching and inside: 0 when the meshes do not meet; positive whenever

@@ -5,17 +5,11 @@ use nalgebra::{Isometry3, Point3};
 
 use super::bounds::box_box_distance;
 use super::motion::Sweep;
-use super::pairs::{descend, moved_node, scratch_moved, Entry, PairFrame, PairScratch};
+use super::pairs::{
+    descend, moved_node, scratch_moved, Entry, Memo, MovedTriangle, PairFrame, PairScratch,
+};
 use super::{Bvh, Closest, Kind};
 use crate::proximity::exact::{edge_axes_separate, triangle_distance};
-
-/// The other mesh's moved triangles in a [`PairScratch`]: its cache, stamps and
-/// generation ([`scratch_moved`]).
-type MovedTriangles<'s> = (
-    &'s mut [([Point3<f64>; 3], crate::mesh::Aabb, super::Plane)],
-    &'s mut [u32],
-    u32,
-);
 
 /// How far a distance query may stop short of the exact distance: once its lower bound
 /// is within `absolute + relative * distance` of the best pair found, or has reached
@@ -122,7 +116,7 @@ impl Bvh {
         if self.is_empty() || other.is_empty() {
             return None;
         }
-        scratch.prepare(other.triangles.len());
+        scratch.prepare(other);
         let mut best = Closest {
             distance: upper,
             on_a: Point3::origin(),
@@ -139,14 +133,9 @@ impl Bvh {
             }
         }
         let frame = PairFrame::new(pose);
-        scratch.prepare_nodes(other.nodes.len());
-        let (node_cache, node_stamp, generation) = (
-            &mut scratch.node_cache,
-            &mut scratch.node_stamp,
-            scratch.generation,
-        );
+        let nodes = &mut scratch.nodes;
         let mut bound = |i: usize, j: usize| -> f64 {
-            let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
+            let mb = moved_node(nodes, &frame, other, j);
             frame.gaps(&self.nodes[i], &other.nodes[j], mb).value()
         };
         let cut = |best: &Closest| {
@@ -177,7 +166,7 @@ impl Bvh {
                 other,
                 pose,
                 (start..end, s2..e2),
-                (&mut scratch.cache, &mut scratch.stamp, scratch.generation),
+                &mut scratch.triangles,
                 &mut best,
                 &mut best_pair,
             );
@@ -209,21 +198,19 @@ impl Bvh {
     }
 
     /// Measures the pairs of this mesh's triangles `leaves.0` and the other's
-    /// `leaves.1` (moved by `pose` into `moved`, the scratch's cache, stamps and
-    /// generation) that their boxes and planes leave closer than `best`, keeping the
+    /// `leaves.1` (moved by `pose` into `moved`, the scratch's) that their boxes and planes leave closer than `best`, keeping the
     /// closest; true when the meshes touch.
     fn nearest_in_leaves(
         &self,
         other: &Bvh,
         pose: &Isometry3<f64>,
         leaves: (std::ops::Range<usize>, std::ops::Range<usize>),
-        moved: MovedTriangles,
+        moved: &mut Memo<MovedTriangle>,
         best: &mut Closest,
         best_pair: &mut Option<(usize, usize)>,
     ) -> bool {
-        let (cache, stamp, generation) = moved;
         for ib in leaves.1 {
-            let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
+            let (tb, bb, pb) = scratch_moved(moved, other, pose, ib);
             for ia in leaves.0.clone() {
                 if box_box_distance(&self.boxes[ia], bb) >= best.distance
                     || self.planes[ia].gap(tb) >= best.distance
@@ -261,47 +248,23 @@ impl Bvh {
         if self.is_empty() || other.is_empty() {
             return sweep;
         }
-        scratch.prepare(other.triangles.len());
-        // The pair that ended the previous decision first: the planner's decisions come
-        // in runs about one place (a step, a shorter one, a slide), and a state in
-        // collision is most often refused by the same two triangles.
-        if let Some((ia, ib)) = scratch.blocker {
-            let (ia, ib) = (ia as usize, ib as usize);
-            if ia < self.triangles.len() && ib < other.triangles.len() {
-                let (tb, _, _) = scratch.placed(other, pose, ib);
-                let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
-                if d < floor {
-                    return Sweep {
-                        clear: false,
-                        upper: d,
-                    };
-                }
-            }
+        scratch.prepare(other);
+        if let Some(d) = self.blocker_meets(other, pose, floor, scratch) {
+            return Sweep {
+                clear: false,
+                upper: d,
+            };
         }
         let frame = PairFrame::new(pose);
-        scratch.prepare_nodes(other.nodes.len());
-        let (node_cache, node_stamp, generation) = (
-            &mut scratch.node_cache,
-            &mut scratch.node_stamp,
-            scratch.generation,
-        );
+        let nodes = &mut scratch.nodes;
+        // The pairs of nodes bounded and of triangles tested.
+        let work = std::cell::Cell::new(0);
         let mut bound = |i: usize, j: usize| {
-            let (a, b) = (&self.nodes[i], &other.nodes[j]);
-            let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
-            // The spheres and the axis-aligned boxes first: most pairs far apart end
-            // here.
-            let sphere = (a.center - mb.center).norm() - a.radius - b.radius;
-            if sphere >= floor {
-                return sphere;
-            }
-            let boxes = box_box_distance(&a.aabb, &mb.aabb);
-            if boxes >= floor {
-                return boxes;
-            }
-            sphere.max(boxes).max(frame.box_gap(a, b, mb, floor))
+            work.set(work.get() + 1);
+            let mb = moved_node(nodes, &frame, other, j);
+            frame.static_bound(&self.nodes[i], &other.nodes[j], mb, floor)
         };
-        let (cache, stamp, blocker) =
-            (&mut scratch.cache, &mut scratch.stamp, &mut scratch.blocker);
+        let (triangles, blocker) = (&mut scratch.triangles, &mut scratch.blocker);
         scratch.stack.clear();
         scratch.stack.push((0, 0));
         descend(
@@ -311,29 +274,91 @@ impl Bvh {
             &mut scratch.stack,
             &mut bound,
             &mut |_, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
-                for ib in leaf_b.0..leaf_b.1 {
-                    let (tb, bb, pb) = scratch_moved(cache, stamp, generation, other, pose, ib);
-                    for ia in leaf_a.0..leaf_a.1 {
-                        if box_box_distance(&self.boxes[ia], bb) >= floor
-                            || pb.gap(&self.triangles[ia]) >= floor
-                            || self.planes[ia].gap(tb) >= floor
-                            || edge_axes_separate(&self.triangles[ia], tb, |_| floor)
-                        {
-                            continue;
-                        }
-                        let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
-                        sweep.upper = sweep.upper.min(d);
-                        if d < floor {
-                            sweep.clear = false;
-                            *blocker = Some((ia as u32, ib as u32));
-                            return false;
-                        }
+                work.set(work.get() + (leaf_a.1 - leaf_a.0) * (leaf_b.1 - leaf_b.0));
+                let leaves = (leaf_a.0..leaf_a.1, leaf_b.0..leaf_b.1);
+                match self.closer_pair(other, pose, leaves, triangles, floor, &mut sweep.upper) {
+                    Some(pair) => {
+                        sweep.clear = false;
+                        *blocker = Some(pair);
+                        false
                     }
+                    None => true,
                 }
-                true
             },
         );
+        scratch.tested += work.get();
         sweep
+    }
+
+    /// The distance of the pair of triangles that ended the previous decision, if it is
+    /// still below `floor`: the planner's decisions come in runs about one place (a
+    /// step, a shorter one, a slide), and a state in collision is most often refused by
+    /// the same two triangles.
+    fn blocker_meets(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        floor: f64,
+        scratch: &mut PairScratch,
+    ) -> Option<f64> {
+        let (ia, ib) = scratch.blocker?;
+        let (ia, ib) = (ia as usize, ib as usize);
+        if ia >= self.triangles.len() || ib >= other.triangles.len() {
+            return None;
+        }
+        scratch.tested += 1;
+        let (tb, _, _) = scratch.placed(other, pose, ib);
+        let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
+        (d < floor).then_some(d)
+    }
+
+    /// The first pair of this mesh's triangles `leaves.0` and the other's `leaves.1`
+    /// (moved by `pose` into `moved`) closer than `floor`, after the cheap separations
+    /// (boxes, planes, the edges' cross directions); `upper` keeps the least distance
+    /// measured.
+    fn closer_pair(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        leaves: (std::ops::Range<usize>, std::ops::Range<usize>),
+        moved: &mut Memo<MovedTriangle>,
+        floor: f64,
+        upper: &mut f64,
+    ) -> Option<(u32, u32)> {
+        for ib in leaves.1 {
+            let (tb, bb, pb) = scratch_moved(moved, other, pose, ib);
+            for ia in leaves.0.clone() {
+                if box_box_distance(&self.boxes[ia], bb) >= floor
+                    || pb.gap(&self.triangles[ia]) >= floor
+                    || self.planes[ia].gap(tb) >= floor
+                    || edge_axes_separate(&self.triangles[ia], tb, |_| floor)
+                {
+                    continue;
+                }
+                let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
+                *upper = upper.min(d);
+                if d < floor {
+                    return Some((ia as u32, ib as u32));
+                }
+            }
+        }
+        None
+    }
+
+    /// A pair of triangles (this mesh's, `other`'s) that meet when `other` is placed by
+    /// `pose`, `None` when the meshes do not meet: [`Bvh::separated`] at a floor that
+    /// only an intersection is below.
+    pub(crate) fn meeting_pair(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        scratch: &mut PairScratch,
+    ) -> Option<(usize, usize)> {
+        let sweep = self.separated(other, pose, f64::MIN_POSITIVE, scratch);
+        if sweep.clear {
+            return None;
+        }
+        scratch.blocker.map(|(a, b)| (a as usize, b as usize))
     }
 }
 

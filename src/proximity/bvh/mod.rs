@@ -13,8 +13,8 @@
 //! ([`crate::proximity::exact::edge_axes_separate`]), the rest of the separating axes of two
 //! triangles, which settle most pairs near a floor without the exact distance.
 //!
-//! Built top-down, splitting at the median centroid along the box's longest axis, at
-//! most [`LEAF_SIZE`] triangles per leaf.
+//! Built top-down, splitting at the mean of the centroids along the oriented box's
+//! longest axis (as FCL does), at most [`LEAF_SIZE`] triangles per leaf.
 //!
 //! Two queries:
 //! - [`Bvh::distance_with`]: best-first branch and bound, exact or within a [`crate::proximity::bvh::Slack`].

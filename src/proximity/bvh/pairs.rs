@@ -5,7 +5,7 @@
 
 use nalgebra::{Isometry3, Matrix3, Point3, Vector3};
 
-use super::bounds::Plane;
+use super::bounds::{box_box_distance, Plane};
 use super::motion::Swept;
 use super::{Bvh, Kind, Node};
 use crate::mesh::Aabb;
@@ -99,6 +99,21 @@ impl PairFrame {
             }
         }
         best
+    }
+
+    /// A lower bound of the distance between `a` and `b` (placed: `mb`), exact enough
+    /// to decide whether it reaches `floor`: the spheres and the axis-aligned boxes first
+    /// (most pairs far apart end there), then the oriented boxes.
+    pub(super) fn static_bound(&self, a: &Node, b: &Node, mb: &MovedNode, floor: f64) -> f64 {
+        let sphere = (a.center - mb.center).norm() - a.radius - b.radius;
+        if sphere >= floor {
+            return sphere;
+        }
+        let boxes = box_box_distance(&a.aabb, &mb.aabb);
+        if boxes >= floor {
+            return boxes;
+        }
+        sphere.max(boxes).max(self.box_gap(a, b, mb, floor))
     }
 
     /// The oriented boxes' part of [`PairFrame::gaps`] alone, `a`'s face axes first and
@@ -215,33 +230,19 @@ pub(super) struct MovedNode {
     pub(super) aabb: Aabb,
 }
 
-impl MovedNode {
-    const NONE: MovedNode = MovedNode {
-        center: Point3::new(0.0, 0.0, 0.0),
-        axes: Matrix3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
-        obb_center: Point3::new(0.0, 0.0, 0.0),
-        aabb: Aabb {
-            min: Point3::new(0.0, 0.0, 0.0),
-            max: Point3::new(0.0, 0.0, 0.0),
-        },
-    };
-}
-
 /// Node `j` of `other`, moved by the frame's pose; computed once per query.
 pub(super) fn moved_node<'c>(
-    cache: &'c mut [MovedNode],
-    stamp: &mut [u32],
-    generation: u32,
+    nodes: &'c mut Memo<MovedNode>,
     frame: &PairFrame,
     other: &Bvh,
     j: usize,
 ) -> &'c MovedNode {
-    if stamp[j] != generation {
+    nodes.get_or(j, || {
         let b = &other.nodes[j];
         let axes = frame.rot * b.axes;
         let obb_center = frame.pose * b.obb_center;
         let reach = axes.abs() * b.half;
-        cache[j] = MovedNode {
+        MovedNode {
             center: frame.pose * b.center,
             axes,
             obb_center,
@@ -249,10 +250,59 @@ pub(super) fn moved_node<'c>(
                 min: obb_center - reach,
                 max: obb_center + reach,
             },
-        };
-        stamp[j] = generation;
+        }
+    })
+}
+
+/// Values computed at most once per query for some of `n` indices (the other mesh's
+/// nodes or triangles, moved by the query's pose). Its memory grows with the entries a
+/// query uses, not with `n`: a query near a large mesh touches a small part of it, and
+/// a table of every entry would cost more to fill than the query itself.
+#[derive(Debug, Clone)]
+pub(super) struct Memo<T> {
+    /// The query that filled each index's slot, and the slot in `values`.
+    stamp: Vec<u32>,
+    slot: Vec<u32>,
+    generation: u32,
+    values: Vec<T>,
+}
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Memo {
+            stamp: Vec::new(),
+            slot: Vec::new(),
+            generation: 0,
+            values: Vec::new(),
+        }
     }
-    &cache[j]
+}
+
+impl<T> Memo<T> {
+    /// Starts a query over `n` indices: every entry is computed again.
+    pub(super) fn begin(&mut self, n: usize) {
+        if self.stamp.len() != n {
+            self.stamp = vec![0; n];
+            self.slot = vec![0; n];
+            self.generation = 0;
+        }
+        self.values.clear();
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.stamp.fill(0);
+            self.generation = 1;
+        }
+    }
+
+    /// The entry at `k`, computed by `make` on the query's first use.
+    pub(super) fn get_or(&mut self, k: usize, make: impl FnOnce() -> T) -> &T {
+        if self.stamp[k] != self.generation {
+            self.stamp[k] = self.generation;
+            self.slot[k] = self.values.len() as u32;
+            self.values.push(make());
+        }
+        &self.values[self.slot[k] as usize]
+    }
 }
 
 /// The parts of [`PairFrame::gaps`]' bound.
@@ -328,11 +378,8 @@ impl PartialOrd for Entry {
 #[derive(Debug, Clone, Default)]
 pub struct PairScratch {
     pub(super) heap: std::collections::BinaryHeap<Entry>,
-    /// The other mesh's triangles, moved, with their boxes, valid where `stamp` equals
-    /// `generation`.
-    pub(super) cache: Vec<([Point3<f64>; 3], Aabb, Plane)>,
-    pub(super) stamp: Vec<u32>,
-    pub(super) generation: u32,
+    /// The other mesh's triangles, moved, with their boxes and planes.
+    pub(super) triangles: Memo<MovedTriangle>,
     /// The closest pair of triangles of the previous query.
     pub(super) hint: Option<(usize, usize)>,
     /// The pairs of nodes still to visit in the threshold queries.
@@ -341,83 +388,63 @@ pub struct PairScratch {
     pub(super) front: Vec<(u32, u32)>,
     /// The pair of triangles that ended the last failed [`Bvh::separated`].
     pub(super) blocker: Option<(u32, u32)>,
-    /// The other mesh's nodes, moved, valid where `node_stamp` equals `generation`.
-    pub(super) node_cache: Vec<MovedNode>,
-    pub(super) node_stamp: Vec<u32>,
+    /// The other mesh's nodes, moved.
+    pub(super) nodes: Memo<MovedNode>,
+    /// The pairs of nodes bounded and of triangles tested by the decisions
+    /// ([`Bvh::separated`]): a count that budgets their callers' work the same on every
+    /// machine.
+    pub(super) tested: usize,
 }
 
+/// A triangle of the other mesh, moved by the query's pose, with its box and plane.
+pub(super) type MovedTriangle = ([Point3<f64>; 3], Aabb, Plane);
+
 impl PairScratch {
-    /// Starts a query (a new generation of the caches).
-    pub(super) fn prepare(&mut self, n: usize) {
-        if self.cache.len() != n {
-            self.cache = vec![([Point3::origin(); 3], Aabb::empty(), Plane::NONE); n];
-            self.stamp = vec![0; n];
-            self.node_stamp.fill(0);
-            self.generation = 0;
-        }
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
-            self.stamp.fill(0);
-            self.node_stamp.fill(0);
-            self.generation = 1;
-        }
+    /// Starts a query with `other`, the moving mesh: its moved triangles and nodes are
+    /// computed again, where the query needs them.
+    pub(super) fn prepare(&mut self, other: &Bvh) {
+        self.triangles.begin(other.triangles.len());
+        self.nodes.begin(other.nodes.len());
     }
 
-    /// Sizes the node cache for `n` nodes (after [`PairScratch::prepare`]).
-    pub(super) fn prepare_nodes(&mut self, n: usize) {
-        if self.node_cache.len() != n {
-            self.node_cache = vec![MovedNode::NONE; n];
-            self.node_stamp = vec![0; n];
-        }
+    /// The pairs of nodes bounded and of triangles tested by the decisions with this
+    /// scratch.
+    pub(crate) fn pairs_tested(&self) -> usize {
+        self.tested
     }
 
-    /// Triangle `k` of `other` placed by `pose`, with its box and plane (cached for the
-    /// query).
+    /// Triangle `k` of `other` placed by `pose`, with its box and plane (computed once
+    /// per query).
     pub(super) fn placed(
         &mut self,
         other: &Bvh,
         pose: &Isometry3<f64>,
         k: usize,
-    ) -> &([Point3<f64>; 3], Aabb, Plane) {
-        scratch_moved(
-            &mut self.cache,
-            &mut self.stamp,
-            self.generation,
-            other,
-            pose,
-            k,
-        )
+    ) -> &MovedTriangle {
+        scratch_moved(&mut self.triangles, other, pose, k)
     }
 
-    pub(super) fn moved(
-        &mut self,
-        other: &Bvh,
-        pose: &Isometry3<f64>,
-        k: usize,
-    ) -> ([Point3<f64>; 3], Aabb, Plane) {
+    pub(super) fn moved(&mut self, other: &Bvh, pose: &Isometry3<f64>, k: usize) -> MovedTriangle {
         *self.placed(other, pose, k)
     }
 }
 
+/// Triangle `k` of `other`, placed by `pose`, with its box and plane; computed once per
+/// query.
 pub(super) fn scratch_moved<'c>(
-    cache: &'c mut [([Point3<f64>; 3], Aabb, Plane)],
-    stamp: &mut [u32],
-    generation: u32,
+    triangles: &'c mut Memo<MovedTriangle>,
     other: &Bvh,
     pose: &Isometry3<f64>,
     k: usize,
-) -> &'c ([Point3<f64>; 3], Aabb, Plane) {
-    if stamp[k] != generation {
+) -> &'c MovedTriangle {
+    triangles.get_or(k, || {
         let t = other.triangles[k];
         let moved = [pose * t[0], pose * t[1], pose * t[2]];
-        let plane = other.planes[k];
-        let normal = pose.rotation * plane.normal;
+        let normal = pose.rotation * other.planes[k].normal;
         let plane = Plane {
             normal,
             offset: normal.dot(&moved[0].coords),
         };
-        cache[k] = (moved, Aabb::from_points(moved.iter()), plane);
-        stamp[k] = generation;
-    }
-    &cache[k]
+        (moved, Aabb::from_points(moved.iter()), plane)
+    })
 }

@@ -73,20 +73,15 @@ impl Bvh {
         if self.is_empty() || other.is_empty() {
             return sweep;
         }
-        scratch.prepare(other.triangles.len());
+        scratch.prepare(other);
         let pose = &motion.pose;
         let frame = PairFrame::new(pose);
-        scratch.prepare_nodes(other.nodes.len());
-        let (node_cache, node_stamp, generation) = (
-            &mut scratch.node_cache,
-            &mut scratch.node_stamp,
-            scratch.generation,
-        );
+        let nodes = &mut scratch.nodes;
         let swept = Swept::of(motion);
         // The pair's bound over the interval.
         let mut over = |i: usize, j: usize| {
             let (a, b) = (&self.nodes[i], &other.nodes[j]);
-            let mb = moved_node(node_cache, node_stamp, generation, &frame, other, j);
+            let mb = moved_node(nodes, &frame, other, j);
             // A cheap first test: the axis-aligned boxes' distance at the middle, less the
             // farthest the node can move.
             let center = mb.center - motion.pose.translation.vector;
@@ -97,7 +92,7 @@ impl Bvh {
             }
             frame.bound_over(a, b, mb, &swept, &center.coords, center_norm, floor)
         };
-        let (cache, stamp) = (&mut scratch.cache, &mut scratch.stamp);
+        let triangles = &mut scratch.triangles;
         scratch.stack.clear();
         scratch.stack.extend_from_slice(&front[roots]);
         let mut failed = 0;
@@ -109,7 +104,7 @@ impl Bvh {
             &mut over,
             &mut |pair, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
                 for ib in leaf_b.0..leaf_b.1 {
-                    let moved = scratch_moved(cache, stamp, generation, other, pose, ib);
+                    let moved = scratch_moved(triangles, other, pose, ib);
                     let body = SweptTriangle::of(other, ib, moved, pose, &swept, floor);
                     for ia in leaf_a.0..leaf_a.1 {
                         match self.triangle_over(ia, moved, &body, &swept, floor) {
@@ -189,39 +184,21 @@ impl Bvh {
         if self.is_empty() || other.is_empty() {
             return;
         }
-        // A box of `other`'s frame's points, placed, then swept along `d`.
-        let d = u * reach;
-        let swept = |b: Aabb| Aabb {
-            min: b.min.inf(&(b.min + d)),
-            max: b.max.sup(&(b.max + d)),
+        let along = Translation {
+            pose,
+            rot: pose.rotation.to_rotation_matrix(),
+            d: u * reach,
         };
-        // The placed node's box: its sphere's, cut by its oriented box's (whichever is
-        // tighter along each axis).
-        let rot = pose.rotation.to_rotation_matrix();
-        let node_box = |n: &Node| {
-            let (c, r) = (pose * n.center, Vector3::repeat(n.radius));
-            let (o, reach) = (pose * n.obb_center, (rot.matrix() * n.axes).abs() * n.half);
-            swept(Aabb {
-                min: (c - r).sup(&(o - reach)),
-                max: (c + r).inf(&(o + reach)),
-            })
-        };
-        let overlap =
-            |a: &Aabb, b: &Aabb| (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k]);
         let mut stack = vec![(0usize, 0usize)];
         while let Some((ia, ib)) = stack.pop() {
             let (na, nb) = (&self.nodes[ia], &other.nodes[ib]);
-            if !overlap(&na.aabb, &node_box(nb)) {
+            if !overlap(&na.aabb, &along.node_box(nb)) {
                 continue;
             }
             match (na.kind, nb.kind) {
                 (Kind::Leaf { start: sa, end: ea }, Kind::Leaf { start: sb, end: eb }) => {
                     for tb in sb..eb {
-                        // The placed triangle's box, swept.
-                        let t = &other.triangles[tb];
-                        let box_b = swept(Aabb::from_points(
-                            [pose * t[0], pose * t[1], pose * t[2]].iter(),
-                        ));
+                        let box_b = along.triangle_box(&other.triangles[tb]);
                         for ta in sa..ea {
                             if overlap(&self.boxes[ta], &box_b) {
                                 out.push((ta, tb));
@@ -230,12 +207,10 @@ impl Bvh {
                     }
                 }
                 (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
-                    stack.push((left, ib));
-                    stack.push((right, ib));
+                    stack.extend([(left, ib), (right, ib)]);
                 }
                 (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
-                    stack.push((ia, left));
-                    stack.push((ia, right));
+                    stack.extend([(ia, left), (ia, right)]);
                 }
                 (
                     Kind::Inner {
@@ -249,15 +224,57 @@ impl Bvh {
                 ) => {
                     // Open the larger node.
                     if na.radius >= nb.radius {
-                        stack.push((la, ib));
-                        stack.push((ra, ib));
+                        stack.extend([(la, ib), (ra, ib)]);
                     } else {
-                        stack.push((ia, lb));
-                        stack.push((ia, rb));
+                        stack.extend([(ia, lb), (ia, rb)]);
                     }
                 }
             }
         }
+    }
+}
+
+/// Whether two boxes meet.
+fn overlap(a: &Aabb, b: &Aabb) -> bool {
+    (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k])
+}
+
+/// The moving mesh of [`Bvh::pairs_along`]: placed by `pose` (rotation `rot`), then
+/// translated by any part of `d`.
+struct Translation<'a> {
+    pose: &'a Isometry3<f64>,
+    rot: nalgebra::Rotation3<f64>,
+    d: Vector3<f64>,
+}
+
+impl Translation<'_> {
+    /// A box of placed points, swept along `d`.
+    fn swept(&self, b: Aabb) -> Aabb {
+        Aabb {
+            min: b.min.inf(&(b.min + self.d)),
+            max: b.max.sup(&(b.max + self.d)),
+        }
+    }
+
+    /// The placed node's box, swept: its sphere's, cut by its oriented box's (whichever
+    /// is tighter along each axis).
+    fn node_box(&self, n: &Node) -> Aabb {
+        let (c, r) = (self.pose * n.center, Vector3::repeat(n.radius));
+        let (o, reach) = (
+            self.pose * n.obb_center,
+            (self.rot.matrix() * n.axes).abs() * n.half,
+        );
+        self.swept(Aabb {
+            min: (c - r).sup(&(o - reach)),
+            max: (c + r).inf(&(o + reach)),
+        })
+    }
+
+    /// The placed triangle's box, swept.
+    fn triangle_box(&self, t: &[Point3<f64>; 3]) -> Aabb {
+        self.swept(Aabb::from_points(
+            [self.pose * t[0], self.pose * t[1], self.pose * t[2]].iter(),
+        ))
     }
 }
 
