@@ -222,88 +222,88 @@ impl<'a> Checker<'a> {
         let turn = turn_of(a, b);
         let floor = self.floor();
         while let Some(interval) = stack.pop() {
-            let Interval {
-                t0,
-                l0,
-                t1,
-                l1,
-                front: pairs,
-                arena,
-            } = interval;
             // Above the arena lie the fronts of intervals already certified.
-            front.truncate(arena);
-            let h = t1 - t0;
-            if 0.5 * (l0 + l1 - bound * h) > floor {
+            front.truncate(interval.arena);
+            let h = interval.t1 - interval.t0;
+            if 0.5 * (interval.l0 + interval.l1 - bound * h) > floor {
                 continue;
             }
             if h < 1e-9 {
                 // Unreachable with finite bounds; a guard against a degenerate motion.
                 return false;
             }
-            let tm = 0.5 * (t0 + t1);
-            if pairs.is_empty() && bound * h <= 0.25 * floor {
-                let mid = a.interpolate(b, tm);
+            let tm = 0.5 * (interval.t0 + interval.t1);
+            if interval.front.is_empty() && bound * h <= 0.25 * floor {
                 // Short, and nothing swept yet: decide the middle, with enough for both
                 // halves to pass on their ends if the distance is there.
                 let want = floor + 0.5 * bound * h + 0.05 * self.clearance;
-                let Some(lm) = self.lower(&mid, want, floor) else {
+                let Some(lm) = self.lower(&a.interpolate(b, tm), want, floor) else {
                     return false;
                 };
-                let arena = front.len();
-                for (t0, l0, t1, l1) in [(tm, lm, t1, l1), (t0, l0, tm, lm)] {
-                    stack.push(Interval {
-                        t0,
-                        l0,
-                        t1,
-                        l1,
-                        front: 0..0,
-                        arena,
-                    });
+                stack.extend(interval.halves(tm, lm, 0..0, front.len()));
+                continue;
+            }
+            match self.sweep_part(a, b, &turn, &interval, floor, front) {
+                PartSweep::Clear => {}
+                PartSweep::Fails => return false,
+                // The halves sweep the front alone; nothing is known at the middle yet.
+                PartSweep::Front(halves) => {
+                    stack.extend(interval.halves(tm, 0.0, halves, front.len()));
                 }
-                continue;
-            }
-            self.work.sweeps += 1;
-            let motion = part_motion(a, b, &turn, t0, t1);
-            let roots = if pairs.is_empty() {
-                // The first sweep: from the roots' pair.
-                front.push((0, 0));
-                front.len() - 1..front.len()
-            } else {
-                pairs
-            };
-            let start = front.len();
-            let sweep = self.world.bvh.sweep_from(
-                &self.robot.bvh,
-                &motion,
-                floor,
-                &mut self.sweep_scratch,
-                front,
-                roots,
-                FRONT_CAP,
-            );
-            if sweep.clear {
-                continue;
-            }
-            if sweep.upper < floor {
-                // A pair of triangles closer than the floor at the middle.
-                return false;
-            }
-            // The halves sweep the front alone; nothing is known at the middle yet.
-            let halves = start..front.len();
-            let arena = front.len();
-            for (t0, l0, t1, l1) in [(tm, 0.0, t1, l1), (t0, l0, tm, 0.0)] {
-                stack.push(Interval {
-                    t0,
-                    l0,
-                    t1,
-                    l1,
-                    front: halves.clone(),
-                    arena,
-                });
             }
         }
         true
     }
+
+    /// Sweeps `interval` of the motion from `a` to `b` (rotation `turn`) at `floor`,
+    /// from its front (from the roots' pair when it has none yet), appending to `front`
+    /// the pairs it cannot clear.
+    fn sweep_part(
+        &mut self,
+        a: &State,
+        b: &State,
+        turn: &Vector3<f64>,
+        interval: &Interval,
+        floor: f64,
+        front: &mut Vec<(u32, u32)>,
+    ) -> PartSweep {
+        self.work.sweeps += 1;
+        let motion = part_motion(a, b, turn, interval.t0, interval.t1);
+        let roots = if interval.front.is_empty() {
+            front.push((0, 0));
+            front.len() - 1..front.len()
+        } else {
+            interval.front.clone()
+        };
+        let start = front.len();
+        let sweep = self.world.bvh.sweep_from(
+            &self.robot.bvh,
+            &motion,
+            floor,
+            &mut self.sweep_scratch,
+            front,
+            roots,
+            FRONT_CAP,
+        );
+        if sweep.clear {
+            PartSweep::Clear
+        } else if sweep.upper < floor {
+            // A pair of triangles closer than the floor at the middle.
+            PartSweep::Fails
+        } else {
+            PartSweep::Front(start..front.len())
+        }
+    }
+}
+
+/// What the sweep of a part of a motion found.
+enum PartSweep {
+    /// The part is clear.
+    Clear,
+    /// Two triangles are closer than the floor at its middle.
+    Fails,
+    /// Neither: the pairs of nodes left (a range of the fronts' arena).
+    Front(std::ops::Range<usize>),
 }
 
 /// An interval of a motion still to certify: its ends `t0 < t1` with lower bounds of
@@ -318,6 +318,38 @@ struct Interval {
     l1: f64,
     front: std::ops::Range<usize>,
     arena: usize,
+}
+
+impl Interval {
+    /// The halves at `tm`, where `lm` bounds the distance (0: unknown), with the front
+    /// `front` and the arena's length `arena`: the upper one first, so that the lower one
+    /// is certified first off the stack.
+    fn halves(
+        &self,
+        tm: f64,
+        lm: f64,
+        front: std::ops::Range<usize>,
+        arena: usize,
+    ) -> [Interval; 2] {
+        [
+            Interval {
+                t0: tm,
+                l0: lm,
+                t1: self.t1,
+                l1: self.l1,
+                front: front.clone(),
+                arena,
+            },
+            Interval {
+                t0: self.t0,
+                l0: self.l0,
+                t1: tm,
+                l1: lm,
+                front,
+                arena,
+            },
+        ]
+    }
 }
 
 /// The pairs of leaves a sweep lets fail before it stops and hands the pairs it has not
