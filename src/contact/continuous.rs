@@ -441,83 +441,111 @@ impl ShellSweep {
         fresh: bool,
         result: &mut SweepResult,
     ) {
-        let SweepInput {
-            shell,
-            field,
-            shell_pose,
-            q,
-            motion,
-            params,
-            lip,
-        } = *input;
-        let limit = params.penetration_limit;
+        let limit = input.params.penetration_limit;
         self.candidates.clear();
         self.at_limit.clear();
-        let body0 = motion.body_at(0.0);
+        let body0 = input.motion.body_at(0.0);
         let to_body0 = body0.inverse();
         for k in 0..self.near.len() {
-            let Near {
-                point, world, d0, ..
-            } = self.near[k];
             let d0 = if fresh {
-                d0
+                self.near[k].d0
             } else {
-                result.evaluations += 1;
-                let d = cached_distance(
-                    field,
-                    &mut self.proxy_cache,
-                    point as usize,
-                    &(to_body0 * world),
-                );
-                self.near[k].d0 = d;
-                d
+                self.measure_start(k, input.field, &to_body0, result)
             };
+            let Near { point, world, .. } = self.near[k];
             let margin = d0 + limit;
-            let speed = motion.speed(&world, 0.0).max(1e-300);
+            let speed = input.motion.speed(&world, 0.0).max(1e-300);
             if margin <= NEAR * limit {
-                // At (or, after a deformation or rounding, beyond) the limit: no motion may
-                // take it deeper. A probe of the first `1e-3 p` of its motion says whether
-                // this one does; if so it blocks at once.
-                let h = (1e-3 * limit / speed).min(1.0);
-                let y = motion.body_at(h).inverse() * world;
-                let dh = cached_distance(field, &mut self.proxy_cache, point as usize, &y);
-                result.evaluations += 1;
-                if dh < d0 - 1e-2 * (h * speed) {
-                    if self.at_limit.len() < MAX_AT_LIMIT {
-                        let normal = match self.near[k].normal {
-                            Some(n) => n,
-                            None => {
-                                let fallback =
-                                    shell_pose.rotation * shell.normal(point as usize, q);
-                                let n = outward_normal(field, &body0, &world, limit, fallback);
-                                self.near[k].normal = Some(n);
-                                n
-                            }
-                        };
-                        self.at_limit.push(Blocking {
-                            point,
-                            position: world,
-                            normal,
-                        });
-                    }
-                    self.candidates.push(Candidate {
-                        point,
-                        world,
-                        block_at: f64::INFINITY,
-                        speed,
-                        safe_until: 0.0,
-                    });
-                }
-            } else if margin - lip * speed <= 0.0 {
+                self.block_if_deeper(k, input, &body0, d0, speed, result);
+            } else if margin - input.lip * speed <= 0.0 {
                 self.candidates.push(Candidate {
                     point,
                     world,
                     block_at: (0.1 * limit).min(0.5 * margin),
                     speed,
-                    safe_until: margin / (lip * speed),
+                    safe_until: margin / (input.lip * speed),
                 });
             }
         }
+    }
+
+    /// The distance of near point `k` at the motion's start (`to_body0` takes the world
+    /// to the held object's body there), measured and kept.
+    fn measure_start<D: DistanceQuery>(
+        &mut self,
+        k: usize,
+        field: &D,
+        to_body0: &Isometry3<f64>,
+        result: &mut SweepResult,
+    ) -> f64 {
+        result.evaluations += 1;
+        let Near { point, world, .. } = self.near[k];
+        let d = cached_distance(
+            field,
+            &mut self.proxy_cache,
+            point as usize,
+            &(to_body0 * world),
+        );
+        self.near[k].d0 = d;
+        d
+    }
+
+    /// Near point `k`, at (or, after a deformation or rounding, beyond) the limit at
+    /// distance `d0`, moving at `speed`: no motion may take it deeper. A probe of the
+    /// first `1e-3 p` of its motion says whether this one does; if so it blocks at once
+    /// (a candidate blocking at the start, and a blocking contact while there is room).
+    fn block_if_deeper<D: DistanceQuery>(
+        &mut self,
+        k: usize,
+        input: &SweepInput<'_, D>,
+        body0: &Isometry3<f64>,
+        d0: f64,
+        speed: f64,
+        result: &mut SweepResult,
+    ) {
+        let limit = input.params.penetration_limit;
+        let Near { point, world, .. } = self.near[k];
+        let h = (1e-3 * limit / speed).min(1.0);
+        let y = input.motion.body_at(h).inverse() * world;
+        let dh = cached_distance(input.field, &mut self.proxy_cache, point as usize, &y);
+        result.evaluations += 1;
+        if dh >= d0 - 1e-2 * (h * speed) {
+            return;
+        }
+        if self.at_limit.len() < MAX_AT_LIMIT {
+            let normal = self.normal_at(k, input, body0);
+            self.at_limit.push(Blocking {
+                point,
+                position: world,
+                normal,
+            });
+        }
+        self.candidates.push(Candidate {
+            point,
+            world,
+            block_at: f64::INFINITY,
+            speed,
+            safe_until: 0.0,
+        });
+    }
+
+    /// The held object's outward normal at near point `k` ([`outward_normal`], the
+    /// object's body at `body0`), found once per sweep.
+    fn normal_at<D: DistanceQuery>(
+        &mut self,
+        k: usize,
+        input: &SweepInput<'_, D>,
+        body0: &Isometry3<f64>,
+    ) -> Vector3<f64> {
+        if let Some(n) = self.near[k].normal {
+            return n;
+        }
+        let point = self.near[k].point as usize;
+        let fallback = input.shell_pose.rotation * input.shell.normal(point, input.q);
+        let limit = input.params.penetration_limit;
+        let n = outward_normal(input.field, body0, &self.near[k].world, limit, fallback);
+        self.near[k].normal = Some(n);
+        n
     }
 
     /// Event-driven conservative advancement over the candidates: the candidate safe for
@@ -635,24 +663,9 @@ impl ShellSweep {
                 // A shared lookup counts as an evaluation: the budgets, and so the
                 // result, are those of a sweep that made it.
                 result.evaluations += 1;
-                let d0 = match known {
-                    Some((Lookup::Exact(d), _)) => {
-                        result.shared += 1;
-                        d
-                    }
-                    // The traversal's bound already puts it out of reach.
-                    Some((Lookup::Above(bound), _)) if bound > reach => {
-                        result.shared += 1;
-                        continue;
-                    }
-                    _ => {
-                        let y = to_body0 * p;
-                        match cached_distance_above(field, &mut self.proxy_cache, s, &y, reach) {
-                            Lookup::Exact(d) => d,
-                            // Farther than it can reach: culled like `d0 > reach`.
-                            Lookup::Above(_) => continue,
-                        }
-                    }
+                let lookup = || to_body0 * p;
+                let Some(d0) = self.start_distance(field, known, s, lookup, reach, result) else {
+                    continue;
                 };
                 // No point of the subtree can come within the limit of the surface.
                 if d0 > reach {
@@ -660,20 +673,57 @@ impl ShellSweep {
                 }
                 if !self.seen[s] {
                     self.seen[s] = true;
-                    let margin = d0 + limit;
-                    if margin <= NEAR * limit || margin - lip * motion.speed(&world, 0.0) <= 0.0 {
-                        self.near.push(Near {
-                            point: s as u32,
-                            world,
-                            d0,
-                            normal: None,
-                        });
-                    }
+                    self.note_near(s, world, d0, limit, lip * motion.speed(&world, 0.0));
                 }
                 let (a, b) = tree.node_children[node];
                 self.next.extend(a..b);
             }
             std::mem::swap(&mut self.current, &mut self.next);
+        }
+    }
+
+    /// The distance at the motion's start of shell point `s` (its body-frame position
+    /// from `at`), or `None` when it is farther than `reach` (culled): the traversal's
+    /// lookup at this pose where it made one (`known`), else the field's.
+    fn start_distance<D: DistanceQuery>(
+        &mut self,
+        field: &D,
+        known: Option<(Lookup, Point3<f64>)>,
+        s: usize,
+        at: impl FnOnce() -> Point3<f64>,
+        reach: f64,
+        result: &mut SweepResult,
+    ) -> Option<f64> {
+        match known {
+            Some((Lookup::Exact(d), _)) => {
+                result.shared += 1;
+                Some(d)
+            }
+            // The traversal's bound already puts it out of reach.
+            Some((Lookup::Above(bound), _)) if bound > reach => {
+                result.shared += 1;
+                None
+            }
+            _ => match cached_distance_above(field, &mut self.proxy_cache, s, &at(), reach) {
+                Lookup::Exact(d) => Some(d),
+                // Farther than it can reach: culled like `d0 > reach`.
+                Lookup::Above(_) => None,
+            },
+        }
+    }
+
+    /// Keeps shell point `s` (at `world`, distance `d0`) as near when it is at the
+    /// penetration `limit` or the motion (`moves` at most, times the field's Lipschitz
+    /// constant) can take it there.
+    fn note_near(&mut self, s: usize, world: Point3<f64>, d0: f64, limit: f64, moves: f64) {
+        let margin = d0 + limit;
+        if margin <= NEAR * limit || margin - moves <= 0.0 {
+            self.near.push(Near {
+                point: s as u32,
+                world,
+                d0,
+                normal: None,
+            });
         }
     }
 }
