@@ -356,15 +356,7 @@ impl Traversal {
         debug_assert_eq!(q.len(), shell.r());
         let rel = poses.field.inverse() * poses.shell;
         self.begin_cycle(q, &rel);
-        let lip = if self.params.temporal_coherence {
-            field.lipschitz()
-        } else {
-            None
-        };
-        if let Some(l) = lip {
-            self.accumulate_motion(shell, &rel, q, l);
-        }
-        self.last_lip = lip;
+        let lip = self.coherence(shell, field, &rel, q);
         let tree = &shell.tree;
         let roots = tree.depth_offsets[1];
         let warm = self.params.warm_budget.max(roots);
@@ -400,17 +392,8 @@ impl Traversal {
                 let s = tree.node_point[node] as usize;
                 let radius = tree.radius(node, &self.q_abs);
                 let d = self.distance(shell, field, &rel, q, s, radius, &mut lookups);
-                if self.recording {
-                    self.visited_nodes.push((node as u32, d <= radius));
-                }
-                if d > radius {
-                    if let Some(l) = lip {
-                        self.tc_threshold[node] = self.motion + (d - radius) / l;
-                    }
+                if !self.opens(node, d, radius, lip) {
                     continue;
-                }
-                if lip.is_some() {
-                    self.tc_threshold[node] = f64::NEG_INFINITY;
                 }
                 if d < 0.0 && shell.point_level[s] as usize == depth {
                     self.contact_points.push(s as u32);
@@ -427,6 +410,47 @@ impl Traversal {
         out.lookups = lookups;
         out.deepest_level = deepest;
         self.accumulate_contacts(shell, field, poses, q, out);
+    }
+
+    /// The field's Lipschitz constant when temporal coherence is on (the motion since
+    /// the last cycle accumulated with it, [`Traversal::accumulate_motion`]), else `None`.
+    fn coherence<D: DistanceQuery>(
+        &mut self,
+        shell: &ContactShell,
+        field: &D,
+        rel: &Isometry3<f64>,
+        q: &[f64],
+    ) -> Option<f64> {
+        let lip = if self.params.temporal_coherence {
+            field.lipschitz()
+        } else {
+            None
+        };
+        if let Some(l) = lip {
+            self.accumulate_motion(shell, rel, q, l);
+        }
+        self.last_lip = lip;
+        lip
+    }
+
+    /// Whether `node`, its point at distance `d` and its subtree within `radius` of it,
+    /// opens (`d <= radius`); the visit is recorded. With temporal coherence (`lip`, the
+    /// field's Lipschitz constant) a node that stays shut keeps the motion its subtree
+    /// may make before it can open, and one that opens is visited again next cycle.
+    fn opens(&mut self, node: usize, d: f64, radius: f64, lip: Option<f64>) -> bool {
+        if self.recording {
+            self.visited_nodes.push((node as u32, d <= radius));
+        }
+        if d > radius {
+            if let Some(l) = lip {
+                self.tc_threshold[node] = self.motion + (d - radius) / l;
+            }
+            return false;
+        }
+        if lip.is_some() {
+            self.tc_threshold[node] = f64::NEG_INFINITY;
+        }
+        true
     }
 
     /// The tree-less reference: every point of levels `0..levels` looked up directly.

@@ -652,21 +652,11 @@ impl HapticSimulation {
                     continue;
                 }
                 *budget -= 1;
-                let s = c.point as usize;
-                let x = env.pose * env.shell.position(s, q);
-                let y = to_body * x;
-                let excess = -field.distance(&y) - limit;
-                if excess > 1e-6 * limit && overlaps.len() < overlaps.capacity() {
+                let room = overlaps.len() < overlaps.capacity();
+                let at = (&body, &to_body);
+                if let Some(o) = overlap_of(field, at, env, q, c.point as usize, limit, room) {
                     *budget -= gradient_cost;
-                    // The gradient as it is, not normalized: an interpolated field's is
-                    // shorter than 1 near edges, and the push must follow its distance.
-                    let g = body.rotation * field.gradient(&y);
-                    let normal = if g.norm() > 1e-3 && g.iter().all(|v| v.is_finite()) {
-                        g
-                    } else {
-                        env.pose.rotation * env.shell.normal(s, q)
-                    };
-                    overlaps.push(Overlap { normal, excess });
+                    overlaps.push(o);
                 }
             }
         }
@@ -783,4 +773,35 @@ fn contact_points(outputs: &[ContactOutput]) -> impl Iterator<Item = (&ContactPo
     outputs
         .iter()
         .flat_map(|o| o.contacts.iter().map(move |c| (c, o.scale)))
+}
+
+/// The overlap of environment `env`'s shell point `s` (coordinates `q`) with the held
+/// object (its field, its body placed by `body.0`, `body.1` the inverse) when the point
+/// is more than `1e-6 limit` beyond the penetration `limit` and there is `room` to keep
+/// it: how far beyond, and the field's gradient there (the shell's normal where the
+/// gradient vanishes).
+fn overlap_of(
+    field: &HapticField,
+    body: (&Isometry3<f64>, &Isometry3<f64>),
+    env: &EnvironmentObject,
+    q: &[f64],
+    s: usize,
+    limit: f64,
+    room: bool,
+) -> Option<Overlap> {
+    let x = env.pose * env.shell.position(s, q);
+    let y = body.1 * x;
+    let excess = -field.distance(&y) - limit;
+    if !(excess > 1e-6 * limit && room) {
+        return None;
+    }
+    // The gradient as it is, not normalized: an interpolated field's is shorter than 1
+    // near edges, and the push must follow its distance.
+    let g = body.0.rotation * field.gradient(&y);
+    let normal = if g.norm() > 1e-3 && g.iter().all(|v| v.is_finite()) {
+        g
+    } else {
+        env.pose.rotation * env.shell.normal(s, q)
+    };
+    Some(Overlap { normal, excess })
 }
