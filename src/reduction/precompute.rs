@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, Par};
-use nalgebra::{DMatrix, Matrix3};
+use nalgebra::{DMatrix, Matrix3, Vector3};
 use rayon::prelude::*;
 
 use super::polynomial::{num_cubic, num_quadratic, CubicPolynomial};
@@ -130,33 +130,8 @@ fn pair_data(model: &FemModel) -> PairData {
         c_local.iter_mut().for_each(|x| *x = [0.0; 3]);
         for (q, &w) in qw.iter().enumerate() {
             let g = &qg[q * nn..(q + 1) * nn];
-            let m: Vec<Matrix3<f64>> = local_pairs
-                .iter()
-                .map(|&(a, b)| {
-                    if a == b {
-                        g[a] * g[a].transpose()
-                    } else {
-                        g[a] * g[b].transpose() + g[b] * g[a].transpose()
-                    }
-                })
-                .collect();
-            let tr: Vec<f64> = m.iter().map(|x| x.trace()).collect();
-            for p in 0..np {
-                for p2 in p..np {
-                    let v = 0.25 * w * (lambda * tr[p] * tr[p2] + 2.0 * mu * m[p].dot(&m[p2]));
-                    l_local[p * np + p2] += v;
-                    if p2 != p {
-                        l_local[p2 * np + p] += v;
-                    }
-                }
-                for c in 0..nn {
-                    let v = (g[c] * (lambda * tr[p]) + m[p] * g[c] * (2.0 * mu)) * (0.5 * w);
-                    let slot = &mut c_local[p * nn + c];
-                    slot[0] += v.x;
-                    slot[1] += v.y;
-                    slot[2] += v.z;
-                }
-            }
+            let forms = (&mut l_local[..], &mut c_local[..]);
+            add_point_forms(&local_pairs, g, w, (lambda, mu), forms);
         }
         let ids: Vec<u32> = local_pairs
             .iter()
@@ -171,25 +146,7 @@ fn pair_data(model: &FemModel) -> PairData {
             }
         }
     }
-    let npairs = pairs.list.len();
-    triplets.par_sort_unstable_by_key(|t| (t.0, t.1));
-    let mut l_ptr = vec![0usize; npairs + 1];
-    let mut l_col = Vec::new();
-    let mut l_val = Vec::new();
-    let mut last: Option<(u32, u32)> = None;
-    for (r, c, v) in triplets {
-        if last == Some((r, c)) {
-            *l_val.last_mut().expect("a previous entry") += v;
-        } else {
-            l_col.push(c);
-            l_val.push(v);
-            l_ptr[r as usize + 1] = l_col.len();
-            last = Some((r, c));
-        }
-    }
-    for i in 1..=npairs {
-        l_ptr[i] = l_ptr[i].max(l_ptr[i - 1]);
-    }
+    let (l_ptr, l_col, l_val) = compressed_rows(triplets, pairs.list.len());
     c_forms.par_sort_unstable_by_key(|t| (t.0, t.1));
     PairData {
         pairs: pairs.list,
@@ -198,6 +155,76 @@ fn pair_data(model: &FemModel) -> PairData {
         l_val,
         c_forms,
     }
+}
+
+/// Adds one quadrature point's share (weight `w`, shape-function gradients `g`, Lamé
+/// parameters `lame`) to an element's pair forms: `forms.0` the pair-pair matrix
+/// (`np x np`, `np` the element's node pairs `local_pairs`), `forms.1` the pair-node
+/// vectors (`np x nn`).
+fn add_point_forms(
+    local_pairs: &[(usize, usize)],
+    g: &[Vector3<f64>],
+    w: f64,
+    lame: (f64, f64),
+    forms: (&mut [f64], &mut [[f64; 3]]),
+) {
+    let (lambda, mu) = lame;
+    let (l_local, c_local) = forms;
+    let (np, nn) = (local_pairs.len(), g.len());
+    let m: Vec<Matrix3<f64>> = local_pairs
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                g[a] * g[a].transpose()
+            } else {
+                g[a] * g[b].transpose() + g[b] * g[a].transpose()
+            }
+        })
+        .collect();
+    let tr: Vec<f64> = m.iter().map(|x| x.trace()).collect();
+    for p in 0..np {
+        for p2 in p..np {
+            let v = 0.25 * w * (lambda * tr[p] * tr[p2] + 2.0 * mu * m[p].dot(&m[p2]));
+            l_local[p * np + p2] += v;
+            if p2 != p {
+                l_local[p2 * np + p] += v;
+            }
+        }
+        for c in 0..nn {
+            let v = (g[c] * (lambda * tr[p]) + m[p] * g[c] * (2.0 * mu)) * (0.5 * w);
+            let slot = &mut c_local[p * nn + c];
+            slot[0] += v.x;
+            slot[1] += v.y;
+            slot[2] += v.z;
+        }
+    }
+}
+
+/// The compressed rows (`ptr`, `col`, `val`) of an `n`-row matrix given as triplets,
+/// duplicates summed in their sorted order.
+fn compressed_rows(
+    mut triplets: Vec<(u32, u32, f64)>,
+    n: usize,
+) -> (Vec<usize>, Vec<u32>, Vec<f64>) {
+    triplets.par_sort_unstable_by_key(|t| (t.0, t.1));
+    let mut ptr = vec![0usize; n + 1];
+    let mut col = Vec::new();
+    let mut val = Vec::new();
+    let mut last: Option<(u32, u32)> = None;
+    for (r, c, v) in triplets {
+        if last == Some((r, c)) {
+            *val.last_mut().expect("a previous entry") += v;
+        } else {
+            col.push(c);
+            val.push(v);
+            ptr[r as usize + 1] = col.len();
+            last = Some((r, c));
+        }
+    }
+    for i in 1..=n {
+        ptr[i] = ptr[i].max(ptr[i - 1]);
+    }
+    (ptr, col, val)
 }
 
 /// Computes the cubic reduced-force polynomial of `model` in the basis `u` (one column

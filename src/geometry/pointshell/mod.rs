@@ -452,33 +452,8 @@ pub fn sample_pointshell_with_stats(
             points.push(p);
             outward.push(n);
         }
-        let mut level_stats = LevelStats {
-            points: new,
-            radius,
-            iterations: 0,
-            mean_move: 0.0,
-            converged: false,
-            seconds: 0.0,
-        };
-        for iteration in 1..=params.iterations {
-            let mean_move = repulsion::relax(
-                &mut points,
-                &mut outward,
-                begin,
-                radius,
-                params.step,
-                cap,
-                &set,
-            );
-            progress.set(iteration as u64);
-            level_stats.iterations = iteration;
-            level_stats.mean_move = mean_move;
-            if mean_move < params.convergence {
-                level_stats.converged = true;
-                break;
-            }
-        }
-        progress.finish();
+        let shell = (&mut points, &mut outward);
+        let mut level_stats = relax_level(shell, begin, (radius, cap), &set, params, progress);
         level_stats.seconds = started.elapsed().as_secs_f64();
         stats.push(level_stats);
         level_offsets.push(points.len());
@@ -504,6 +479,42 @@ pub fn sample_pointshell_with_stats(
         });
     }
     Ok((shell, stats))
+}
+
+/// The repulsion of one level: the points from `begin` on (positions and outward
+/// normals in `shell`) relaxed at `radius` (moves capped at `radii.1`) on the level set
+/// until their mean move is below the convergence or the iterations run out, each
+/// iteration `set` on `progress`, whose stage it finishes.
+fn relax_level(
+    shell: (&mut Vec<Point3<f64>>, &mut Vec<Vector3<f64>>),
+    begin: usize,
+    radii: (f64, f64),
+    set: &LevelSet,
+    params: &PointshellParams,
+    progress: &dyn Progress,
+) -> LevelStats {
+    let (points, outward) = shell;
+    let (radius, cap) = radii;
+    let mut stats = LevelStats {
+        points: points.len() - begin,
+        radius,
+        iterations: 0,
+        mean_move: 0.0,
+        converged: false,
+        seconds: 0.0,
+    };
+    for iteration in 1..=params.iterations {
+        let mean_move = repulsion::relax(points, outward, begin, radius, params.step, cap, set);
+        progress.set(iteration as u64);
+        stats.iterations = iteration;
+        stats.mean_move = mean_move;
+        if mean_move < params.convergence {
+            stats.converged = true;
+            break;
+        }
+    }
+    progress.finish();
+    stats
 }
 
 /// Refuses an offset that is not finite and non-negative, or that exceeds
