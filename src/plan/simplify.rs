@@ -52,6 +52,9 @@ pub fn simplify<R: Rng>(
         let (ta, tb): (f64, f64) = (rng.random(), rng.random());
         let pa = path[a].0.interpolate(&path[a + 1].0, ta);
         let pb = path[b].0.interpolate(&path[b + 1].0, tb);
+        if !space.contains(&pa) || !space.contains(&pb) {
+            continue;
+        }
         let old = space.distance(&pa, &path[a + 1].0)
             + (a + 1..b)
                 .map(|k| space.distance(&path[k].0, &path[k + 1].0))

@@ -32,7 +32,14 @@ impl State {
     /// Position lerp and quaternion slerp on the shorter arc (OMPL's
     /// `SE3StateSpace::interpolate`), `t` in [0, 1].
     pub fn interpolate(&self, other: &State, t: f64) -> State {
-        let position = self.position.lerp(&other.position, t);
+        // OMPL's form, `a + (b - a) t`: a coordinate both ends share is kept exactly, so
+        // states on a face of the planner's box stay on it (`a (1 - t) + b t` can round
+        // an ulp past it, outside OMPL.app's bounds); the end itself at `t = 1`.
+        let position = if t == 1.0 {
+            other.position
+        } else {
+            self.position + (other.position - self.position) * t
+        };
         let mut q1 = other.orientation;
         if self.orientation.coords.dot(&q1.coords) < 0.0 {
             q1 = UnitQuaternion::new_unchecked(-q1.into_inner());
@@ -104,5 +111,32 @@ pub(crate) fn part_motion(a: &State, b: &State, turn: &Vector3<f64>, t0: f64, t1
         pose: a.interpolate(b, 0.5 * (t0 + t1)).isometry(),
         half_dp: (b.position - a.position) * (0.5 * h),
         half_turn: turn * (0.5 * h),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A coordinate both ends share is kept exactly along the motion: states on a face of
+    /// a planner's box (OMPL.app's Home has its ceiling at z = 142.332290649) stay on it.
+    /// `a (1 - t) + b t` leaves it by an ulp at 71 of these 1,001 fractions.
+    #[test]
+    fn a_shared_coordinate_is_kept_exactly() {
+        let z = 142.332290649;
+        let a = State::new(
+            Vector3::new(-1.17, 31.2, z),
+            UnitQuaternion::from_euler_angles(0.3, -0.2, 1.1),
+        );
+        let b = State::new(
+            Vector3::new(9.05, 50.1, z),
+            UnitQuaternion::from_euler_angles(-0.4, 0.5, 0.2),
+        );
+        for k in 0..=1000 {
+            let s = a.interpolate(&b, k as f64 / 1000.0);
+            assert_eq!(s.position.z, z, "t = {}", k as f64 / 1000.0);
+        }
+        assert_eq!(a.interpolate(&b, 0.0).position, a.position);
+        assert_eq!(a.interpolate(&b, 1.0).position, b.position);
     }
 }
