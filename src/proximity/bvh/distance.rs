@@ -184,8 +184,9 @@ impl Bvh {
     }
 
     /// The two pairs a pair of nodes splits into, `None` for two leaves: the inner
-    /// node's children, or those of the larger sphere when both are inner.
-    fn split(&self, other: &Bvh, i: usize, j: usize) -> Option<[(usize, usize); 2]> {
+    /// node's children, or those of the larger sphere when both are inner. Every
+    /// traversal of two trees opens its pairs this way.
+    pub(super) fn split(&self, other: &Bvh, i: usize, j: usize) -> Option<[(usize, usize); 2]> {
         let (a, b) = (&self.nodes[i], &other.nodes[j]);
         match (a.kind, b.kind) {
             (Kind::Leaf { .. }, Kind::Leaf { .. }) => None,
@@ -198,8 +199,8 @@ impl Bvh {
     }
 
     /// Measures the pairs of this mesh's triangles `leaves.0` and the other's
-    /// `leaves.1` (moved by `pose` into `moved`, the scratch's) that their boxes and planes leave closer than `best`, keeping the
-    /// closest; true when the meshes touch.
+    /// `leaves.1` (moved by `pose` into `moved`, the scratch's) that their boxes and
+    /// planes leave closer than `best`, keeping the closest; true when the meshes touch.
     fn nearest_in_leaves(
         &self,
         other: &Bvh,

@@ -189,31 +189,15 @@ pub(super) fn descend(
     while let Some((i, j)) = stack.pop() {
         let pair = (i, j);
         let (i, j) = (i as usize, j as usize);
-        let (na, nb) = (&a.nodes[i], &b.nodes[j]);
-        match (na.kind, nb.kind) {
-            (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) => {
-                if !leaves(pair, (start, end), (s2, e2)) {
-                    return;
-                }
-            }
-            (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
-                push_children(stack, (left, j), (right, j));
-            }
-            (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
-                push_children(stack, (i, left), (i, right));
-            }
-            (
-                Kind::Inner { left, right },
-                Kind::Inner {
-                    left: l2,
-                    right: r2,
-                },
-            ) => {
-                if na.radius >= nb.radius {
-                    push_children(stack, (left, j), (right, j));
-                } else {
-                    push_children(stack, (i, l2), (i, r2));
-                }
+        if let Some([p, q]) = a.split(b, i, j) {
+            push_children(stack, p, q);
+            continue;
+        }
+        if let (Kind::Leaf { start, end }, Kind::Leaf { start: s2, end: e2 }) =
+            (a.nodes[i].kind, b.nodes[j].kind)
+        {
+            if !leaves(pair, (start, end), (s2, e2)) {
+                return;
             }
         }
     }

@@ -195,38 +195,20 @@ impl Bvh {
             if !overlap(&na.aabb, &along.node_box(nb)) {
                 continue;
             }
-            match (na.kind, nb.kind) {
-                (Kind::Leaf { start: sa, end: ea }, Kind::Leaf { start: sb, end: eb }) => {
-                    for tb in sb..eb {
-                        let box_b = along.triangle_box(&other.triangles[tb]);
-                        for ta in sa..ea {
-                            if overlap(&self.boxes[ta], &box_b) {
-                                out.push((ta, tb));
-                            }
-                        }
-                    }
-                }
-                (Kind::Inner { left, right }, Kind::Leaf { .. }) => {
-                    stack.extend([(left, ib), (right, ib)]);
-                }
-                (Kind::Leaf { .. }, Kind::Inner { left, right }) => {
-                    stack.extend([(ia, left), (ia, right)]);
-                }
-                (
-                    Kind::Inner {
-                        left: la,
-                        right: ra,
-                    },
-                    Kind::Inner {
-                        left: lb,
-                        right: rb,
-                    },
-                ) => {
-                    // Open the larger node.
-                    if na.radius >= nb.radius {
-                        stack.extend([(la, ib), (ra, ib)]);
-                    } else {
-                        stack.extend([(ia, lb), (ia, rb)]);
+            if let Some(children) = self.split(other, ia, ib) {
+                stack.extend(children);
+                continue;
+            }
+            let (Kind::Leaf { start: sa, end: ea }, Kind::Leaf { start: sb, end: eb }) =
+                (na.kind, nb.kind)
+            else {
+                continue;
+            };
+            for tb in sb..eb {
+                let box_b = along.triangle_box(&other.triangles[tb]);
+                for ta in sa..ea {
+                    if overlap(&self.boxes[ta], &box_b) {
+                        out.push((ta, tb));
                     }
                 }
             }
