@@ -7,7 +7,9 @@
 //! ([`Bvh::clear_over`], which counts only the motion towards the world) proves that no
 //! state in it is near, so no state needs a distance there (the floor, and which states
 //! are measured anyway, depend on the [`Level`]). Where the robot is nearer than `tol`,
-//! the walk steps by decisions ([`Bvh::separated`]) until it is far again.
+//! the walk steps by decisions ([`Bvh::separated`]) until it is far again. A check that
+//! stops at the first contact measures no distance: its walk decides states and sweeps
+//! at `tol` alone ([`Walk::decided_segment`]).
 //!
 //! [`Bvh::clear_over`]: crate::proximity::bvh::Bvh::clear_over
 //! [`Bvh::separated`]: crate::proximity::bvh::Bvh::separated
@@ -182,8 +184,8 @@ impl Walk<'_> {
     fn sweep(&mut self, i: usize, turn: &Vector3<f64>, t0: f64, t1: f64) -> bool {
         self.count.sweeps += 1;
         let floor = match self.level {
-            Level::Path => self.tol.max(self.least - self.tol),
-            Level::Stretch => self.tol,
+            Level::Path if !self.options.first_contact_only => self.tol.max(self.least - self.tol),
+            Level::Path | Level::Stretch => self.tol,
         };
         let motion = part_motion(&self.path[i], &self.path[i + 1], turn, t0, t1);
         let clear = self
@@ -204,6 +206,9 @@ impl Walk<'_> {
 
     /// Walks segment `i`, whose motion bound is `b`.
     fn segment(&mut self, i: usize, b: f64) -> SegmentEnd {
+        if self.options.first_contact_only {
+            return self.decided_segment(i, b);
+        }
         let turn = turn_of(&self.path[i], &self.path[i + 1]);
         let mut t = 0.0;
         let mut s = self.start_sample(i);
@@ -248,12 +253,96 @@ impl Walk<'_> {
                 continue;
             }
             match self.near(i, b, t) {
-                Near::Far(at) => {
-                    t = at;
-                    s = self.eval(PathPos { segment: i, t }, advance_slack(self.tol));
+                Near::Far(far) => {
+                    t = far.at.t;
+                    s = self.eval(far.at, advance_slack(self.tol));
                 }
                 Near::End(end) => return end,
             }
+        }
+    }
+
+    /// Walks segment `i` (motion bound `b`) of a check that stops at the first contact,
+    /// by decisions and sweeps at `tol` alone: no distance is measured. From a state
+    /// decided at least `tol` from the world, a [`Stride`] of sweeps in conservative
+    /// steps of `tol` of motion; one step past where the last cleared sweep ended (or
+    /// past the state itself, when none cleared) the next state is decided, and no
+    /// state between comes nearer than 0. A state nearer than `tol` starts the decided
+    /// steps of [`Walk::near`]. A decision costs a tenth of a distance, and a distance's
+    /// longer conservative step only pays where the robot is far, which the sweeps
+    /// cover.
+    fn decided_segment(&mut self, i: usize, b: f64) -> SegmentEnd {
+        let turn = turn_of(&self.path[i], &self.path[i + 1]);
+        let step = self.tol / b;
+        let mut s = self.start_decided(i);
+        loop {
+            self.push(s);
+            let t = s.at.t;
+            if s.clearance <= 0.0 {
+                return SegmentEnd::FirstContact;
+            }
+            if t >= 1.0 || b == 0.0 {
+                return SegmentEnd::Done;
+            }
+            if self.out_of_budget() {
+                return SegmentEnd::OutOfBudget;
+            }
+            if s.lower < self.tol {
+                match self.near(i, b, t) {
+                    Near::Far(far) => s = far,
+                    Near::End(end) => return end,
+                }
+                continue;
+            }
+            let mut stride = self.stride;
+            let step_end = stride.next(t, step, &mut |t0, t1| self.sweep(i, &turn, t0, t1));
+            self.stride = stride;
+            let next = match step_end {
+                Step::Conservative(next) => next,
+                Step::Swept(end) => {
+                    let swept = unmeasured(PathPos { segment: i, t: end }, self.tol);
+                    if end >= 1.0 {
+                        self.push(swept);
+                        return SegmentEnd::Done;
+                    }
+                    self.push(swept);
+                    (end + step).min(1.0)
+                }
+            };
+            s = self.decide(PathPos {
+                segment: i,
+                t: next,
+            });
+        }
+    }
+
+    /// The decided sample at the start of segment `i`: the previous segment's last
+    /// sample when that is at its end (the same state), else a decision.
+    fn start_decided(&mut self, i: usize) -> Sample {
+        let at = PathPos { segment: i, t: 0.0 };
+        match self.samples.last() {
+            Some(last) if ends_before(last, i) => Sample { at, ..*last },
+            _ => self.decide(at),
+        }
+    }
+
+    /// The sample at `at` decided at `tol`: at least `tol` from the world (the least
+    /// triangle distance met as its upper bound), or nearer ([`Walk::near_sample`]).
+    fn decide(&mut self, at: PathPos) -> Sample {
+        self.count.evaluations += 1;
+        let pose = state_at(self.path, at).isometry();
+        let d =
+            self.world
+                .bvh
+                .separated(&self.robot.bvh, &pose, self.tol, &mut self.decide_scratch);
+        if d.clear {
+            Sample {
+                at,
+                clearance: d.upper,
+                lower: self.tol,
+            }
+        } else {
+            self.near_sample(at, &pose, d.upper)
         }
     }
 
@@ -314,24 +403,15 @@ impl Walk<'_> {
     }
 
     /// Decided steps from the near sample at `t` until a state is farther than `tol`
-    /// (returned, to be measured by the caller), or the segment's walk ends.
+    /// (its decided sample returned, not kept), or the segment's walk ends.
     fn near(&mut self, i: usize, b: f64, mut t: f64) -> Near {
         let contact_step = self.tol.max(1e-3 * self.robot.diagonal);
         loop {
             t = (t + contact_step / b).min(1.0);
-            self.count.evaluations += 1;
-            let at = PathPos { segment: i, t };
-            let pose = state_at(self.path, at).isometry();
-            let d = self.world.bvh.separated(
-                &self.robot.bvh,
-                &pose,
-                self.tol,
-                &mut self.decide_scratch,
-            );
-            if d.clear {
-                return Near::Far(t);
+            let sample = self.decide(PathPos { segment: i, t });
+            if sample.lower >= self.tol {
+                return Near::Far(sample);
             }
-            let sample = self.near_sample(at, &pose, d.upper);
             self.push(sample);
             if self.options.first_contact_only && sample.clearance <= 0.0 {
                 return Near::End(SegmentEnd::FirstContact);
@@ -363,8 +443,8 @@ fn unmeasured(at: PathPos, floor: f64) -> Sample {
 
 /// Where a stretch of decided steps ended.
 enum Near {
-    /// At a state farther than `tol`.
-    Far(f64),
+    /// At a state farther than `tol`, decided.
+    Far(Sample),
     /// With the segment's walk.
     End(SegmentEnd),
 }

@@ -6,6 +6,7 @@ use nalgebra::Vector3;
 use super::*;
 use crate::progress::{cancelled, Cancel};
 use crate::proximity::bvh;
+use crate::proximity::rigid::{part_motion, turn_of};
 
 /// The intervals where the meshes meet (runs of samples at clearance 0, their ends
 /// bisected between the free and the meeting side), each with its deepest state's
@@ -82,18 +83,13 @@ fn find_intervals(
     cancel: &Option<Cancel>,
     depth_scratch: &mut penetration::Scratch,
 ) -> Found {
-    let mut scratch = bvh::PairScratch::default();
-    let floor = FINEST_TOLERANCE * robot.diagonal;
-    let mut meets = |at: PathPos| {
-        !world
-            .bvh
-            .separated(
-                &robot.bvh,
-                &state_at(path, at).isometry(),
-                floor,
-                &mut scratch,
-            )
-            .clear
+    let mut bracket = Bracket {
+        robot,
+        world,
+        path,
+        floor: FINEST_TOLERANCE * robot.diagonal,
+        pairs: Vec::new(),
+        scratch: bvh::PairScratch::default(),
     };
     let meeting = |s: &Sample| s.clearance <= 0.0;
     let mut contacts = Vec::new();
@@ -108,7 +104,7 @@ fn find_intervals(
         let begin = if k == 0 || samples[k - 1].at.segment != samples[k].at.segment {
             samples[k].at
         } else {
-            bisect(samples[k - 1].at, samples[k].at, &mut |at| meets(at))
+            bracket.contact_start(samples[k - 1].at, samples[k].at)
         };
         let mut e = k;
         while e + 1 < samples.len() && meeting(&samples[e + 1]) {
@@ -127,7 +123,7 @@ fn find_intervals(
         }
         let end = if e + 1 < samples.len() && samples[e + 1].at.segment == samples[e].at.segment {
             // The first free parameter after the contact.
-            bisect(samples[e].at, samples[e + 1].at, &mut |at| !meets(at))
+            bracket.contact_end(samples[e].at, samples[e + 1].at)
         } else {
             samples[e].at
         };
@@ -289,6 +285,61 @@ pub(super) fn deepest_in(
         }
     }
     best
+}
+
+/// The bisection of a contact's end between two samples of one segment, by decisions
+/// at [`FINEST_TOLERANCE`] of the robot's diagonal (nearer counts as meeting). The pairs
+/// of triangles that can come that near anywhere between the samples are gathered once
+/// ([`Bvh::pairs_over`]), and each state's decision tests those alone
+/// ([`Bvh::meets_among`]): the same decision as [`Bvh::separated`]'s at that state.
+///
+/// [`Bvh::pairs_over`]: crate::proximity::bvh::Bvh::pairs_over
+/// [`Bvh::meets_among`]: crate::proximity::bvh::Bvh::meets_among
+/// [`Bvh::separated`]: crate::proximity::bvh::Bvh::separated
+struct Bracket<'a> {
+    robot: &'a Robot,
+    world: &'a World,
+    path: &'a [State],
+    floor: f64,
+    pairs: Vec<(u32, u32)>,
+    scratch: bvh::PairScratch,
+}
+
+impl Bracket<'_> {
+    /// Where a contact starts between `free` and the later `meeting`.
+    fn contact_start(&mut self, free: PathPos, meeting: PathPos) -> PathPos {
+        self.gather(free, meeting);
+        bisect(free, meeting, &mut |at| self.meets(at))
+    }
+
+    /// The first free parameter after a contact, between `meeting` and the later `free`.
+    fn contact_end(&mut self, meeting: PathPos, free: PathPos) -> PathPos {
+        self.gather(meeting, free);
+        bisect(meeting, free, &mut |at| !self.meets(at))
+    }
+
+    /// The pairs of triangles that can meet between `from` and `to` (one segment).
+    fn gather(&mut self, from: PathPos, to: PathPos) {
+        let (a, b) = (&self.path[to.segment], &self.path[to.segment + 1]);
+        let motion = part_motion(a, b, &turn_of(a, b), from.t, to.t);
+        self.world.bvh.pairs_over(
+            &self.robot.bvh,
+            &motion,
+            self.floor,
+            &mut self.scratch,
+            &mut self.pairs,
+        );
+    }
+
+    fn meets(&mut self, at: PathPos) -> bool {
+        self.world.bvh.meets_among(
+            &self.robot.bvh,
+            &state_at(self.path, at).isometry(),
+            &self.pairs,
+            self.floor,
+            &mut self.scratch,
+        )
+    }
 }
 
 /// Bisects the parameter between `from` (where `hit` is false) and `to` (where it is

@@ -58,15 +58,17 @@ fn a_box_through_a_slot_has_the_analytic_clearance() {
         r.contacts[0]
     );
     assert_eq!(r.contacts[0].objects, ["world"]);
-    // Stopping at the first contact: the same start, one contact, no depth, and the
-    // path beyond it unchecked (fewer evaluations).
+    // Stopping at the first contact: the same start (its walk decides other states, so
+    // its bisection ends elsewhere within the bisection's 1e-6), one contact, no
+    // depth, and the path beyond it unchecked (fewer evaluations).
     let first_only = CheckOptions {
         first_contact_only: true,
         ..CheckOptions::default()
     };
     let f = check_path(&robot, &world, &path, &first_only, &mut |_| {});
     assert!(!f.collision_free);
-    assert_eq!(f.first_collision, r.first_collision);
+    let f_first = f.first_collision.unwrap();
+    assert!((f_first.t - first.t).abs() <= 1e-6, "{f_first:?} {first:?}");
     assert_eq!(f.contacts.len(), 1);
     assert!(f.deepest.is_none() && f.max_penetration == 0.0);
     assert!(f.contacts[0].to.t < 0.575 && f.contacts[0].to.t >= first.t);
@@ -134,6 +136,118 @@ fn the_certified_minimum_agrees_with_dense_sampling() {
         "certified {m}, dense {dense} (delta {delta}, tol {})",
         r.tolerance
     );
+}
+
+/// A check that stops at the first contact decides states instead of measuring them;
+/// its first collision must still be the first. A box turning as it moves into a wavy
+/// ring tube, on four motions: the first collision is the full check's (both bisect
+/// to 1e-6 of the segment, between different samples), the meshes meet there (nearer
+/// than the finest tolerance), and an exact distance at 2,000 states of the motion
+/// finds no contact before it (a state earlier by more than the bisection's 1e-6 is
+/// free).
+#[test]
+fn the_first_contact_is_the_full_checks_and_nothing_meets_before_it() {
+    let ring: Vec<Point3<f64>> = (0..80)
+        .map(|i| {
+            let t = std::f64::consts::TAU * i as f64 / 80.0;
+            Point3::new(t.cos(), t.sin(), 0.15 * (3.0 * t).sin())
+        })
+        .collect();
+    let world = World::new(&shapes::closed_tube(&ring, 0.2, 16));
+    let robot = Robot::new(&box_surface(
+        Point3::origin(),
+        Vector3::new(0.15, 0.1, 0.05),
+        5,
+    ));
+    let first_only = CheckOptions {
+        first_contact_only: true,
+        ..CheckOptions::default()
+    };
+    let touch = FINEST_TOLERANCE * robot.diagonal;
+    for k in 0..4 {
+        let a = 0.7 * k as f64;
+        let state = |r: f64, turn: f64| {
+            State::new(
+                Vector3::new(r * a.cos(), r * a.sin(), 0.3),
+                UnitQuaternion::from_axis_angle(&Vector3::z_axis(), a + turn),
+            )
+        };
+        // From above the tube and outside it, down and in onto it, turning 1.2 rad.
+        let mut path = [state(1.9, 0.0), state(1.0, 1.2)];
+        path[1].position.z = 0.0;
+        let full = check_path(&robot, &world, &path, &CheckOptions::default(), &mut |_| {});
+        let fast = check_path(&robot, &world, &path, &first_only, &mut |_| {});
+        let (Some(f), Some(g)) = (full.first_collision, fast.first_collision) else {
+            panic!("motion {k}: both checks collide: {full:?} {fast:?}");
+        };
+        assert!((f.t - g.t).abs() <= 1e-6, "motion {k}: {f:?} {g:?}");
+        let at_first = clearance(&robot, &world, &state_at(&path, g));
+        assert!(at_first <= touch, "motion {k}: {at_first} at {g:?}");
+        let n = 2000;
+        for i in 0..n {
+            let t = i as f64 / n as f64;
+            if t >= g.t - 1e-6 {
+                break;
+            }
+            let c = clearance(&robot, &world, &path[0].interpolate(&path[1], t));
+            assert!(c > 0.0, "motion {k}: {c} at t = {t}, first contact {g:?}");
+        }
+    }
+}
+
+/// A thin rod turning about its centre through a thin plate: they meet over 2e-3 rad
+/// of the turn (the rod tip moves about one tolerance), between states 90 degrees
+/// apart. Both checks find the contact, at the angle where the rod's leading face
+/// reaches the plate (to the bisection's 1e-6 and the formula's rounding).
+#[test]
+fn a_brief_contact_stops_a_first_contact_check() {
+    // Rod along x, half length 1, half thickness 5e-4 (tolerance: 0.1% of its
+    // diagonal, 2e-3).
+    let robot = Robot::new(&box_surface(
+        Point3::origin(),
+        Vector3::new(1.0, 5e-4, 5e-4),
+        2,
+    ));
+    // A plate in the plane y = 0 at x in [0.8, 0.9], 5e-4 thick, rotated by 45
+    // degrees about z: the rod sweeps through it at 45 degrees.
+    let plate = box_surface(
+        Point3::new(0.85, 0.0, 0.0),
+        Vector3::new(0.05, 2.5e-4, 0.1),
+        1,
+    );
+    let turn = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), std::f64::consts::FRAC_PI_4);
+    let plate = SurfaceMesh {
+        vertices: plate.vertices.iter().map(|v| turn * v).collect(),
+        triangles: plate.triangles.clone(),
+    };
+    let world = World::new(&plate);
+    let path = [
+        State::new(Vector3::zeros(), UnitQuaternion::identity()),
+        State::new(
+            Vector3::zeros(),
+            UnitQuaternion::from_axis_angle(&Vector3::z_axis(), std::f64::consts::FRAC_PI_2),
+        ),
+    ];
+    // The rod's leading face (y = 5e-4 in its frame) first meets the plate's near
+    // edge: the point p at 0.8 along the plate, 2.5e-4 off its plane, whose polar
+    // angle is 45 degrees less atan(2.5e-4 / 0.8), when the face's line, 5e-4 from the
+    // axis, passes it: asin(5e-4 / |p|) before that angle.
+    let p = (0.8_f64.powi(2) + 2.5e-4_f64.powi(2)).sqrt();
+    let angle = std::f64::consts::FRAC_PI_4 - (2.5e-4_f64 / 0.8).atan() - (5e-4 / p).asin();
+    let expected = angle / std::f64::consts::FRAC_PI_2;
+    let first_only = CheckOptions {
+        first_contact_only: true,
+        ..CheckOptions::default()
+    };
+    for options in [CheckOptions::default(), first_only] {
+        let r = check_path(&robot, &world, &path, &options, &mut |_| {});
+        let first = r.first_collision.expect("the rod meets the plate");
+        assert!(
+            (first.t - expected).abs() < 2e-6,
+            "{first:?}, expected t = {expected} (first contact only: {})",
+            options.first_contact_only
+        );
+    }
 }
 
 /// A box is closed; a face split off with its own copies of the seam's vertices is

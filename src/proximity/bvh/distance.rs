@@ -327,16 +327,11 @@ impl Bvh {
         upper: &mut f64,
     ) -> Option<(u32, u32)> {
         for ib in leaves.1 {
-            let (tb, bb, pb) = scratch_moved(moved, other, pose, ib);
+            let moved = scratch_moved(moved, other, pose, ib);
             for ia in leaves.0.clone() {
-                if box_box_distance(&self.boxes[ia], bb) >= floor
-                    || pb.gap(&self.triangles[ia]) >= floor
-                    || self.planes[ia].gap(tb) >= floor
-                    || edge_axes_separate(&self.triangles[ia], tb, |_| floor)
-                {
+                let Some(d) = self.pair_below(ia, moved, floor) else {
                     continue;
-                }
-                let (d, _, _) = triangle_distance(&self.triangles[ia], tb);
+                };
                 *upper = upper.min(d);
                 if d < floor {
                     return Some((ia as u32, ib as u32));
@@ -344,6 +339,41 @@ impl Bvh {
             }
         }
         None
+    }
+
+    /// The distance of triangle `ia` and the placed triangle `moved`, `None` when a cheap
+    /// separation (boxes, planes, the edges' cross directions) shows it is at least
+    /// `floor`.
+    fn pair_below(&self, ia: usize, moved: &MovedTriangle, floor: f64) -> Option<f64> {
+        let (tb, bb, pb) = moved;
+        if box_box_distance(&self.boxes[ia], bb) >= floor
+            || pb.gap(&self.triangles[ia]) >= floor
+            || self.planes[ia].gap(tb) >= floor
+            || edge_axes_separate(&self.triangles[ia], tb, |_| floor)
+        {
+            return None;
+        }
+        Some(triangle_distance(&self.triangles[ia], tb).0)
+    }
+
+    /// Whether a pair of triangles among `pairs` (this mesh's, `other`'s) is nearer than
+    /// `floor` when `other` is placed by `pose`: [`Bvh::separated`]'s decision, not
+    /// clear, when `pairs` holds every pair that can be that near there (those of
+    /// [`Bvh::pairs_over`] for an interval that contains the state).
+    pub(crate) fn meets_among(
+        &self,
+        other: &Bvh,
+        pose: &Isometry3<f64>,
+        pairs: &[(u32, u32)],
+        floor: f64,
+        scratch: &mut PairScratch,
+    ) -> bool {
+        scratch.prepare(other);
+        pairs.iter().any(|&(ia, ib)| {
+            let moved = scratch_moved(&mut scratch.triangles, other, pose, ib as usize);
+            self.pair_below(ia as usize, moved, floor)
+                .is_some_and(|d| d < floor)
+        })
     }
 
     /// A pair of triangles (this mesh's, `other`'s) that meet when `other` is placed by

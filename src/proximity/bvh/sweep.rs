@@ -6,7 +6,7 @@ use nalgebra::{Isometry3, Point3, Vector3};
 
 use super::bounds::{box_box_distance, Plane};
 use super::motion::{Motion, Sweep, Swept, SweptTriangle};
-use super::pairs::{descend, moved_node, scratch_moved, PairFrame, PairScratch};
+use super::pairs::{descend, moved_node, scratch_moved, Memo, MovedNode, PairFrame, PairScratch};
 use super::{Bvh, Kind, Node};
 use crate::mesh::Aabb;
 use crate::proximity::exact::{edge_axes_separate, triangle_distance};
@@ -78,19 +78,8 @@ impl Bvh {
         let frame = PairFrame::new(pose);
         let nodes = &mut scratch.nodes;
         let swept = Swept::of(motion);
-        // The pair's bound over the interval.
         let mut over = |i: usize, j: usize| {
-            let (a, b) = (&self.nodes[i], &other.nodes[j]);
-            let mb = moved_node(nodes, &frame, other, j);
-            // A cheap first test: the axis-aligned boxes' distance at the middle, less the
-            // farthest the node can move.
-            let center = mb.center - motion.pose.translation.vector;
-            let center_norm = center.coords.norm();
-            let far = box_box_distance(&a.aabb, &mb.aabb) - swept.reach(center_norm, b.radius);
-            if far >= floor {
-                return far;
-            }
-            frame.bound_over(a, b, mb, &swept, &center.coords, center_norm, floor)
+            node_bound_over(self, other, &frame, motion, &swept, nodes, (i, j), floor)
         };
         let triangles = &mut scratch.triangles;
         scratch.stack.clear();
@@ -133,6 +122,59 @@ impl Bvh {
             front.extend_from_slice(&scratch.stack);
         }
         sweep
+    }
+
+    /// The pairs of triangles (this mesh's, `other`'s) that may come nearer than `floor`
+    /// while `other` moves through `motion`: every pair whose bound over the interval
+    /// ([`Bvh::clear_over`]'s, nodes and triangles) is below `floor`, none left out, in
+    /// `out`. A decision at any state of the interval needs only these
+    /// ([`Bvh::meets_among`]); the bisection of a contact's end decides a dozen states
+    /// of one interval a tolerance long, each of which would otherwise open every pair of
+    /// nodes whose boxes overlap there.
+    pub(crate) fn pairs_over(
+        &self,
+        other: &Bvh,
+        motion: &Motion,
+        floor: f64,
+        scratch: &mut PairScratch,
+        out: &mut Vec<(u32, u32)>,
+    ) {
+        out.clear();
+        if self.is_empty() || other.is_empty() {
+            return;
+        }
+        scratch.prepare(other);
+        let pose = &motion.pose;
+        let frame = PairFrame::new(pose);
+        let nodes = &mut scratch.nodes;
+        let swept = Swept::of(motion);
+        let mut over = |i: usize, j: usize| {
+            node_bound_over(self, other, &frame, motion, &swept, nodes, (i, j), floor)
+        };
+        let triangles = &mut scratch.triangles;
+        scratch.stack.clear();
+        scratch.stack.push((0, 0));
+        descend(
+            self,
+            other,
+            floor,
+            &mut scratch.stack,
+            &mut over,
+            &mut |_, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
+                for ib in leaf_b.0..leaf_b.1 {
+                    let moved = scratch_moved(triangles, other, pose, ib);
+                    let body = SweptTriangle::of(other, ib, moved, pose, &swept, floor);
+                    for ia in leaf_a.0..leaf_a.1 {
+                        if let PairOver::Failed(_) =
+                            self.triangle_over(ia, moved, &body, &swept, floor)
+                        {
+                            out.push((ia as u32, ib as u32));
+                        }
+                    }
+                }
+                true
+            },
+        );
     }
 
     /// The leaf test of the sweeps: whether triangle `ia` stays at least `floor` from
@@ -214,6 +256,32 @@ impl Bvh {
             }
         }
     }
+}
+
+/// The bound over a motion of node `i` of `a` and node `j` of `b` (moving through
+/// `motion`, whose middle pose `frame` places it): a cheap first test, the axis-aligned
+/// boxes' distance at the middle less the farthest the node can move, then the
+/// directional bound of [`PairFrame::bound_over`].
+#[allow(clippy::too_many_arguments)]
+fn node_bound_over(
+    a: &Bvh,
+    b: &Bvh,
+    frame: &PairFrame,
+    motion: &Motion,
+    swept: &Swept,
+    nodes: &mut Memo<MovedNode>,
+    (i, j): (usize, usize),
+    floor: f64,
+) -> f64 {
+    let (na, nb) = (&a.nodes[i], &b.nodes[j]);
+    let mb = moved_node(nodes, frame, b, j);
+    let center = mb.center - motion.pose.translation.vector;
+    let center_norm = center.coords.norm();
+    let far = box_box_distance(&na.aabb, &mb.aabb) - swept.reach(center_norm, nb.radius);
+    if far >= floor {
+        return far;
+    }
+    frame.bound_over(na, nb, mb, swept, &center.coords, center_norm, floor)
 }
 
 /// Whether two boxes meet.

@@ -236,6 +236,45 @@ fn a_decision_after_a_failed_one_answers_as_a_fresh_one() {
     );
 }
 
+/// The pairs gathered over a motion decide every state of it as the trees do: for
+/// motions about the ring that touch, cross and clear it, at floors from touching to
+/// 0.05, [`Bvh::meets_among`] over [`Bvh::pairs_over`] equals [`Bvh::separated`] at 41
+/// states of each (an identity: the gathered pairs are every pair whose bound over
+/// the interval is below the floor), and the gather keeps far fewer pairs than all.
+#[test]
+fn the_pairs_over_a_motion_decide_its_states_as_the_trees_do() {
+    let (world, robot) = ring_and_box();
+    let mut scratch = PairScratch::default();
+    let mut pairs = Vec::new();
+    let (mut meeting, mut clear) = (0, 0);
+    let all = world.triangles.len() * robot.triangles.len();
+    for k in 0..16 {
+        for (shift, turn) in [(0.02, 0.05), (0.1, 0.2)] {
+            let motion = ring_motion(k, shift, turn);
+            for floor in [1e-9, 0.01, 0.05] {
+                world.pairs_over(&robot, &motion, floor, &mut scratch, &mut pairs);
+                assert!(pairs.len() < all / 20, "{} of {all}", pairs.len());
+                for i in 0..=40 {
+                    let s = i as f64 / 20.0 - 1.0;
+                    let pose = part(&motion, s, s).pose;
+                    let trees = world.separated(&robot, &pose, floor, &mut PairScratch::default());
+                    let among = world.meets_among(&robot, &pose, &pairs, floor, &mut scratch);
+                    assert_eq!(among, !trees.clear, "motion {k}, floor {floor}, s = {s}");
+                    if among {
+                        meeting += 1;
+                    } else {
+                        clear += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        meeting >= 200 && clear >= 200,
+        "{meeting} meeting, {clear} clear"
+    );
+}
+
 /// The part `s0 .. s1` of `motion` (`-1 .. 1` is the whole).
 fn part(motion: &Motion, s0: f64, s1: f64) -> Motion {
     let s = 0.5 * (s0 + s1);
