@@ -88,14 +88,9 @@ fn a_box_through_a_slot_has_the_analytic_clearance() {
     );
 }
 
-/// The certified minimum against a dense exact sampling: a box turning while it
-/// circles a wavy ring tube (curved, nearly parallel surfaces, the sweep's hard
-/// case). The reported minimum `m` is a distance found on the path, so the true
-/// minimum is at most `m`; certification means nowhere below `m - tol`. With the
-/// dense minimum `s` (itself above the true minimum by at most the motion between
-/// two samples, `delta`): `s - delta <= m <= s + tol`.
-#[test]
-fn the_certified_minimum_agrees_with_dense_sampling() {
+/// A wavy ring tube (curved, nearly parallel surfaces, the sweep's hard case) and a
+/// box with subdivided faces.
+fn wavy_ring_and_box() -> (World, Robot) {
     let ring: Vec<Point3<f64>> = (0..80)
         .map(|i| {
             let t = std::f64::consts::TAU * i as f64 / 80.0;
@@ -108,6 +103,18 @@ fn the_certified_minimum_agrees_with_dense_sampling() {
         Vector3::new(0.15, 0.1, 0.05),
         5,
     ));
+    (world, robot)
+}
+
+/// The certified minimum against a dense exact sampling: a box turning while it
+/// circles a wavy ring tube (curved, nearly parallel surfaces, the sweep's hard
+/// case). The reported minimum `m` is a distance found on the path, so the true
+/// minimum is at most `m`; certification means nowhere below `m - tol`. With the
+/// dense minimum `s` (itself above the true minimum by at most the motion between
+/// two samples, `delta`): `s - delta <= m <= s + tol`.
+#[test]
+fn the_certified_minimum_agrees_with_dense_sampling() {
+    let (world, robot) = wavy_ring_and_box();
     let path: Vec<State> = (0..12)
         .map(|i| {
             let a = std::f64::consts::TAU * i as f64 / 11.0;
@@ -147,18 +154,7 @@ fn the_certified_minimum_agrees_with_dense_sampling() {
 /// free).
 #[test]
 fn the_first_contact_is_the_full_checks_and_nothing_meets_before_it() {
-    let ring: Vec<Point3<f64>> = (0..80)
-        .map(|i| {
-            let t = std::f64::consts::TAU * i as f64 / 80.0;
-            Point3::new(t.cos(), t.sin(), 0.15 * (3.0 * t).sin())
-        })
-        .collect();
-    let world = World::new(&shapes::closed_tube(&ring, 0.2, 16));
-    let robot = Robot::new(&box_surface(
-        Point3::origin(),
-        Vector3::new(0.15, 0.1, 0.05),
-        5,
-    ));
+    let (world, robot) = wavy_ring_and_box();
     let first_only = CheckOptions {
         first_contact_only: true,
         ..CheckOptions::default()

@@ -73,49 +73,37 @@ impl Bvh {
         if self.is_empty() || other.is_empty() {
             return sweep;
         }
-        scratch.prepare(other);
-        let pose = &motion.pose;
-        let frame = PairFrame::new(pose);
-        let nodes = &mut scratch.nodes;
-        let swept = Swept::of(motion);
-        let mut over = |i: usize, j: usize| {
-            node_bound_over(self, other, &frame, motion, &swept, nodes, (i, j), floor)
-        };
-        let triangles = &mut scratch.triangles;
         scratch.stack.clear();
         scratch.stack.extend_from_slice(&front[roots]);
         let mut failed = 0;
-        descend(
-            self,
+        self.descend_over(
             other,
+            motion,
             floor,
-            &mut scratch.stack,
-            &mut over,
-            &mut |pair, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
-                for ib in leaf_b.0..leaf_b.1 {
-                    let moved = scratch_moved(triangles, other, pose, ib);
-                    let body = SweptTriangle::of(other, ib, moved, pose, &swept, floor);
-                    for ia in leaf_a.0..leaf_a.1 {
-                        match self.triangle_over(ia, moved, &body, &swept, floor) {
-                            PairOver::Separated => {}
-                            PairOver::Passed(d) => sweep.upper = sweep.upper.min(d),
-                            PairOver::Failed(d) => {
-                                sweep.upper = sweep.upper.min(d);
-                                sweep.clear = false;
-                                if d < floor {
-                                    // Closer than the floor at the middle: the motion
-                                    // fails, no front needed.
-                                    return false;
-                                }
-                                // The pair of leaves goes on the front, whole.
-                                front.push(pair);
-                                failed += 1;
-                                return failed <= cap;
-                            }
-                        }
+            scratch,
+            &mut |pair, _, over| match over {
+                PairOver::Separated => Next::Triangle,
+                PairOver::Passed(d) => {
+                    sweep.upper = sweep.upper.min(d);
+                    Next::Triangle
+                }
+                PairOver::Failed(d) => {
+                    sweep.upper = sweep.upper.min(d);
+                    sweep.clear = false;
+                    if d < floor {
+                        // Closer than the floor at the middle: the motion fails, no front
+                        // needed.
+                        return Next::Stop;
+                    }
+                    // The pair of leaves goes on the front, whole.
+                    front.push(pair);
+                    failed += 1;
+                    if failed <= cap {
+                        Next::Leaves
+                    } else {
+                        Next::Stop
                     }
                 }
-                true
             },
         );
         if sweep.upper >= floor {
@@ -143,6 +131,29 @@ impl Bvh {
         if self.is_empty() || other.is_empty() {
             return;
         }
+        scratch.stack.clear();
+        scratch.stack.push((0, 0));
+        self.descend_over(other, motion, floor, scratch, &mut |_, (ia, ib), over| {
+            if let PairOver::Failed(_) = over {
+                out.push((ia as u32, ib as u32));
+            }
+            Next::Triangle
+        });
+    }
+
+    /// The descent of the sweeps over `motion` from the pairs of nodes on
+    /// `scratch.stack`: the pairs whose bound over the interval is below `floor`, down to
+    /// the triangles, each pair of triangles (this mesh's, `other`'s) tested
+    /// ([`Bvh::triangle_over`]) and handed to `visit` with its pair of leaves; `visit`
+    /// says where to go on. A stop leaves the pairs not visited on the stack.
+    fn descend_over(
+        &self,
+        other: &Bvh,
+        motion: &Motion,
+        floor: f64,
+        scratch: &mut PairScratch,
+        visit: &mut impl FnMut((u32, u32), (usize, usize), PairOver) -> Next,
+    ) {
         scratch.prepare(other);
         let pose = &motion.pose;
         let frame = PairFrame::new(pose);
@@ -152,23 +163,22 @@ impl Bvh {
             node_bound_over(self, other, &frame, motion, &swept, nodes, (i, j), floor)
         };
         let triangles = &mut scratch.triangles;
-        scratch.stack.clear();
-        scratch.stack.push((0, 0));
         descend(
             self,
             other,
             floor,
             &mut scratch.stack,
             &mut over,
-            &mut |_, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
+            &mut |pair, leaf_a: (usize, usize), leaf_b: (usize, usize)| {
                 for ib in leaf_b.0..leaf_b.1 {
                     let moved = scratch_moved(triangles, other, pose, ib);
                     let body = SweptTriangle::of(other, ib, moved, pose, &swept, floor);
                     for ia in leaf_a.0..leaf_a.1 {
-                        if let PairOver::Failed(_) =
-                            self.triangle_over(ia, moved, &body, &swept, floor)
-                        {
-                            out.push((ia as u32, ib as u32));
+                        let tested = self.triangle_over(ia, moved, &body, &swept, floor);
+                        match visit(pair, (ia, ib), tested) {
+                            Next::Triangle => {}
+                            Next::Leaves => return true,
+                            Next::Stop => return false,
                         }
                     }
                 }
@@ -326,6 +336,16 @@ impl Translation<'_> {
             [self.pose * t[0], self.pose * t[1], self.pose * t[2]].iter(),
         ))
     }
+}
+
+/// Where [`Bvh::descend_over`] goes on after a pair of triangles.
+enum Next {
+    /// To the next pair of triangles.
+    Triangle,
+    /// To the next pair of leaves.
+    Leaves,
+    /// Nowhere: the descent ends.
+    Stop,
 }
 
 /// What a sweep's leaf test found for a pair of triangles.
