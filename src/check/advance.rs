@@ -17,7 +17,6 @@
 use nalgebra::Vector3;
 
 use super::certify::Cleared;
-use super::path::{Counts, FINEST_TOLERANCE};
 use super::*;
 use crate::progress::cancelled;
 use crate::proximity::bvh::{self, Slack};
@@ -32,6 +31,13 @@ pub(super) fn advance_slack(tol: f64) -> Slack {
         relative: 0.25,
         enough: f64::INFINITY,
     }
+}
+
+/// Work counters of a check.
+#[derive(Debug, Default)]
+pub(super) struct Counts {
+    pub(super) evaluations: usize,
+    pub(super) sweeps: usize,
 }
 
 /// Which check a walk belongs to.

@@ -69,7 +69,7 @@ mod path;
 mod tests;
 
 pub use intervals::Deepest;
-pub use path::{check_path, FINEST_TOLERANCE};
+pub use path::check_path;
 
 use nalgebra::{Isometry3, Point3};
 
@@ -77,6 +77,10 @@ use crate::mesh::SurfaceMesh;
 use crate::progress::Cancel;
 use crate::proximity::bvh::{self, Bvh, Slack};
 use crate::proximity::rigid::State;
+
+/// The finest tolerance a stretch is resolved to, relative to the robot's diagonal:
+/// below it the parts count as touching (a collision).
+pub const FINEST_TOLERANCE: f64 = 1e-9;
 
 /// A rigid part that moves: its mesh in its own frame (origin already chosen).
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::advance::{advance, Advanced, Level};
+use super::advance::{advance, Advanced, Counts, Level};
 use super::certify::certify_minimum;
 use super::intervals::meeting_intervals;
 use super::*;
@@ -142,13 +142,6 @@ pub(super) fn resolved_samples(
     (per_segment.into_iter().flatten().collect(), false)
 }
 
-/// Work counters of a check.
-#[derive(Debug, Default)]
-pub(super) struct Counts {
-    pub(super) evaluations: usize,
-    pub(super) sweeps: usize,
-}
-
 /// Samples grouped by segment (in path order).
 pub(super) fn by_segment(samples: Vec<Sample>, segments: usize) -> Vec<Vec<Sample>> {
     let mut out: Vec<Vec<Sample>> = vec![Vec::new(); segments.max(1)];
@@ -157,10 +150,6 @@ pub(super) fn by_segment(samples: Vec<Sample>, segments: usize) -> Vec<Vec<Sampl
     }
     out
 }
-
-/// The finest tolerance a stretch is resolved to, relative to the robot's diagonal:
-/// below it the parts count as touching (a collision).
-pub const FINEST_TOLERANCE: f64 = 1e-9;
 
 /// Resolves each stretch of samples nearer than `tol` in which the meshes never meet
 /// (every sample's exact distance positive): the stretch, from the sample before it to

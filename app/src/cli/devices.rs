@@ -38,8 +38,8 @@ pub struct DevicesArgs {
     pub stiffness: f64,
     /// The enable (deadman) button of a vendor device during the self-test: force only
     /// while it is held (0..=31, or `off`).
-    #[arg(long, default_value = "0", value_parser = super::live::parse_deadman)]
-    pub deadman: super::live::Deadman,
+    #[arg(long, default_value = "0", value_parser = crate::live::parse_deadman)]
+    pub deadman: crate::live::Deadman,
 }
 
 /// The long help of `haptics devices`.
@@ -158,7 +158,7 @@ fn run_self_test(name: &str, args: &DevicesArgs) -> anyhow::Result<()> {
         ..SelfTestConfig::default()
     };
     let (report, label) = if let Some(v) = Vendor::from_device_name(name) {
-        let (mut dev, label) = super::live::open_vendor(v, args.deadman.0)?;
+        let (mut dev, label) = crate::live::open_vendor(v, args.deadman.0)?;
         println!("{label}: self-test for {} s", config.duration_s);
         if let Some(b) = args.deadman.0 {
             println!("hold button {b} to enable force; the stylus is pulled gently to the centre");

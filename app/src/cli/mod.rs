@@ -8,7 +8,6 @@ pub mod check;
 pub mod demo;
 pub mod devices;
 pub mod inspect;
-pub mod live;
 pub mod muscle;
 pub mod plan;
 pub mod pointshell;

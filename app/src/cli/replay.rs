@@ -79,8 +79,8 @@ pub struct RecordArgs {
     pub device: String,
     /// The enable (deadman) button of a vendor device (a Haply's are its Verse Grip's):
     /// force is sent only while it is held (a button index 0..=31, or `off`).
-    #[arg(long, default_value = "0", value_parser = super::live::parse_deadman)]
-    pub deadman: super::live::Deadman,
+    #[arg(long, default_value = "0", value_parser = crate::live::parse_deadman)]
+    pub deadman: crate::live::Deadman,
     /// Keyframes of the simulated hand's target pose (trajectory CSV, device metres).
     #[arg(long)]
     pub targets: Option<PathBuf>,
@@ -130,7 +130,7 @@ pub fn run_replay(a: &ReplayArgs) -> anyhow::Result<()> {
             .with_context(|| format!("reading {}", a.trajectory.display()))?,
     )
     .into_owned();
-    let fitted = super::live::apply_recorded_fit(&text, &a.trajectory, &mut scene)?;
+    let fitted = crate::live::apply_recorded_fit(&text, &a.trajectory, &mut scene)?;
     if fitted > 0 {
         println!(
             "applied {fitted} device-fitted settings recorded in {}",
@@ -223,13 +223,13 @@ pub fn run_record(a: &RecordArgs) -> anyhow::Result<()> {
         // A missing library or device fails before any work; the device is opened once the
         // scene is loaded, so that the recording starts with the device's first cycles
         // (a fault's timing, too, counts from there).
-        super::live::require_vendor(vendor)?;
+        crate::live::require_vendor(vendor)?;
         let mut scene = load_with_progress(&a.scene, &a.cache)?;
         a.params.apply(&mut scene);
         let rate = scene.rate_hz;
-        let (device, name) = super::live::open_vendor(vendor, a.deadman.0)?;
-        let fit = super::live::fit_and_report(&mut scene, device.info());
-        let header = super::live::recording_header(&name, fit.as_ref(), &scene);
+        let (device, name) = crate::live::open_vendor(vendor, a.deadman.0)?;
+        let fit = crate::live::fit_and_report(&mut scene, device.info());
+        let header = crate::live::recording_header(&name, fit.as_ref(), &scene);
         let mut sim = HapticSimulation::new(scene);
         if let Some(f) = &fit {
             sim.set_caps(f.caps);

@@ -11,8 +11,9 @@ use haptics_devices::trajectory::read_trajectory;
 
 use super::assets_dir;
 use super::replay::load_with_progress;
-use crate::ui::window::{self, AppError, DeviceChoice, WindowConfig};
+use crate::ui::window::{self, WindowConfig};
 use crate::ui::{run_demo, DemoSummary};
+use crate::ui::{AppError, DeviceChoice};
 
 /// Arguments of `haptics run`.
 #[derive(Debug, Clone, Args)]
@@ -30,8 +31,8 @@ pub struct RunArgs {
     pub device: String,
     /// The enable (deadman) button of a vendor device (a Haply's are its Verse Grip's):
     /// force is sent only while it is held (a button index 0..=31, or `off`).
-    #[arg(long, default_value = "0", value_parser = super::live::parse_deadman)]
-    pub deadman: super::live::Deadman,
+    #[arg(long, default_value = "0", value_parser = crate::live::parse_deadman)]
+    pub deadman: crate::live::Deadman,
     /// Run the headless demo even if a window could open.
     #[arg(long)]
     pub headless: bool,

@@ -39,7 +39,8 @@ pub use deform::{
     deform_cpu, deform_normals_cpu, normal_basis, DeformOutput, GpuDeformer, NormalBasis,
 };
 pub use offscreen::{render_image, Image, OFFSCREEN_FORMAT};
-pub use renderer::{ContactMarker, FrameState, Overlays, RenderObject, SceneRenderer};
+pub use renderer::{ContactMarker, FrameState, Overlays, SceneRenderer};
+pub use uploads::RenderObject;
 
 use thiserror::Error;
 

@@ -4,8 +4,10 @@
 //! and contact markers.
 
 use super::overlay::ColorVertex;
-use super::renderer::DEPTH_FORMAT;
 use super::uploads::Uniforms;
+
+/// Depth buffer format of every pass.
+pub const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 
 /// The scene's vertex and fragment shaders: lit triangles and flat-coloured lines and
 /// points.

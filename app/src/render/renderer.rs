@@ -26,17 +26,13 @@ use nalgebra::{Isometry3, Matrix4, Point3, Vector3};
 use super::camera::OrbitCamera;
 use super::deform::DeformOutput;
 use super::overlay::{arrow, cross, floor_grid, ColorVertex};
-use super::pipelines::Pipelines;
+use super::pipelines::{Pipelines, DEPTH_FORMAT};
 use super::uploads::{
     mat, update_deformer, upload_objects, write_object, CameraUniform, DrawObject, DynamicVertices,
-    MeshBuffers, Uniforms,
+    MeshBuffers, RenderObject, Uniforms,
 };
 use super::RenderError;
-use haptics::mesh::SurfaceMesh;
 use haptics::scene::Scene;
-
-/// Depth buffer format of every pass.
-pub const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
 
 /// Background colour (linear).
 pub const BACKGROUND: wgpu::Color = wgpu::Color {
@@ -116,22 +112,6 @@ impl Overlays {
             ..Overlays::default()
         }
     }
-}
-
-/// An object to draw: its surface, its render basis and rank (empty and 0 for a rigid
-/// one), and its pose.
-#[derive(Debug, Clone, Copy)]
-pub struct RenderObject<'a> {
-    /// A label (for GPU debugging).
-    pub name: &'a str,
-    /// The surface, in the object's frame.
-    pub mesh: &'a SurfaceMesh,
-    /// The render basis (rows of U at the surface vertices), empty for a rigid object.
-    pub basis: &'a [f32],
-    /// Its rank.
-    pub r: usize,
-    /// The pose of the object's frame.
-    pub pose: Isometry3<f64>,
 }
 
 /// World-space bounding box of the scene's surfaces at rest.

@@ -3,14 +3,29 @@
 //! surface, flat-shaded vertices for a rigid one), the overlay vertex lists rewritten
 //! every frame, and the per-frame writes of reduced coordinates and model matrices.
 
-use nalgebra::{Matrix4, Vector3};
+use nalgebra::{Isometry3, Matrix4, Vector3};
 use wgpu::util::DeviceExt;
 
 use super::deform::{normal_basis, GpuDeformer};
 use super::overlay::ColorVertex;
-use super::renderer::RenderObject;
 use super::RenderError;
 use haptics::mesh::SurfaceMesh;
+
+/// An object to draw: its surface, its render basis and rank (empty and 0 for a rigid
+/// one), and its pose.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderObject<'a> {
+    /// A label (for GPU debugging).
+    pub name: &'a str,
+    /// The surface, in the object's frame.
+    pub mesh: &'a SurfaceMesh,
+    /// The render basis (rows of U at the surface vertices), empty for a rigid object.
+    pub basis: &'a [f32],
+    /// Its rank.
+    pub r: usize,
+    /// The pose of the object's frame.
+    pub pose: Isometry3<f64>,
+}
 
 /// Uniforms of the whole frame.
 #[repr(C)]

@@ -29,3 +29,21 @@ pub mod window;
 
 pub use frame::{fill_frame, DebugContact, DebugViews};
 pub use headless::{render_snapshot, replay_until, run_demo, DemoSummary};
+pub use session::DeviceChoice;
+
+use crate::render::RenderError;
+use thiserror::Error;
+
+/// Why the window could not run.
+#[derive(Debug, Error)]
+pub enum AppError {
+    /// No display server (or the window could not be created).
+    #[error("no display: {0}")]
+    NoDisplay(String),
+    /// The GPU side failed (no adapter, no usable surface format, ...).
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// Anything else (a scene that failed to load, ...).
+    #[error("{0:#}")]
+    Other(#[from] anyhow::Error),
+}

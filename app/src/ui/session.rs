@@ -16,9 +16,25 @@ use haptics_devices::{
 
 use super::frame::DebugContact;
 use super::guide::GuideRecorder;
-use super::window::{AppError, DeviceChoice};
+use super::AppError;
 use haptics::haptic::{device_fit::DeviceFit, HapticSimulation, HapticThread};
 use haptics::scene::Scene;
+
+/// Where the device comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// A SpaceMouse if one is connected, else the simulated hand driven by the mouse.
+    Auto,
+    /// The simulated hand driven by the mouse and keyboard.
+    Simulated,
+    /// A HID device with this built-in profile (`haptics devices` lists them).
+    Hid(String),
+    /// A vendor SDK device (OpenHaptics, Force Dimension), with its enable button.
+    Vendor {
+        vendor: haptics_devices::vendor::Vendor,
+        deadman: Option<u32>,
+    },
+}
 
 /// A running scene: the haptic thread, its device's input channels, and the render
 /// side's copies of the scene.
@@ -61,7 +77,7 @@ impl Session {
         // A real device with force output: the scene is fitted to its capabilities (the
         // simulated hand is the device scenes are tuned for, and a replay replays).
         let fit = if target_tx.is_none() && replay.is_none() {
-            crate::cli::live::fit_and_report(&mut scene, device.info())
+            crate::live::fit_and_report(&mut scene, device.info())
         } else {
             None
         };
@@ -97,7 +113,7 @@ impl Session {
 
     /// The comment lines of a recording of this session (device, fitted values).
     pub(super) fn header(&self) -> String {
-        crate::cli::live::recording_header(&self.device_name, self.fit.as_ref(), &self.scene)
+        crate::live::recording_header(&self.device_name, self.fit.as_ref(), &self.scene)
     }
 
     /// Sends the simulated hand its target (nothing for other devices).
@@ -160,7 +176,7 @@ fn open_hid(choice: &DeviceChoice) -> Result<Option<NamedDevice>, AppError> {
     match choice {
         DeviceChoice::Simulated => Ok(None),
         DeviceChoice::Vendor { vendor, deadman } => {
-            let (device, name) = crate::cli::live::open_vendor(*vendor, *deadman)?;
+            let (device, name) = crate::live::open_vendor(*vendor, *deadman)?;
             if let Some(b) = deadman {
                 println!("{name}: hold button {b} to enable force");
             }
@@ -224,7 +240,7 @@ pub(super) fn device_failed(
 
 /// Writes a recorded session as a trajectory CSV with the rendered wrench columns
 /// (atomically: a half-written file never replaces a good one),
-/// after `header`'s comment lines (see [`crate::cli::live::recording_header`]).
+/// after `header`'s comment lines (see [`crate::live::recording_header`]).
 pub(super) fn write_recording(
     path: &Path,
     samples: &[(TrajectorySample, Wrench)],

@@ -10,7 +10,7 @@ use winit::window::Window;
 
 use super::headless::default_camera;
 use super::panels::{self, Action, UiState};
-use super::window::AppError;
+use super::AppError;
 use crate::render::{FrameState, OrbitCamera, RenderError, SceneRenderer};
 use haptics::scene::Scene;
 

@@ -15,7 +15,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use thiserror::Error;
 use winit::application::ApplicationHandler;
 use winit::event::{ElementState, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
@@ -26,41 +25,12 @@ use super::guide::GuideRecorder;
 use super::headless::default_camera;
 use super::input::InputState;
 use super::panels::{Action, Parameters, Plots, Status, UiState};
-use super::session::{device_failed, write_recording, Session};
+use super::session::{device_failed, write_recording, DeviceChoice, Session};
 use super::surface::{acquire_surface, draw_and_present, run_panels, Gfx};
-use crate::render::{FrameState, RenderError, SceneRenderer};
+use super::AppError;
+use crate::render::{FrameState, SceneRenderer};
 use haptics::haptic::Command;
 use haptics::scene::{params::Param, Scene};
-
-/// Why the window could not run.
-#[derive(Debug, Error)]
-pub enum AppError {
-    /// No display server (or the window could not be created).
-    #[error("no display: {0}")]
-    NoDisplay(String),
-    /// The GPU side failed (no adapter, no usable surface format, ...).
-    #[error(transparent)]
-    Render(#[from] RenderError),
-    /// Anything else (a scene that failed to load, ...).
-    #[error("{0:#}")]
-    Other(#[from] anyhow::Error),
-}
-
-/// Where the device comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DeviceChoice {
-    /// A SpaceMouse if one is connected, else the simulated hand driven by the mouse.
-    Auto,
-    /// The simulated hand driven by the mouse and keyboard.
-    Simulated,
-    /// A HID device with this built-in profile (`haptics devices` lists them).
-    Hid(String),
-    /// A vendor SDK device (OpenHaptics, Force Dimension), with its enable button.
-    Vendor {
-        vendor: haptics_devices::vendor::Vendor,
-        deadman: Option<u32>,
-    },
-}
 
 /// Loads a scene file (with progress on the terminal).
 pub type SceneLoader = Box<dyn Fn(&Path) -> anyhow::Result<Scene>>;
