@@ -7,18 +7,22 @@
 //! The references are read from the source text: the `crate::` and `super::` paths
 //! outside comments and outside `#[cfg(test)] mod tests` blocks (tests may reach
 //! anywhere). A path names the longest module it starts with.
+//!
+//! And no source file is longer than 1,200 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Every `.rs` file under `dir` but a binary's `main.rs` (a crate of its own, which uses
-/// the library).
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file under `dir`; with `libraries_only`, not a binary's `main.rs` (a
+/// crate of its own, which uses the library).
+fn rust_files(dir: &Path, libraries_only: bool, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src is readable") {
         let path = entry.expect("a directory entry").path();
         if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("main.rs") {
+            rust_files(&path, libraries_only, out);
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !(libraries_only && path.ends_with("main.rs"))
+        {
             out.push(path);
         }
     }
@@ -92,7 +96,7 @@ fn longest_module(modules: &BTreeSet<Vec<String>>, path: &[String]) -> Option<Ve
 /// For each module, the modules its code refers to.
 fn references(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let mut files = Vec::new();
-    rust_files(src, &mut files);
+    rust_files(src, true, &mut files);
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(src, f)).collect();
     let mut refs = BTreeMap::new();
     for file in &files {
@@ -216,4 +220,34 @@ fn the_reader_sees_imports_and_cycles() {
     assert_eq!(cycle.len(), 4, "{cycle:?}");
     let without: BTreeMap<_, _> = refs.into_iter().filter(|(k, _)| *k != m("c")).collect();
     assert_eq!(find_cycle(&sibling_edges(&without)), None);
+}
+
+/// No source file of the workspace's crates grows past 1,200 lines: a file that long
+/// holds more than one concept, and is split by concept instead.
+#[test]
+fn no_source_file_is_over_1200_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for krate in [
+        "src",
+        "app/src",
+        "devices/src",
+        "python/src",
+        "tests",
+        "app/tests",
+    ] {
+        rust_files(&root.join(krate), false, &mut files);
+    }
+    assert!(files.len() > 200, "{} files read", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f)
+                .expect("a readable file")
+                .lines()
+                .count();
+            (lines > 1200).then(|| format!("{} ({lines} lines)", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "files over 1,200 lines: {long:?}");
 }

@@ -89,7 +89,7 @@ pub struct Benchmark {
 }
 
 impl Benchmark {
-    /// OMPL's benchmark log of the runs ([`benchmark_log`]).
+    /// OMPL's benchmark log of the runs (the layout of the module docs).
     pub fn log(&self) -> String {
         benchmark_log(&self.experiment, &self.runs)
     }
@@ -307,7 +307,7 @@ pub(crate) fn utc_date(unix_seconds: u64) -> String {
 }
 
 /// The benchmark log of `runs`.
-pub fn benchmark_log(e: &Experiment, runs: &[Run]) -> String {
+fn benchmark_log(e: &Experiment, runs: &[Run]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "haptics version {}", env!("CARGO_PKG_VERSION"));
     let _ = writeln!(s, "Experiment {}", one_token(&e.name));
