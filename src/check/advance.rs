@@ -49,8 +49,9 @@ pub(super) enum Level {
     /// tolerance (the certification then has nothing left to do where they pass).
     Path,
     /// A near stretch's own check: every state of the path is measured (a planner's
-    /// states are where the minimum most often lies), and the sweeps clear the
-    /// tolerance alone (the stretch's certification splits what they leave).
+    /// states are where the minimum most often lies; decided, in a check that stops at
+    /// the first contact), and the sweeps clear the tolerance alone (the stretch's
+    /// certification splits what they leave).
     Stretch,
 }
 
@@ -306,12 +307,10 @@ impl Walk<'_> {
             let next = match step_end {
                 Step::Conservative(next) => next,
                 Step::Swept(end) => {
-                    let swept = unmeasured(PathPos { segment: i, t: end }, self.tol);
+                    self.push(unmeasured(PathPos { segment: i, t: end }, self.tol));
                     if end >= 1.0 {
-                        self.push(swept);
                         return SegmentEnd::Done;
                     }
-                    self.push(swept);
                     (end + step).min(1.0)
                 }
             };
