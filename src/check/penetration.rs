@@ -316,10 +316,10 @@ impl Along<'_> {
                 return Some(0.0);
             };
             if e < reach {
-                return (e < self.cap).then_some(e);
+                return self.answer(e);
             }
             if reach >= self.limit {
-                return (e < self.cap).then_some(e.max(self.limit));
+                return self.answer(e.max(self.limit));
             }
             reach = (reach * 4.0).min(self.limit);
         }

@@ -652,9 +652,11 @@ impl HapticSimulation {
                     continue;
                 }
                 *budget -= 1;
-                let room = overlaps.len() < overlaps.capacity();
+                if overlaps.len() == overlaps.capacity() {
+                    continue;
+                }
                 let at = (&body, &to_body);
-                if let Some(o) = overlap_of(field, at, env, q, c.point as usize, limit, room) {
+                if let Some(o) = overlap_of(field, at, env, q, c.point as usize, limit) {
                     *budget -= gradient_cost;
                     overlaps.push(o);
                 }
@@ -777,9 +779,8 @@ fn contact_points(outputs: &[ContactOutput]) -> impl Iterator<Item = (&ContactPo
 
 /// The overlap of environment `env`'s shell point `s` (coordinates `q`) with the held
 /// object (its field, its body placed by `body.0`, `body.1` the inverse) when the point
-/// is more than `1e-6 limit` beyond the penetration `limit` and there is `room` to keep
-/// it: how far beyond, and the field's gradient there (the shell's normal where the
-/// gradient vanishes).
+/// is more than `1e-6 limit` beyond the penetration `limit`: how far beyond, and the
+/// field's gradient there (the shell's normal where the gradient vanishes).
 fn overlap_of(
     field: &HapticField,
     body: (&Isometry3<f64>, &Isometry3<f64>),
@@ -787,12 +788,11 @@ fn overlap_of(
     q: &[f64],
     s: usize,
     limit: f64,
-    room: bool,
 ) -> Option<Overlap> {
     let x = env.pose * env.shell.position(s, q);
     let y = body.1 * x;
     let excess = -field.distance(&y) - limit;
-    if !(excess > 1e-6 * limit && room) {
+    if excess <= 1e-6 * limit || excess.is_nan() {
         return None;
     }
     // The gradient as it is, not normalized: an interpolated field's is shorter than 1

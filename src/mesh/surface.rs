@@ -51,6 +51,12 @@ impl Aabb {
         nalgebra::center(&self.min, &self.max)
     }
 
+    /// Whether the two boxes meet: no axis separates them (a box with a NaN bound is never
+    /// shown apart, so a query that culls by boxes keeps it).
+    pub fn overlaps(&self, other: &Aabb) -> bool {
+        !(0..3).any(|k| self.min[k] > other.max[k] || self.max[k] < other.min[k])
+    }
+
     /// The squared distance from `p` to the box (0 inside): the lower bound of every
     /// point-mesh distance query that culls by boxes.
     pub fn distance_squared(&self, p: &Point3<f64>) -> f64 {
@@ -166,5 +172,34 @@ impl SurfaceMesh {
         (0..self.vertices.len())
             .filter(|&v| used[v] && find(&mut parent, v) == v)
             .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Boxes that share a face meet; a gap along any one axis parts them; a NaN bound
+    /// never shows a box apart.
+    #[test]
+    fn boxes_overlap_unless_an_axis_separates_them() {
+        let unit = Aabb {
+            min: Point3::new(0.0, 0.0, 0.0),
+            max: Point3::new(1.0, 1.0, 1.0),
+        };
+        let moved = |x: f64, y: f64, z: f64| Aabb {
+            min: unit.min + Vector3::new(x, y, z),
+            max: unit.max + Vector3::new(x, y, z),
+        };
+        assert!(unit.overlaps(&moved(0.5, 0.5, 0.5)));
+        assert!(unit.overlaps(&moved(1.0, 0.0, 0.0)), "touching faces");
+        for gap in [
+            moved(1.5, 0.0, 0.0),
+            moved(0.0, -1.5, 0.0),
+            moved(0.0, 0.0, 1.5),
+        ] {
+            assert!(!unit.overlaps(&gap) && !gap.overlaps(&unit), "{gap:?}");
+        }
+        assert!(unit.overlaps(&moved(f64::NAN, 0.0, 0.0)));
     }
 }

@@ -287,8 +287,7 @@ impl MeshDistance {
         let mut stack = vec![0u32];
         while let Some(ni) = stack.pop() {
             let node = &self.nodes[ni as usize];
-            let nb = &node.bounds;
-            if (0..3).any(|a| nb.min[a] > b.max[a] || nb.max[a] < b.min[a]) {
+            if !node.bounds.overlaps(b) {
                 continue;
             }
             if node.count > 0 {

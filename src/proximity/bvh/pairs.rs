@@ -239,9 +239,10 @@ pub(super) fn moved_node<'c>(
 }
 
 /// Values computed at most once per query for some of `n` indices (the other mesh's
-/// nodes or triangles, moved by the query's pose). Its memory grows with the entries a
-/// query uses, not with `n`: a query near a large mesh touches a small part of it, and
-/// a table of every entry would cost more to fill than the query itself.
+/// nodes or triangles, moved by the query's pose). The values grow with the entries a
+/// query uses, not with `n`; the per-index stamps and slots are zeroed once per size
+/// and touched only where used: a query near a large mesh touches a small part of it,
+/// and a table of every value would cost more to fill than the query itself.
 #[derive(Debug, Clone)]
 pub(super) struct Memo<T> {
     /// The query that filled each index's slot, and the slot in `values`.

@@ -244,7 +244,7 @@ impl Bvh {
         let mut stack = vec![(0usize, 0usize)];
         while let Some((ia, ib)) = stack.pop() {
             let (na, nb) = (&self.nodes[ia], &other.nodes[ib]);
-            if !overlap(&na.aabb, &along.node_box(nb)) {
+            if !na.aabb.overlaps(&along.node_box(nb)) {
                 continue;
             }
             if let Some(children) = self.split(other, ia, ib) {
@@ -259,7 +259,7 @@ impl Bvh {
             for tb in sb..eb {
                 let box_b = along.triangle_box(&other.triangles[tb]);
                 for ta in sa..ea {
-                    if overlap(&self.boxes[ta], &box_b) {
+                    if self.boxes[ta].overlaps(&box_b) {
                         out.push((ta, tb));
                     }
                 }
@@ -292,11 +292,6 @@ fn node_bound_over(
         return far;
     }
     frame.bound_over(na, nb, mb, swept, &center.coords, center_norm, floor)
-}
-
-/// Whether two boxes meet.
-fn overlap(a: &Aabb, b: &Aabb) -> bool {
-    (0..3).all(|k| a.min[k] <= b.max[k] && b.min[k] <= a.max[k])
 }
 
 /// The moving mesh of [`Bvh::pairs_along`]: placed by `pose` (rotation `rot`), then
