@@ -66,6 +66,7 @@ pub mod space;
 pub mod validity;
 
 mod guide;
+mod nearest;
 mod rrt;
 #[cfg(test)]
 mod tests;
@@ -553,6 +554,8 @@ fn summary(
         result.work.queries += s.checker.work.queries;
         result.work.sweeps += s.checker.work.sweeps;
         result.work.motions += s.checker.work.motions;
+        result.work.near += s.checker.work.near;
+        result.work.refused += s.checker.work.refused;
     }
     result
 }

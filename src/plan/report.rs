@@ -39,6 +39,7 @@ pub(crate) fn plan_value(r: &Plan, check: Option<&Report>, c: &PlanContext) -> V
         "samples": r.samples,
         "distance_queries": r.work.queries,
         "motions_checked": r.work.motions,
+        "motions_refused": r.work.refused,
         "sweeps": r.work.sweeps,
         "clearance": r.clearance,
         "range": r.range,

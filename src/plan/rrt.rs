@@ -10,10 +10,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::guide::{CORRIDOR_SHARE, GUIDE_LOOKAHEAD, GUIDE_SHARE};
+use super::nearest::Nearest;
 use super::space::Space;
 use super::validity::{Checker, Clearance};
 use super::*;
 use crate::proximity::rigid::{turn_of, State};
+
+/// The side of the trees' nearest-neighbour cells, in base steps.
+const NEAREST_CELL: f64 = 1.0;
 
 /// What the threads share.
 pub(super) struct Shared<'a> {
@@ -39,28 +43,25 @@ pub(super) struct Node {
     pub(super) step: f64,
 }
 
-/// A tree of states, with its positions and orientations also kept apart (a compact
-/// copy for the nearest-neighbour scan, which reads every node).
+/// A tree of states, with an index of them for the nearest-neighbour search.
 pub(super) struct Tree {
     pub(super) nodes: Vec<Node>,
-    pub(super) positions: Vec<Vector3<f64>>,
-    pub(super) orientations: Vec<UnitQuaternion<f64>>,
+    pub(super) index: Nearest,
 }
 
 impl Tree {
-    pub(super) fn new(root: Node) -> Tree {
+    /// A tree of `root` whose nodes lie in `space`, indexed by cells of about `side`.
+    pub(super) fn new(root: Node, space: &Space, side: f64) -> Tree {
         let mut tree = Tree {
             nodes: Vec::new(),
-            positions: Vec::new(),
-            orientations: Vec::new(),
+            index: Nearest::new(space.min, space.max, side),
         };
         tree.push(root);
         tree
     }
 
     pub(super) fn push(&mut self, node: Node) {
-        self.positions.push(node.state.position);
-        self.orientations.push(node.state.orientation);
+        self.index.push(&node.state);
         self.nodes.push(node);
     }
 
@@ -156,9 +157,10 @@ impl<'a> Search<'a> {
             contact: None,
             step: range,
         };
+        let side = NEAREST_CELL * range;
         let trees = [
-            Tree::new(root(&mut checker, &problem.start)),
-            Tree::new(root(&mut checker, &problem.goal)),
+            Tree::new(root(&mut checker, &problem.start), &problem.space, side),
+            Tree::new(root(&mut checker, &problem.goal), &problem.space, side),
         ];
         let mut metric = problem.space;
         metric.radius *= options.rotation_weight;
@@ -281,33 +283,10 @@ impl<'a> Search<'a> {
         s
     }
 
-    /// The node of `tree` nearest to `target` in the space's metric (the first of
-    /// equals): a scan of the positions, whose distance alone is a lower bound, with
-    /// the rotation's part computed only for the nodes that pass it.
+    /// The node of `tree` nearest to `target` in the trees' metric (the first of
+    /// equals).
     pub(super) fn nearest(&self, tree: usize, target: &State) -> usize {
-        let tree = &self.trees[tree];
-        let radius = self.metric.radius;
-        let p = target.position;
-        let mut best = (f64::INFINITY, 0);
-        // Squared distances skip most nodes without a square root; the margin keeps the
-        // skip conservative, so the choice is the one of the exact comparison.
-        let mut best2 = f64::INFINITY;
-        for (i, q) in tree.positions.iter().enumerate() {
-            let dp2 = (q - p).norm_squared();
-            if dp2 > best2 {
-                continue;
-            }
-            let dp = dp2.sqrt();
-            if dp >= best.0 {
-                continue;
-            }
-            let d = dp + radius * tree.orientations[i].angle_to(&target.orientation);
-            if d < best.0 {
-                best = (d, i);
-                best2 = d * d * (1.0 + 1e-12);
-            }
-        }
-        best.1
+        self.trees[tree].index.nearest(target, self.metric.radius)
     }
 
     /// Grows `tree` by one step towards `target` (sliding along the contact when the

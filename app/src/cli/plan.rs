@@ -503,8 +503,8 @@ fn summary(
         if a.threads == 1 { "" } else { "s" }
     ));
     s.push_str(&format!(
-        "  validity        {} distance queries, {} motions, {} sweeps; clearance {:.4}, step {:.4} to {:.4}, turns weighed {} R\n",
-        r.work.queries, r.work.motions, r.work.sweeps, r.clearance, r.range, r.max_range, r.rotation_weight
+        "  validity        {} distance queries, {} motions ({} refused), {} sweeps; clearance {:.4}, step {:.4} to {:.4}, turns weighed {} R\n",
+        r.work.queries, r.work.motions, r.work.refused, r.work.sweeps, r.clearance, r.range, r.max_range, r.rotation_weight
     ));
     if let Some(c) = &r.corridor {
         s.push_str(&format!(
