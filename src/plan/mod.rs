@@ -7,7 +7,9 @@
 //! step towards a sample (in the metric of [`space`]), and the other then grows towards
 //! the new state, step after step, until it reaches it (a path) or is trapped. Motions
 //! are certified continuously ([`validity::Checker::motion`]): a returned path never
-//! clips an obstacle between its states, and there is no resolution to choose.
+//! clips an obstacle between its states, and there is no resolution to choose. Where
+//! most motions cross the world, they are first decided at a few states (probes); the
+//! nearest node comes from a grid of the trees' positions, searched ring by ring.
 //!
 //! **The trees' metric** weighs a turn at a quarter of the robot's radius `R`
 //! ([`PlanOptions::rotation_weight`]): `|dp| + R theta / 4` picks the nearest node and

@@ -121,8 +121,11 @@ impl Nearest {
                         }
                     };
                     if shell {
-                        (x0..=x1).for_each(&mut visit);
-                        visited += (x1 - x0 + 1) as usize;
+                        // An empty row where the target lies beyond the occupied cells.
+                        if x0 <= x1 {
+                            (x0..=x1).for_each(&mut visit);
+                            visited += (x1 - x0 + 1) as usize;
+                        }
                     } else {
                         for x in [c[0] - r, c[0] + r] {
                             if x >= x0 && x <= x1 {
@@ -233,7 +236,7 @@ mod tests {
     fn the_grid_finds_the_scans_nearest() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         let (min, max) = (Vector3::new(-1.0, -2.0, 0.0), Vector3::new(3.0, 2.0, 0.5));
-        let mut state = |rng: &mut rand_chacha::ChaCha8Rng, spread: f64| {
+        let state = |rng: &mut rand_chacha::ChaCha8Rng, spread: f64| {
             let p = Vector3::new(
                 rng.random_range(-1.0..3.0),
                 rng.random_range(-2.0..2.0),

@@ -27,7 +27,7 @@
 //! nearly every step of the trees crosses a wall), a motion is first decided at its
 //! middle and quarters: one state inside the world refuses it at a fraction of the
 //! sweeps' cost. The checker counts the motions it refuses and probes only while they
-//! are at least one in [`PROBE_ODDS`]; the verdict is the same either way.
+//! are at least one in eight; the verdict is the same either way.
 
 use nalgebra::{Point3, Vector3};
 
