@@ -16,7 +16,8 @@ use super::validity::{Checker, Clearance};
 use super::*;
 use crate::proximity::rigid::{turn_of, State};
 
-/// The side of the trees' nearest-neighbour cells, in base steps.
+/// The side of the trees' nearest-neighbour cells, in base steps (sides from 0.5 to 4
+/// gave the same times on OMPL.app's Twistycooler).
 const NEAREST_CELL: f64 = 1.0;
 
 /// What the threads share.
