@@ -23,7 +23,7 @@
 //! middle instead ([`Checker::lower`]). Every split halves the motion, and two triangles
 //! closer than the floor at a middle end the check: the recursion ends.
 //!
-//! **Probes.** Where most motions near the world are refused (a narrow passage, where
+//! **Probes.** Where many motions near the world are refused (a narrow passage, where
 //! nearly every step of the trees crosses a wall), a motion is first decided at its
 //! middle and quarters: one state inside the world refuses it at a fraction of the
 //! sweeps' cost. The checker counts the motions it refuses and probes only while they
@@ -212,8 +212,8 @@ impl<'a> Checker<'a> {
         free
     }
 
-    /// Whether the motions near the world have mostly been refused so far: at least one
-    /// in [`PROBE_ODDS`] (and before the first).
+    /// Whether refusals are common among the motions near the world so far: at least
+    /// one in [`PROBE_ODDS`] (and before the first).
     fn crossings_likely(&self) -> bool {
         self.work.refused * PROBE_ODDS >= self.work.near
     }
@@ -338,7 +338,7 @@ impl<'a> Checker<'a> {
 }
 
 /// The states (fractions of a motion) decided before a motion near the world is swept,
-/// while [`Checker`] finds such motions mostly refused. A refused motion of the planner
+/// while [`Checker`] finds such motions often refused. A refused motion of the planner
 /// is typically a step whose two valid ends lie on either side of a wall, or of a turn
 /// that swings the robot through one: a decision at its middle refuses it in about a
 /// fifth of the time of one sweep, where the sweeps' bisection needs about seven before a
@@ -521,7 +521,7 @@ mod tests {
     }
 
     /// The probes change no verdict: on random motions about the wall, turning as they
-    /// go, a motion's verdict with probes is its sweeps' alone. Motions mostly refused
+    /// go, a motion's verdict with probes is its sweeps' alone. Motions often refused
     /// keep the probes on; a run of motions that slide along the wall, near it but free,
     /// turns them off.
     #[test]
