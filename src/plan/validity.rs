@@ -199,13 +199,14 @@ impl<'a> Checker<'a> {
     /// the distance above [`Checker::floor`] (see the module docs).
     pub fn motion(&mut self, a: &State, la: f64, b: &State, lb: f64) -> bool {
         self.work.motions += 1;
-        if 0.5 * (la + lb - motion_bound(a, b, self.robot.radius)) > self.floor() {
+        let bound = motion_bound(a, b, self.robot.radius);
+        if 0.5 * (la + lb - bound) > self.floor() {
             // The cover test.
             return true;
         }
         let probe = self.crossings_likely();
         self.work.near += 1;
-        let free = (!probe || self.probes_clear(a, b)) && self.swept(a, la, b, lb);
+        let free = (!probe || self.probes_clear(a, b)) && self.swept(a, la, b, lb, bound);
         if !free {
             self.work.refused += 1;
         }
@@ -227,9 +228,9 @@ impl<'a> Checker<'a> {
             .all(|&t| self.lower(&a.interpolate(b, t), floor, floor).is_some())
     }
 
-    /// The continuous certificate of a motion that the cover test did not pass: its
-    /// intervals swept, from their fronts, or split at decided middles.
-    fn swept(&mut self, a: &State, la: f64, b: &State, lb: f64) -> bool {
+    /// The continuous certificate of a motion (bound `bound`) that the cover test did not
+    /// pass: its intervals swept, from their fronts, or split at decided middles.
+    fn swept(&mut self, a: &State, la: f64, b: &State, lb: f64, bound: f64) -> bool {
         // The checker's own stacks, reused from motion to motion.
         let mut stack = std::mem::take(&mut self.intervals);
         let mut front = std::mem::take(&mut self.front);
@@ -243,7 +244,7 @@ impl<'a> Checker<'a> {
             front: 0..0,
             arena: 0,
         });
-        let free = self.certify(a, b, &mut stack, &mut front);
+        let free = self.certify(a, b, bound, &mut stack, &mut front);
         self.intervals = stack;
         self.front = front;
         free
@@ -256,10 +257,10 @@ impl<'a> Checker<'a> {
         &mut self,
         a: &State,
         b: &State,
+        bound: f64,
         stack: &mut Vec<Interval>,
         front: &mut Vec<(u32, u32)>,
     ) -> bool {
-        let bound = motion_bound(a, b, self.robot.radius);
         let turn = turn_of(a, b);
         let floor = self.floor();
         while let Some(interval) = stack.pop() {
@@ -431,6 +432,18 @@ mod tests {
         State::new(Vector3::new(x, y, 0.0), UnitQuaternion::identity())
     }
 
+    /// A state at a uniform position in `|x| < x_half`, `|y| < y_half` (z = 0), turned
+    /// uniformly.
+    fn turned(rng: &mut rand_chacha::ChaCha8Rng, x_half: f64, y_half: f64) -> State {
+        use rand::Rng;
+        let x = rng.random_range(-x_half..x_half);
+        let y = rng.random_range(-y_half..y_half);
+        State::new(
+            Vector3::new(x, y, 0.0),
+            crate::plan::space::uniform_rotation(rng),
+        )
+    }
+
     /// Both ends are far from the wall, the straight motion between them crosses it: a
     /// sampled check with a step longer than the wall's thickness plus the cube could
     /// step over it; the continuous one may not.
@@ -475,24 +488,14 @@ mod tests {
     /// motion whose sampled distance dips below it is refused.
     #[test]
     fn a_certified_motion_keeps_the_floor() {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let (robot, world) = cube_and_wall();
         let mut c = Checker::new(&robot, &world, 1e-2);
         c.enough = 0.3;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let (mut passed, mut refused) = (0, 0);
         while passed + refused < 200 {
-            let mut state = || {
-                State::new(
-                    Vector3::new(
-                        rng.random_range(-0.5..0.5),
-                        rng.random_range(-0.5..0.5),
-                        0.0,
-                    ),
-                    crate::plan::space::uniform_rotation(&mut rng),
-                )
-            };
-            let (a, b) = (state(), state());
+            let (a, b) = (turned(&mut rng, 0.5, 0.5), turned(&mut rng, 0.5, 0.5));
             let (Some(la), Some(lb)) = (c.valid(&a), c.valid(&b)) else {
                 continue;
             };
@@ -526,24 +529,14 @@ mod tests {
     /// turns them off.
     #[test]
     fn the_probes_change_no_verdict_and_stop_where_motions_pass() {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let (robot, world) = cube_and_wall();
         let mut c = Checker::new(&robot, &world, 1e-2);
         c.enough = 0.3;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
         let mut probed_refusals = 0;
         for _ in 0..400 {
-            let mut state = || {
-                State::new(
-                    Vector3::new(
-                        rng.random_range(-0.4..0.4),
-                        rng.random_range(-0.5..0.5),
-                        0.0,
-                    ),
-                    crate::plan::space::uniform_rotation(&mut rng),
-                )
-            };
-            let (a, b) = (state(), state());
+            let (a, b) = (turned(&mut rng, 0.4, 0.5), turned(&mut rng, 0.4, 0.5));
             let (Some(la), Some(lb)) = (c.valid(&a), c.valid(&b)) else {
                 continue;
             };
@@ -553,7 +546,10 @@ mod tests {
             if probing && !verdict && c.work.sweeps == sweeps {
                 probed_refusals += 1;
             }
-            assert_eq!(verdict, c.swept(&a, la, &b, lb));
+            assert_eq!(
+                verdict,
+                c.swept(&a, la, &b, lb, motion_bound(&a, &b, robot.radius))
+            );
         }
         // Most of these motions cross the wall, and most refusals came from the probes.
         assert!(c.crossings_likely(), "{:?}", c.work);
@@ -563,14 +559,17 @@ mod tests {
             c.work
         );
         // Sliding along the wall at 0.02 from it, turning a little: free, and near.
-        let turned = |y: f64, angle: f64| {
+        let beside_wall = |y: f64, angle: f64| {
             State::new(
                 Vector3::new(-0.125, y, 0.0),
                 UnitQuaternion::from_scaled_axis(Vector3::new(0.0, 0.0, angle)),
             )
         };
         for k in 0..(8 * c.work.refused) {
-            let (a, b) = (turned(-0.5, 0.0), turned(0.5, 0.02 * (k % 3) as f64));
+            let (a, b) = (
+                beside_wall(-0.5, 0.0),
+                beside_wall(0.5, 0.02 * (k % 3) as f64),
+            );
             let (la, lb) = (c.valid(&a).unwrap(), c.valid(&b).unwrap());
             let near = c.work.near;
             assert!(c.motion(&a, la, &b, lb));
@@ -604,7 +603,11 @@ mod tests {
             assert!(c.crossings_likely());
             let verdict = c.motion(&a, la, &b, lb);
             assert_eq!(verdict, gap > c.floor(), "gap {gap}");
-            assert_eq!(verdict, c.swept(&a, la, &b, lb), "gap {gap}");
+            assert_eq!(
+                verdict,
+                c.swept(&a, la, &b, lb, motion_bound(&a, &b, robot.radius)),
+                "gap {gap}"
+            );
             if verdict {
                 passed += 1;
             } else {
@@ -626,14 +629,7 @@ mod tests {
         let mut c = Checker::new(&robot, &world, 1e-3);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
         for _ in 0..300 {
-            let s = State::new(
-                Vector3::new(
-                    rng.random_range(-0.5..0.5),
-                    rng.random_range(-1.0..1.0),
-                    0.0,
-                ),
-                crate::plan::space::uniform_rotation(&mut rng),
-            );
+            let s = turned(&mut rng, 0.5, 1.0);
             let exact = crate::check::clearance(&robot, &world, &s);
             let want = rng.random_range(0.0..0.4);
             match c.lower(&s, want, 1e-3) {
