@@ -9,14 +9,23 @@
 //! The files are also written to `target/check-bench/` (world.obj, robot.obj, path.path)
 //! for `benches/compare/fcl_sweep.py`, the dense FCL sweep measured beside it (run both
 //! with `benches/compare/check_vs_fcl.sh`, by hand, outside the test suite).
+//!
+//! Then `--first-contact` on the shipped alpha puzzle (`assets/check/alpha`: an
+//! 18,040-triangle helix entangled with a 7,680-triangle ring): the helix translated
+//! from its start towards its goal's position collides; a translation is cast at the
+//! world, and the same motion turning by 1e-6 rad is walked, decision by decision. And
+//! the box robot translated past the knot without touching it, cast and then walked,
+//! against the same motion turning by 1e-6 rad, walked alone: the price of a cast that
+//! finds nothing.
 
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use haptics::check::ompl::format_path;
-use haptics::check::{check_path, CheckOptions, Robot, World};
+use haptics::check::ompl::{format_path, read_problem};
+use haptics::check::{check_path, robot_origin, CheckOptions, Robot, World};
+use haptics::mesh::collada::distinct_vertex_sum;
 use haptics::mesh::shapes::{box_surface, closed_tube};
-use haptics::mesh::{write_obj, SurfaceMesh};
+use haptics::mesh::{read_obj, write_obj, SurfaceMesh};
 use haptics::proximity::rigid::State;
 use nalgebra::{Point3, UnitQuaternion, Vector3};
 
@@ -80,5 +89,74 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// A motion from `a` to `b`'s position, in `a`'s orientation (a translation) or turned
+/// by `turn` rad about z.
+fn straight(a: &State, b: &State, turn: f64) -> [State; 2] {
+    let q = UnitQuaternion::from_axis_angle(&Vector3::z_axis(), turn) * a.orientation;
+    [*a, State::new(b.position, q)]
+}
+
+fn first_contact(c: &mut Criterion) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = read_problem(&root.join("assets/check/alpha/alpha.cfg")).unwrap();
+    let mesh = read_obj(&p.robot).unwrap();
+    let (sum, count) = distinct_vertex_sum(mesh.vertices.iter().copied());
+    let helix = Robot::new(&robot_origin(&mesh, &Point3::from(sum / count as f64)));
+    let ring = World::new(&read_obj(&p.world).unwrap());
+    let (world_mesh, robot_mesh, _) = problem();
+    let (knot, boxed) = (World::new(&world_mesh), Robot::new(&robot_mesh));
+    let options = CheckOptions {
+        first_contact_only: true,
+        ..CheckOptions::default()
+    };
+    // Over the knot's outer lobes, 0.15 above its plane: free.
+    let over = State::new(Vector3::new(-0.4, 0.0, 0.15), UnitQuaternion::identity());
+    let past = State::new(Vector3::new(0.4, 0.0, 0.15), UnitQuaternion::identity());
+    let cases = [
+        (
+            "alpha_translation_cast",
+            &helix,
+            &ring,
+            straight(&p.start, &p.goal, 0.0),
+            false,
+        ),
+        (
+            "alpha_turning_walked",
+            &helix,
+            &ring,
+            straight(&p.start, &p.goal, 1e-6),
+            false,
+        ),
+        (
+            "knot_free_translation_cast_then_walked",
+            &boxed,
+            &knot,
+            straight(&over, &past, 0.0),
+            true,
+        ),
+        (
+            "knot_free_turning_walked",
+            &boxed,
+            &knot,
+            straight(&over, &past, 1e-6),
+            true,
+        ),
+    ];
+    let mut g = c.benchmark_group("first_contact");
+    g.sample_size(20);
+    for (name, robot, world, path, free) in &cases {
+        let r = check_path(robot, world, path, &options, &mut |_| {});
+        assert_eq!(r.collision_free, *free, "{name}: {:?}", r.first_collision);
+        println!(
+            "{name}: first contact {:?}, {} decisions, {} sweeps",
+            r.first_collision, r.evaluations, r.sweeps
+        );
+        g.bench_function(*name, |b| {
+            b.iter(|| check_path(robot, world, path, &options, &mut |_| {}))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, first_contact);
 criterion_main!(benches);

@@ -9,8 +9,10 @@
 //! are measured anyway, depend on the [`Level`]). Where the robot is nearer than `tol`,
 //! the walk steps by decisions ([`Bvh::separated`]) until it is far again. A check that
 //! stops at the first contact measures no distance: its walk decides states and sweeps
-//! at `tol` alone ([`Walk::decided_segment`]).
+//! at `tol` alone ([`Walk::decided_segment`]), and finds a translation's first contact
+//! exactly, by a cast ([`Bvh::first_meeting_along`]).
 //!
+//! [`Bvh::first_meeting_along`]: crate::proximity::bvh::Bvh::first_meeting_along
 //! [`Bvh::clear_over`]: crate::proximity::bvh::Bvh::clear_over
 //! [`Bvh::separated`]: crate::proximity::bvh::Bvh::separated
 
@@ -277,8 +279,15 @@ impl Walk<'_> {
     /// state between comes nearer than 0. A state nearer than `tol` starts the decided
     /// steps of [`Walk::near`]. A decision costs a tenth of a distance, and a distance's
     /// longer conservative step only pays where the robot is far, which the sweeps
-    /// cover.
+    /// cover. A translation (no turn) is first cast at the world ([`Walk::cast`]):
+    /// where it meets the world, that is the first contact, exactly; where it does not,
+    /// the walk's decisions are still needed, for the minimum a free path reports.
     fn decided_segment(&mut self, i: usize, b: f64) -> SegmentEnd {
+        if is_translation(&self.path[i], &self.path[i + 1]) {
+            if let Some(t) = self.cast(i) {
+                return self.exact_contact(PathPos { segment: i, t });
+            }
+        }
         let turn = turn_of(&self.path[i], &self.path[i + 1]);
         let step = self.tol / b;
         let mut s = self.start_decided(i);
@@ -319,6 +328,32 @@ impl Walk<'_> {
                 t: next,
             });
         }
+    }
+
+    /// Where the robot, translated along segment `i` (no turn) from its start, first
+    /// meets the world ([`Bvh::first_meeting_along`]): exact, a parameter of the
+    /// segment; `None` when it never does. Counted as a sweep.
+    fn cast(&mut self, i: usize) -> Option<f64> {
+        self.count.sweeps += 1;
+        let (a, b) = (&self.path[i], &self.path[i + 1]);
+        self.world.bvh.first_meeting_along(
+            &self.robot.bvh,
+            &a.isometry(),
+            &(b.position - a.position),
+            &mut self.sweep_scratch,
+        )
+    }
+
+    /// Ends a first-contact walk at the exact first contact `at` of a translation
+    /// ([`Walk::cast`]): the sample there, meeting. No state of its segment before it
+    /// is kept, so the contact's start needs no bisection.
+    fn exact_contact(&mut self, at: PathPos) -> SegmentEnd {
+        self.push(Sample {
+            at,
+            clearance: 0.0,
+            lower: 0.0,
+        });
+        SegmentEnd::FirstContact
     }
 
     /// The decided sample at the start of segment `i`: the previous segment's last
@@ -429,6 +464,13 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// Whether the motion from `a` to `b` is a translation: the same orientation at both
+/// ends (a quaternion or its negative), which slerp keeps throughout.
+fn is_translation(a: &State, b: &State) -> bool {
+    let (p, q) = (a.orientation.coords, b.orientation.coords);
+    p == q || p == -q
 }
 
 /// Whether sample `s` is the end of segment `i - 1`, the state segment `i` starts at.

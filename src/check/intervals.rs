@@ -342,12 +342,15 @@ impl Bracket<'_> {
     }
 }
 
+/// The resolution of a contact's ends, as a fraction of the segment.
+pub(super) const BISECTION_STEP: f64 = 1e-6;
+
 /// Bisects the parameter between `from` (where `hit` is false) and `to` (where it is
-/// true), on one segment, to 1e-6 of the segment; returns the first `hit` side.
+/// true), on one segment, to [`BISECTION_STEP`]; returns the first `hit` side.
 pub(super) fn bisect(from: PathPos, to: PathPos, hit: &mut dyn FnMut(PathPos) -> bool) -> PathPos {
     let (mut a, mut b) = (from.t, to.t);
     for _ in 0..40 {
-        if (b - a).abs() <= 1e-6 {
+        if (b - a).abs() <= BISECTION_STEP {
             break;
         }
         let m = 0.5 * (a + b);

@@ -35,92 +35,10 @@
 //! 1996, OBBTree); translational penetration depth as the distance to the boundary of
 //! the Minkowski difference (Cameron and Culley 1986; Kim, Lin and Manocha 2002).
 
-use nalgebra::{Isometry3, Point3, Vector3};
+use nalgebra::{Isometry3, Vector3};
 
 use crate::proximity::bvh::Bvh;
-
-/// The interval of `t` for which triangle `a` translated by `t u` meets triangle `b`
-/// (closed; `None` when they never meet). Both in one frame.
-pub fn translation_interval(
-    a: &[Point3<f64>; 3],
-    b: &[Point3<f64>; 3],
-    u: &Vector3<f64>,
-) -> Option<(f64, f64)> {
-    // Coordinates about b's first corner (less cancellation far from the origin).
-    let o = b[0].coords;
-    let pa = [a[0].coords - o, a[1].coords - o, a[2].coords - o];
-    let pb = [Vector3::zeros(), b[1].coords - o, b[2].coords - o];
-    let ea = [pa[1] - pa[0], pa[2] - pa[1], pa[0] - pa[2]];
-    let eb = [pb[1] - pb[0], pb[2] - pb[1], pb[0] - pb[2]];
-    // The triangles meet under some `t u` only if their shadows along `u` overlap: the
-    // 2D separating axes of the shadows, `u x e` for each edge, are a necessary
-    // condition that does not depend on `t`, and reject most candidate pairs at once
-    // (by more than rounding only: the axes below decide the rest).
-    for e in ea.iter().chain(eb.iter()) {
-        let n = u.cross(e);
-        let (a0, a1) = extent(&pa, &n);
-        let (b0, b1) = extent(&pb, &n);
-        let margin = 1e-9 * (a1 - a0 + b1 - b0 + a0.abs() + b0.abs());
-        if a0 > b1 + margin || b0 > a1 + margin {
-            return None;
-        }
-    }
-    let na = ea[0].cross(&ea[1]);
-    let nb = eb[0].cross(&eb[1]);
-    let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);
-    let mut axis = |n: Vector3<f64>, scale: f64| -> bool {
-        let n2 = n.norm_squared();
-        if n2 <= 1e-24 * scale || n2 == 0.0 {
-            return true; // degenerate axis: no condition
-        }
-        let (a0, a1) = extent(&pa, &n);
-        let (b0, b1) = extent(&pb, &n);
-        let k = u.dot(&n);
-        // Overlap: a0 + t k <= b1 and a1 + t k >= b0.
-        if k.abs() <= 1e-15 * n2.sqrt() {
-            return a0 <= b1 && a1 >= b0;
-        }
-        let (t0, t1) = if k > 0.0 {
-            ((b0 - a1) / k, (b1 - a0) / k)
-        } else {
-            ((b1 - a0) / k, (b0 - a1) / k)
-        };
-        lo = lo.max(t0);
-        hi = hi.min(t1);
-        lo <= hi
-    };
-    let scale_a = ea.iter().map(|e| e.norm_squared()).fold(0.0, f64::max);
-    let scale_b = eb.iter().map(|e| e.norm_squared()).fold(0.0, f64::max);
-    if !axis(na, scale_a * scale_a) || !axis(nb, scale_b * scale_b) {
-        return None;
-    }
-    for e in &ea {
-        for f in &eb {
-            if !axis(e.cross(f), e.norm_squared() * f.norm_squared()) {
-                return None;
-            }
-        }
-    }
-    for e in &ea {
-        let s = e.norm_squared();
-        if !axis(na.cross(e), scale_a * s * s) || !axis(nb.cross(e), scale_b * s * s) {
-            return None;
-        }
-    }
-    for f in &eb {
-        let s = f.norm_squared();
-        if !axis(nb.cross(f), scale_b * s * s) || !axis(na.cross(f), scale_a * s * s) {
-            return None;
-        }
-    }
-    (lo <= hi).then_some((lo, hi))
-}
-
-/// The projections' extent of three points on `n`.
-fn extent(p: &[Vector3<f64>; 3], n: &Vector3<f64>) -> (f64, f64) {
-    let (x, y, z) = (p[0].dot(n), p[1].dot(n), p[2].dot(n));
-    (x.min(y).min(z), x.max(y).max(z))
-}
+use crate::proximity::exact::translation_interval;
 
 /// Reused buffers of the separation queries, and their budget.
 #[derive(Debug)]
@@ -547,7 +465,7 @@ fn tangents(u: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
 mod tests {
     use super::*;
     use crate::mesh::shapes::{box_surface, union};
-    use crate::proximity::exact::{triangle_distance, uniform_stream};
+    use nalgebra::Point3;
     use nalgebra::{Translation3, UnitQuaternion};
 
     /// The depth searched finely, with no hint and a fresh scratch.
@@ -560,55 +478,6 @@ mod tests {
             None,
             &mut Scratch::default(),
         )
-    }
-
-    /// The interval against the exact triangle distance at sampled `t`: inside it the
-    /// triangles meet (distance 0, to rounding), outside by more than 1e-9 they do not.
-    #[test]
-    fn the_interval_is_where_the_triangles_meet() {
-        let mut r = uniform_stream(7);
-        let mut met = 0;
-        for _ in 0..2000 {
-            let p = |r: &mut dyn FnMut() -> f64| Point3::new(r(), r(), r());
-            let a = [p(&mut r), p(&mut r), p(&mut r)];
-            let b = [p(&mut r), p(&mut r), p(&mut r)];
-            let u = Vector3::new(r(), r(), r()).normalize();
-            let interval = translation_interval(&a, &b, &u);
-            for k in 0..=40 {
-                let t = -3.0 + 6.0 * k as f64 / 40.0;
-                let moved = a.map(|q| q + u * t);
-                let d = triangle_distance(&moved, &b).0;
-                match interval {
-                    Some((lo, hi)) if t >= lo && t <= hi => {
-                        assert!(d < 1e-9, "inside [{lo}, {hi}] at {t}: {d}");
-                        met += 1;
-                    }
-                    Some((lo, hi)) => {
-                        let off = (lo - t).max(t - hi);
-                        assert!(d > 0.0 || off < 1e-9, "outside [{lo}, {hi}] at {t}: {d}");
-                    }
-                    None => assert!(d > 0.0, "no interval, but met at {t}"),
-                }
-            }
-        }
-        assert!(met > 1000, "too few meeting samples to test: {met}");
-    }
-
-    /// Coplanar triangles sliding in their plane: the axes in their plane (edges crossed with the normals) decide.
-    #[test]
-    fn coplanar_triangles_meet_over_their_overlap() {
-        let a = [
-            Point3::new(0.0, 0.0, 0.0),
-            Point3::new(1.0, 0.0, 0.0),
-            Point3::new(0.0, 1.0, 0.0),
-        ];
-        let b = a.map(|p| p + Vector3::new(3.0, 0.0, 0.0));
-        let (lo, hi) = translation_interval(&a, &b, &Vector3::x()).unwrap();
-        assert!(
-            (lo - 2.0).abs() < 1e-12 && (hi - 4.0).abs() < 1e-12,
-            "{lo} {hi}"
-        );
-        assert!(translation_interval(&a, &b, &Vector3::z()).is_none());
     }
 
     fn bars(rotation: UnitQuaternion<f64>) -> (Bvh, Bvh, Isometry3<f64>) {

@@ -58,9 +58,10 @@ fn a_box_through_a_slot_has_the_analytic_clearance() {
         r.contacts[0]
     );
     assert_eq!(r.contacts[0].objects, ["world"]);
-    // Stopping at the first contact: the same start (its walk decides other states, so
-    // its bisection ends elsewhere within the bisection's 1e-6), one contact, no
-    // depth, and the path beyond it unchecked (fewer evaluations).
+    // Stopping at the first contact: the same start (exact, where the leading face
+    // arrives: the motion is a translation, cast at the wall; the whole check's
+    // bisection lies within 1e-6 after it), one contact, no depth, and the path beyond
+    // it unchecked (fewer evaluations).
     let first_only = CheckOptions {
         first_contact_only: true,
         ..CheckOptions::default()
@@ -68,10 +69,11 @@ fn a_box_through_a_slot_has_the_analytic_clearance() {
     let f = check_path(&robot, &world, &path, &first_only, &mut |_| {});
     assert!(!f.collision_free);
     let f_first = f.first_collision.unwrap();
+    assert!((f_first.t - 0.425).abs() < 1e-12, "{f_first:?}");
     assert!((f_first.t - first.t).abs() <= 1e-6, "{f_first:?} {first:?}");
     assert_eq!(f.contacts.len(), 1);
     assert!(f.deepest.is_none() && f.max_penetration == 0.0);
-    assert!(f.contacts[0].to.t < 0.575 && f.contacts[0].to.t >= first.t);
+    assert!(f.contacts[0].to.t < 0.575 && f.contacts[0].to.t >= f_first.t);
     assert!(
         f.evaluations < r.evaluations,
         "{} of {}",
@@ -145,13 +147,14 @@ fn the_certified_minimum_agrees_with_dense_sampling() {
     );
 }
 
-/// A check that stops at the first contact decides states instead of measuring them;
-/// its first collision must still be the first. A box turning as it moves into a wavy
-/// ring tube, on four motions: the first collision is the full check's (both bisect
-/// to 1e-6 of the segment, between different samples), the meshes meet there (nearer
-/// than the finest tolerance), and an exact distance at 2,000 states of the motion
-/// finds no contact before it (a state earlier by more than the bisection's 1e-6 is
-/// free).
+/// A check that stops at the first contact decides states instead of measuring them
+/// (or, on a translation, casts the robot at the world); its first collision must still
+/// be the first. A box moving into a wavy ring tube, on four motions turning and four
+/// translating: the first collision is the full check's (the full check bisects to
+/// 1e-6 of the segment; the other bisects between other samples, or is exact), the
+/// meshes meet there (nearer than the finest tolerance), and an exact distance at 2,000
+/// states of the motion finds no contact before it (a state earlier by more than the
+/// bisection's 1e-6 is free).
 #[test]
 fn the_first_contact_is_the_full_checks_and_nothing_meets_before_it() {
     let (world, robot) = wavy_ring_and_box();
@@ -160,16 +163,18 @@ fn the_first_contact_is_the_full_checks_and_nothing_meets_before_it() {
         ..CheckOptions::default()
     };
     let touch = FINEST_TOLERANCE * robot.diagonal;
-    for k in 0..4 {
-        let a = 0.7 * k as f64;
+    for k in 0..8 {
+        let a = 0.7 * (k % 4) as f64;
+        let turned = if k < 4 { 1.2 } else { 0.0 };
         let state = |r: f64, turn: f64| {
             State::new(
                 Vector3::new(r * a.cos(), r * a.sin(), 0.3),
                 UnitQuaternion::from_axis_angle(&Vector3::z_axis(), a + turn),
             )
         };
-        // From above the tube and outside it, down and in onto it, turning 1.2 rad.
-        let mut path = [state(1.9, 0.0), state(1.0, 1.2)];
+        // From above the tube and outside it, down and in onto it, turning 1.2 rad or
+        // not at all.
+        let mut path = [state(1.9, 0.0), state(1.0, turned)];
         path[1].position.z = 0.0;
         let full = check_path(&robot, &world, &path, &CheckOptions::default(), &mut |_| {});
         let fast = check_path(&robot, &world, &path, &first_only, &mut |_| {});

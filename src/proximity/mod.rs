@@ -3,9 +3,11 @@
 //!
 //! - [`bvh`]: a bounding-volume hierarchy over a triangle mesh with its queries: exact
 //!   or slack distances between two meshes, the point distance and the inside test, the
-//!   sweep of a rigid motion over an interval and the planner's decision;
+//!   sweep of a rigid motion over an interval, the planner's decision and the first
+//!   contact of a translation;
 //! - [`exact`]: exact distances and crossings between triangles and segments (Ericson,
-//!   "Real-Time Collision Detection", 5.1.9, 5.2);
+//!   "Real-Time Collision Detection", 5.1.9, 5.2), and the interval over which two
+//!   triangles meet under a translation;
 //! - [`rigid`]: SE(3) states, their interpolation and the motion bound of a segment.
 //!
 //! The point-triangle closest point is [`crate::geometry::triangle::closest_point`].

@@ -16,23 +16,27 @@
 //! Built top-down, splitting at the mean of the centroids along the oriented box's
 //! longest axis (as FCL does), at most [`LEAF_SIZE`] triangles per leaf.
 //!
-//! Two queries:
+//! The queries:
 //! - [`Bvh::distance_with`]: best-first branch and bound, exact or within a [`crate::proximity::bvh::Slack`].
 //! - [`Bvh::clear_over`]: whether the distance stays above a floor while the second mesh
 //!   moves over an interval (the certification of a path check), and
 //!   [`Bvh::sweep_from`], the same sweep leaving the front of pairs it could not clear,
-//!   from which the parts of the interval are swept (the planner's motion check).
+//!   from which the parts of the interval are swept (the planner's motion check);
+//! - [`Bvh::first_meeting_along`]: the first contact of a translation, exactly (a
+//!   linear shape cast).
 //!
 //! Hand-written because parry3d-f64 (the maintained choice) has moved to glam types,
 //! while this engine is built on nalgebra, and has neither the slack nor the interval
 //! query.
 //!
 //! The queries live beside the hierarchy: `distance` (best-first distance and the
-//! planner's decision), `sweep` (an interval of rigid motion), `pairs` (the relative
+//! planner's decision), `sweep` (an interval of rigid motion), `cast` (a translation's
+//! first contact), `pairs` (the relative
 //! placement of two hierarchies and the scratch kept between queries) and `bounds`
 //! (triangle planes and boxes, and the construction).
 
 mod bounds;
+mod cast;
 mod distance;
 mod motion;
 mod pairs;
