@@ -223,28 +223,30 @@ pub fn translation_interval(
     b: &[Point3<f64>; 3],
     u: &Vector3<f64>,
 ) -> Option<(f64, f64)> {
+    meeting_span(a, b, u, (f64::NEG_INFINITY, f64::INFINITY))
+}
+
+/// The part of `span` (a closed interval of `t`) in which triangle `a` translated by `t
+/// u` meets triangle `b`: [`translation_interval`] cut to `span`, `None` when they do
+/// not meet within it. It stops at the first axis that leaves nothing, so a short span
+/// (a cast's earliest contact so far) rejects most pairs after the two normals.
+pub fn meeting_span(
+    a: &[Point3<f64>; 3],
+    b: &[Point3<f64>; 3],
+    u: &Vector3<f64>,
+    span: (f64, f64),
+) -> Option<(f64, f64)> {
     // Coordinates about b's first corner (less cancellation far from the origin).
     let o = b[0].coords;
     let pa = [a[0].coords - o, a[1].coords - o, a[2].coords - o];
     let pb = [Vector3::zeros(), b[1].coords - o, b[2].coords - o];
     let ea = [pa[1] - pa[0], pa[2] - pa[1], pa[0] - pa[2]];
     let eb = [pb[1] - pb[0], pb[2] - pb[1], pb[0] - pb[2]];
-    // The triangles meet under some `t u` only if their shadows along `u` overlap: the
-    // 2D separating axes of the shadows, `u x e` for each edge, are a necessary
-    // condition that does not depend on `t`, and reject most candidate pairs at once
-    // (by more than rounding only: the axes below decide the rest).
-    for e in ea.iter().chain(eb.iter()) {
-        let n = u.cross(e);
-        let (a0, a1) = extent(&pa, &n);
-        let (b0, b1) = extent(&pb, &n);
-        let margin = 1e-9 * (a1 - a0 + b1 - b0 + a0.abs() + b0.abs());
-        if a0 > b1 + margin || b0 > a1 + margin {
-            return None;
-        }
-    }
     let na = ea[0].cross(&ea[1]);
     let nb = eb[0].cross(&eb[1]);
-    let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);
+    let (mut lo, mut hi) = span;
+    // Each axis's condition only narrows the span (max and min), so the order of the
+    // axes changes the work, never the answer.
     let mut axis = |n: Vector3<f64>, scale: f64| -> bool {
         let n2 = n.norm_squared();
         if n2 <= 1e-24 * scale || n2 == 0.0 {
@@ -270,6 +272,19 @@ pub fn translation_interval(
     let scale_b = eb.iter().map(|e| e.norm_squared()).fold(0.0, f64::max);
     if !axis(na, scale_a * scale_a) || !axis(nb, scale_b * scale_b) {
         return None;
+    }
+    // The triangles meet under some `t u` only if their shadows along `u` overlap: the
+    // 2D separating axes of the shadows, `u x e` for each edge, are a necessary
+    // condition that does not depend on `t`, and reject most candidate pairs at once
+    // (by more than rounding only: the axes below decide the rest).
+    for e in ea.iter().chain(eb.iter()) {
+        let n = u.cross(e);
+        let (a0, a1) = extent(&pa, &n);
+        let (b0, b1) = extent(&pb, &n);
+        let margin = 1e-9 * (a1 - a0 + b1 - b0 + a0.abs() + b0.abs());
+        if a0 > b1 + margin || b0 > a1 + margin {
+            return None;
+        }
     }
     for e in &ea {
         for f in &eb {
@@ -512,6 +527,41 @@ mod tests {
             }
         }
         assert!(met > 1000, "too few meeting samples to test: {met}");
+    }
+
+    /// The interval cut to a span is the whole interval intersected with it, bit for
+    /// bit (each axis only narrows the span), and `None` exactly where they do not
+    /// overlap: on random pairs, with spans before, across and after their intervals.
+    #[test]
+    fn a_span_cuts_the_interval_and_nothing_else() {
+        let mut r = uniform_stream(23);
+        let (mut cut, mut missed) = (0, 0);
+        for _ in 0..3000 {
+            let p = |r: &mut dyn FnMut() -> f64| Point3::new(r(), r(), r());
+            let a = [p(&mut r), p(&mut r), p(&mut r)];
+            let b = [p(&mut r), p(&mut r), p(&mut r)];
+            let u = Vector3::new(r(), r(), r()).normalize();
+            let (s0, s1) = (2.0 * r(), 2.0 * r());
+            let span = (s0.min(s1), s0.max(s1));
+            let whole = translation_interval(&a, &b, &u);
+            let expected = whole
+                .map(|(lo, hi)| (lo.max(span.0), hi.min(span.1)))
+                .filter(|(lo, hi)| lo <= hi);
+            assert_eq!(
+                meeting_span(&a, &b, &u, span),
+                expected,
+                "{a:?} {b:?} {u:?} {span:?}"
+            );
+            match (whole, expected) {
+                (Some(_), Some(_)) => cut += 1,
+                (Some(_), None) => missed += 1,
+                _ => {}
+            }
+        }
+        assert!(
+            cut > 100 && missed > 100,
+            "{cut} cut, {missed} outside the span"
+        );
     }
 
     /// Coplanar triangles sliding in their plane: the axes in their plane (edges crossed with the normals) decide.

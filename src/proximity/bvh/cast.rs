@@ -4,7 +4,10 @@
 //!
 //! Exact, not sampled: two triangles meet under a translation along `u` over one closed
 //! interval of `t` ([`translation_interval`]: the line `t u` through their convex
-//! Minkowski difference), so the first contact is the least start of a pair's interval.
+//! Minkowski difference), so the first contact is the least start of a pair's interval
+//! ([`meeting_span`], the interval cut to what can still be earliest).
+//!
+//! [`translation_interval`]: crate::proximity::exact::translation_interval
 //! The descent visits the pairs of nodes by the time their boxes first overlap, found by
 //! the separating-axis theorem with `t` as the unknown (along each axis the boxes'
 //! shadows overlap while `c + t (u . n)` stays within the sum of their half extents):
@@ -20,7 +23,7 @@ use nalgebra::{Isometry3, Vector3};
 use super::pairs::{moved_node, scratch_moved, Entry, Memo, MovedNode, PairFrame, PairScratch};
 use super::{Bvh, Kind, Node};
 use crate::mesh::Aabb;
-use crate::proximity::exact::translation_interval;
+use crate::proximity::exact::meeting_span;
 
 impl Bvh {
     /// The least `s` in `[0, 1]` at which `other`, placed by `pose` and then translated
@@ -80,12 +83,9 @@ impl Bvh {
                     if !boxes.is_some_and(|(t, _)| t < best) {
                         continue;
                     }
-                    let Some((lo, hi)) = translation_interval(&moved, &self.triangles[ia], &u)
-                    else {
-                        continue;
-                    };
-                    if hi >= 0.0 && lo <= reach {
-                        best = best.min(lo.max(0.0));
+                    let span = (0.0, best.min(reach));
+                    if let Some((lo, _)) = meeting_span(&moved, &self.triangles[ia], &u, span) {
+                        best = lo;
                     }
                 }
             }
@@ -193,7 +193,7 @@ fn overlap_span(c: f64, half: f64, v: f64, span: (f64, f64)) -> Option<(f64, f64
 mod tests {
     use super::*;
     use crate::mesh::shapes::{box_surface, closed_tube};
-    use crate::proximity::exact::uniform_stream;
+    use crate::proximity::exact::{translation_interval, uniform_stream};
     use nalgebra::{Point3, UnitQuaternion};
 
     /// The first contact by every pair of triangles, no tree: the least start of a
