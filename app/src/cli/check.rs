@@ -69,7 +69,8 @@ pub struct CheckArgs {
     pub progress: bool,
     /// Stop at the first collision: the verdict and where the first contact starts,
     /// without the contact intervals after it, the minimum beyond it or any penetration
-    /// depth (the question "can this part pass?", answered fastest).
+    /// depth (the question "can this part pass?", answered fastest where it cannot; on
+    /// a free path far from the world the whole check can be faster).
     #[arg(long)]
     pub first_contact: bool,
     /// For a scene with deformable environment objects (hoses, cables): let them give
