@@ -343,7 +343,7 @@ impl Bracket<'_> {
 }
 
 /// The resolution of a contact's ends, as a fraction of the segment.
-pub(super) const BISECTION_STEP: f64 = 1e-6;
+const BISECTION_STEP: f64 = 1e-6;
 
 /// Bisects the parameter between `from` (where `hit` is false) and `to` (where it is
 /// true), on one segment, to [`BISECTION_STEP`]; returns the first `hit` side.
