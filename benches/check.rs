@@ -21,11 +21,11 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use haptics::check::ompl::{format_path, read_problem};
-use haptics::check::{check_path, robot_origin, CheckOptions, Robot, World};
-use haptics::mesh::collada::distinct_vertex_sum;
+use haptics::check::ompl::format_path;
+use haptics::check::problem::load_problem;
+use haptics::check::{check_path, CheckOptions, Robot, World};
 use haptics::mesh::shapes::{box_surface, closed_tube};
-use haptics::mesh::{read_obj, write_obj, SurfaceMesh};
+use haptics::mesh::{write_obj, SurfaceMesh};
 use haptics::proximity::rigid::State;
 use nalgebra::{Point3, UnitQuaternion, Vector3};
 
@@ -98,11 +98,9 @@ fn straight(a: &State, b: &State, turn: f64) -> [State; 2] {
 
 fn first_contact(c: &mut Criterion) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let p = read_problem(&root.join("assets/check/alpha/alpha.cfg")).unwrap();
-    let mesh = read_obj(&p.robot).unwrap();
-    let (sum, count) = distinct_vertex_sum(mesh.vertices.iter().copied());
-    let helix = Robot::new(&robot_origin(&mesh, &Point3::from(sum / count as f64)));
-    let ring = World::new(&read_obj(&p.world).unwrap());
+    let alpha = load_problem(&root.join("assets/check/alpha/alpha.cfg")).unwrap();
+    let (helix, ring) = (Robot::new(&alpha.robot_mesh), World::new(&alpha.world_mesh));
+    let p = &alpha.problem;
     let (world_mesh, robot_mesh, _) = problem();
     let (knot, boxed) = (World::new(&world_mesh), Robot::new(&robot_mesh));
     let options = CheckOptions {

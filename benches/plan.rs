@@ -13,10 +13,8 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use haptics::check::ompl::read_problem;
-use haptics::check::{robot_origin, Robot, World};
-use haptics::mesh::collada::distinct_vertex_sum;
-use haptics::mesh::read_obj;
+use haptics::check::problem::load_problem;
+use haptics::check::{Robot, World};
 use haptics::mesh::shapes::{box_surface, union};
 use haptics::plan::corridor::{shorten, widest, Search};
 use haptics::plan::space::Space;
@@ -28,11 +26,9 @@ use rand::SeedableRng;
 
 fn alpha() -> (Robot, World, State, State, Space) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let p = read_problem(&root.join("assets/check/alpha/alpha.cfg")).unwrap();
-    let mesh = read_obj(&p.robot).unwrap();
-    let (sum, count) = distinct_vertex_sum(mesh.vertices.iter().copied());
-    let robot = Robot::new(&robot_origin(&mesh, &Point3::from(sum / count as f64)));
-    let world = World::new(&read_obj(&p.world).unwrap());
+    let alpha = load_problem(&root.join("assets/check/alpha/alpha.cfg")).unwrap();
+    let (robot, world) = (Robot::new(&alpha.robot_mesh), World::new(&alpha.world_mesh));
+    let p = alpha.problem;
     let (min, max) = p.volume.unwrap();
     let radius = robot.radius;
     (robot, world, p.start, p.goal, Space { min, max, radius })

@@ -7,7 +7,6 @@
 //! Minkowski difference), so the first contact is the least start of a pair's interval
 //! ([`meeting_span`], the interval cut to what can still be earliest).
 //!
-//! [`translation_interval`]: crate::proximity::exact::translation_interval
 //! The descent visits the pairs of nodes by the time their boxes first overlap, found by
 //! the separating-axis theorem with `t` as the unknown (along each axis the boxes'
 //! shadows overlap while `c + t (u . n)` stays within the sum of their half extents):
@@ -17,10 +16,14 @@
 //! the descent ends at the first pair whose boxes overlap only after the earliest
 //! contact found, as a ray cast ends at its nearest hit: every pair opened is one
 //! whose boxes meet before the contact, which any cast bounded by these boxes opens.
+//!
+//! [`translation_interval`]: crate::proximity::exact::translation_interval
 
 use nalgebra::{Isometry3, Vector3};
 
-use super::pairs::{moved_node, scratch_moved, Entry, Memo, MovedNode, PairFrame, PairScratch};
+use super::pairs::{
+    moved_node, scratch_moved, Entry, Memo, MovedNode, PairFrame, PairScratch, RelativeBoxes,
+};
 use super::{Bvh, Kind, Node};
 use crate::mesh::Aabb;
 use crate::proximity::exact::meeting_span;
@@ -153,9 +156,7 @@ impl Cast {
         mb: &MovedNode,
         mut span: (f64, f64),
     ) -> Option<(f64, f64)> {
-        let m = a.axes.tr_mul(&mb.axes);
-        let abs_m = m.abs();
-        let c = a.axes.tr_mul(&(mb.obb_center - a.obb_center));
+        let RelativeBoxes { m, abs_m, t: c } = RelativeBoxes::of(a, mb);
         let v = a.axes.tr_mul(&self.u);
         let half = a.half + abs_m * b.half;
         for k in 0..3 {

@@ -119,9 +119,7 @@ impl PairFrame {
     /// The oriented boxes' part of [`PairFrame::gaps`] alone, `a`'s face axes first and
     /// `b`'s only when those leave the bound below `floor` (a decision needs no more).
     pub(super) fn box_gap(&self, a: &Node, b: &Node, mb: &MovedNode, floor: f64) -> f64 {
-        let m = a.axes.tr_mul(&mb.axes);
-        let abs_m = m.abs();
-        let t = a.axes.tr_mul(&(mb.obb_center - a.obb_center));
+        let RelativeBoxes { m, abs_m, t } = RelativeBoxes::of(a, mb);
         let gap_a = (t.abs() - a.half - abs_m * b.half)
             .sup(&Vector3::zeros())
             .norm_squared();
@@ -139,9 +137,7 @@ impl PairFrame {
         let c = mb.center;
         let sphere = (a.center - c).norm() - a.radius - b.radius;
         let sphere_box = a.aabb.distance_squared(&c).sqrt() - b.radius;
-        let m = a.axes.tr_mul(&mb.axes);
-        let abs_m = m.abs();
-        let t = a.axes.tr_mul(&(mb.obb_center - a.obb_center));
+        let RelativeBoxes { m, abs_m, t } = RelativeBoxes::of(a, mb);
         let gap_a = (t.abs() - a.half - abs_m * b.half).sup(&Vector3::zeros());
         let t_b = m.tr_mul(&t);
         let gap_b = (t_b.abs() - b.half - abs_m.tr_mul(&a.half)).sup(&Vector3::zeros());
@@ -153,6 +149,27 @@ impl PairFrame {
             gap_a,
             t_b,
             gap_b,
+        }
+    }
+}
+
+/// `b`'s oriented box (moved: `mb`) seen from `a`'s, what the separating-axis test on
+/// both boxes' face axes needs (Gottschalk, Lin and Manocha 1996): the rotation `m =
+/// A^T B` between their axes, its absolute values, and `b`'s box centre in `a`'s box
+/// frame.
+pub(super) struct RelativeBoxes {
+    pub(super) m: Matrix3<f64>,
+    pub(super) abs_m: Matrix3<f64>,
+    pub(super) t: Vector3<f64>,
+}
+
+impl RelativeBoxes {
+    pub(super) fn of(a: &Node, mb: &MovedNode) -> RelativeBoxes {
+        let m = a.axes.tr_mul(&mb.axes);
+        RelativeBoxes {
+            abs_m: m.abs(),
+            t: a.axes.tr_mul(&(mb.obb_center - a.obb_center)),
+            m,
         }
     }
 }
