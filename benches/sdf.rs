@@ -1,5 +1,7 @@
 //! Signed distance fields: lookups (coherent, like a pointshell traversal, and random),
-//! the tube (15,840 triangles) at 128^3 and 256^3, and the bridge soup at 256^3.
+//! the exact distance of a closed mesh ([`MeshDistance`], the held object's distance and
+//! every bake's), the tube (15,840 triangles) at 128^3 and 256^3, and the bridge soup at
+//! 256^3.
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use haptics::geometry::{
@@ -62,6 +64,47 @@ fn lookups(c: &mut Criterion) {
     g.finish();
 }
 
+/// The exact signed distance per query: near the surface (as the held object's distance
+/// is asked in a contact) and anywhere in the box (as a bake asks it).
+fn exact(c: &mut Criterion) {
+    let tube = model("tube/tube.veg.obj");
+    let md = MeshDistance::new(&tube).expect("closed mesh");
+    let near: Vec<Point3<f64>> = tube
+        .vertices
+        .iter()
+        .map(|v| v + Vector3::new(0.01, -0.02, 0.015))
+        .collect();
+    let b = md.bounding_box();
+    let mut rng = SplitMix64::new(11);
+    let random: Vec<Point3<f64>> = (0..near.len())
+        .map(|_| {
+            let mut r = || rng.next_f64();
+            b.min + (b.max - b.min).component_mul(&Vector3::new(r(), r(), r()))
+        })
+        .collect();
+    c.bench_function("sdf/exact build (tube)", |bch| {
+        bch.iter(|| MeshDistance::new(std::hint::black_box(&tube)).expect("closed mesh"))
+    });
+    let mut g = c.benchmark_group("sdf/exact (tube, per point)");
+    g.throughput(criterion::Throughput::Elements(near.len() as u64));
+    g.bench_function("near surface", |bch| {
+        bch.iter(|| {
+            near.iter()
+                .map(|p| md.signed_distance(std::hint::black_box(p)))
+                .sum::<f64>()
+        })
+    });
+    g.bench_function("random in box", |bch| {
+        bch.iter(|| {
+            random
+                .iter()
+                .map(|p| md.signed_distance(std::hint::black_box(p)))
+                .sum::<f64>()
+        })
+    });
+    g.finish();
+}
+
 fn compute(c: &mut Criterion) {
     let tube = model("tube/tube.veg.obj");
     let mut g = c.benchmark_group("sdf/compute");
@@ -86,5 +129,5 @@ fn compute_large(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, lookups, compute, compute_large);
+criterion_group!(benches, lookups, exact, compute, compute_large);
 criterion_main!(benches);

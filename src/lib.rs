@@ -24,8 +24,9 @@
 //!   tunable parameters ([`scene::params::Param`]) defined once;
 //! - [`muscle`]: active skeletal muscle: the fusiform muscle, its isometric experiment
 //!   (with `testbed`), statics, contraction and the reduced real-time muscle;
-//! - [`proximity`]: mesh-mesh distances and sweeps (a bounding-volume hierarchy), exact
-//!   triangle distances and SE(3) motions, for the offline tools;
+//! - [`proximity`]: point and mesh-mesh distances and sweeps (a bounding-volume
+//!   hierarchy), exact triangle distances and SE(3) motions, under the signed distance,
+//!   the path check and the planner;
 //! - [`check`]: continuous collision checks of a rigid (or compliant) part along a path,
 //!   on OMPL.app's problems and scenes;
 //! - [`plan`]: collision-free paths for a rigid part (RRT-Connect on exact distances);

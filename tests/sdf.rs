@@ -5,13 +5,13 @@
 //! stages reported through `Progress`.
 
 use haptics::geometry::sdf::stage;
-use haptics::geometry::triangle::distance_squared;
 use haptics::geometry::{
     soup::soup_offset_surface, soup::soup_signed_field, soup::SoupOptions, MeshDistance, SdfError,
     SdfMethod, SdfOptions, SignedDistanceField,
 };
 use haptics::mesh::{read_obj, SurfaceMesh};
 use haptics::progress::{NoProgress, Recorder};
+use haptics::proximity::triangle::distance_squared;
 use haptics_devices::rng::SplitMix64;
 use nalgebra::{Point3, Vector3};
 

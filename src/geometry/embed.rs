@@ -22,10 +22,10 @@
 use nalgebra::{Matrix3, Point3, Vector3};
 use rayon::prelude::*;
 
-use super::triangle;
 use crate::mesh::interp::Interpolation;
 use crate::mesh::volume::{hex_jacobian, hex_shape, ElementKind, VolumeMesh};
 use crate::mesh::Aabb;
+use crate::proximity::triangle;
 
 /// Render vertices embedded in a volumetric mesh.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,4 +1,4 @@
-//! Geometry for contact, computed offline: exact point-triangle distances, signed
+//! Geometry for contact, computed offline: signed
 //! distance fields of closed meshes and of polygon soups (thesis 3.11) and their Vega
 //! `.dist` files, and multi-resolution pointshells by particle repulsion (3.8.1) or
 //! farthest-point ordering, and the embedding of render-mesh vertices in a volumetric
@@ -12,7 +12,6 @@ pub mod pointshell;
 pub mod sdf;
 pub mod soup;
 pub mod thickness;
-pub mod triangle;
 pub use pointshell::PointshellQuality;
 pub use sdf::{ClosestPoint, MeshDistance, SdfError, SignedDistanceField};
 

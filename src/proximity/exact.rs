@@ -12,7 +12,7 @@
 
 use nalgebra::{Point3, Vector3};
 
-use crate::geometry::triangle::closest_point;
+use crate::proximity::triangle::closest_point;
 
 /// Whether one of the nine directions across the triangles' edges (`e_a x e_b`, unit)
 /// separates their projections by at least `need(n)`: a cheap proof that the triangles
@@ -113,6 +113,24 @@ pub fn segment_segment(
 /// crossing shows as an edge-edge contact instead).
 pub fn segment_crosses_triangle(p: &Point3<f64>, q: &Point3<f64>, t: &[Point3<f64>; 3]) -> bool {
     segment_triangle_crossing(p, q, t).is_some()
+}
+
+/// Whether segment `p q` passes through the interior of triangle `t`, strictly: its ends
+/// on either side of the plane and the crossing inside every edge. Touching, an end in
+/// the plane and coplanar contact do not count, unlike [`segment_crosses_triangle`]: two
+/// closed components that share a face or an edge do not pierce each other
+/// ([`crate::geometry::MeshDistance::check_solid`]).
+pub fn segment_pierces_triangle(p: &Point3<f64>, q: &Point3<f64>, t: &[Point3<f64>; 3]) -> bool {
+    let [a, b, c] = t;
+    let n = (b - a).cross(&(c - a));
+    let (dp, dq) = (n.dot(&(p - a)), n.dot(&(q - a)));
+    if dp * dq >= 0.0 {
+        return false;
+    }
+    let x = p + (q - p) * (dp / (dp - dq));
+    (b - a).cross(&(x - a)).dot(&n) > 0.0
+        && (c - b).cross(&(x - b)).dot(&n) > 0.0
+        && (a - c).cross(&(x - c)).dot(&n) > 0.0
 }
 
 /// Where segment `p q` crosses triangle `t`, as the parameter along the segment (see

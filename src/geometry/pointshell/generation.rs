@@ -35,8 +35,8 @@ use nalgebra::{Point3, Vector3};
 
 use super::{PointshellError, PROJECTION_TOLERANCE};
 use crate::geometry::sdf::{ClosestPoint, MeshDistance};
-use crate::geometry::triangle::normal_and_angles;
 use crate::mesh::SurfaceMesh;
+use crate::proximity::triangle::normal_and_angles;
 
 /// Stratified area-weighted random sampling of a triangle mesh: the k-th of n samples
 /// falls at the area fraction (k + u) / n of the triangles laid end to end, so every

@@ -24,8 +24,8 @@ use nalgebra::{Point3, Vector3};
 use rayon::prelude::*;
 
 use super::stage;
-use crate::geometry::triangle::{closest_point, Feature};
 use crate::progress::Progress;
+use crate::proximity::triangle::{closest_point, Feature};
 
 /// No triangle has reached the node yet.
 pub(crate) const NO_TRIANGLE: u32 = u32::MAX;

@@ -1,10 +1,12 @@
 //! Exact signed distance to a closed triangle mesh (thesis 3.11; Baerentzen and Aanaes
 //! 2005 for the sign).
 //!
-//! [`MeshDistance`] finds the closest point q over all triangles through an AABB tree
-//! (median splits along the longest axis, nearer child first, subtrees farther than the
-//! best distance so far pruned) and signs the distance with the angle-weighted
-//! pseudonormal n(q) of the closest feature (face, edge or vertex):
+//! [`MeshDistance`] finds the closest point q over all triangles through a balanced
+//! bounding-volume hierarchy of the mesh ([`crate::proximity::bvh::Bvh`], median splits,
+//! its point query: nearer child first, subtrees farther than the best distance so far
+//! pruned, no allocation) and
+//! signs the distance with the angle-weighted pseudonormal n(q) of the closest feature
+//! (face, edge or vertex):
 //!
 //! ```text
 //!     d(p) = -|p - q|   if (p - q) . n(q) < 0,      d(p) = |p - q|   otherwise,
@@ -24,17 +26,10 @@ use nalgebra::{Point3, Vector3};
 use rayon::prelude::*;
 
 use super::SdfError;
-use crate::geometry::triangle::{closest_point, normal_and_angles, Feature};
 use crate::mesh::{Aabb, SurfaceMesh};
-
-/// A node of the AABB tree.
-#[derive(Debug, Clone)]
-struct Node {
-    bounds: Aabb,
-    /// Leaf: triangle range [start, start + count); inner: children at `start` and `start+1`.
-    start: u32,
-    count: u32,
-}
+use crate::proximity::bvh::{Bvh, NearestTriangle};
+use crate::proximity::exact::segment_pierces_triangle;
+use crate::proximity::triangle::{normal_and_angles, Feature};
 
 /// Exact signed distance to a closed triangle mesh.
 #[derive(Debug, Clone)]
@@ -44,9 +39,7 @@ pub struct MeshDistance {
     face_normals: Vec<Vector3<f64>>,
     vertex_normals: Vec<Vector3<f64>>,
     edge_normals: HashMap<(usize, usize), Vector3<f64>>,
-    nodes: Vec<Node>,
-    /// Triangle indices in tree order.
-    order: Vec<u32>,
+    tree: Bvh,
 }
 
 impl MeshDistance {
@@ -79,127 +72,14 @@ impl MeshDistance {
                     .or_insert_with(Vector3::zeros) += n;
             }
         }
-        let mut md = MeshDistance {
+        Ok(MeshDistance {
             vertices: mesh.vertices.clone(),
             triangles: mesh.triangles.clone(),
             face_normals,
             vertex_normals,
             edge_normals,
-            nodes: Vec::new(),
-            order: (0..mesh.triangles.len() as u32).collect(),
-        };
-        md.build_tree();
-        Ok(md)
-    }
-
-    fn tri_bounds(&self, t: u32) -> Aabb {
-        Aabb::from_points(
-            self.triangles[t as usize]
-                .iter()
-                .map(|&v| &self.vertices[v]),
-        )
-    }
-
-    fn build_tree(&mut self) {
-        let centroids: Vec<Point3<f64>> = self
-            .triangles
-            .iter()
-            .map(|t| {
-                Point3::from(
-                    (self.vertices[t[0]].coords
-                        + self.vertices[t[1]].coords
-                        + self.vertices[t[2]].coords)
-                        / 3.0,
-                )
-            })
-            .collect();
-        self.nodes.push(Node {
-            bounds: Aabb::empty(),
-            start: 0,
-            count: self.order.len() as u32,
-        });
-        let mut stack = vec![0usize];
-        while let Some(ni) = stack.pop() {
-            let (start, count) = (self.nodes[ni].start as usize, self.nodes[ni].count as usize);
-            let mut b = Aabb::empty();
-            for &t in &self.order[start..start + count] {
-                let tb = self.tri_bounds(t);
-                b.grow(&tb.min);
-                b.grow(&tb.max);
-            }
-            self.nodes[ni].bounds = b;
-            if count <= 4 {
-                continue;
-            }
-            let ext = b.extent();
-            let axis = if ext.x >= ext.y && ext.x >= ext.z {
-                0
-            } else if ext.y >= ext.z {
-                1
-            } else {
-                2
-            };
-            let slice = &mut self.order[start..start + count];
-            let mid = count / 2;
-            slice.select_nth_unstable_by(mid, |&a, &b| {
-                centroids[a as usize][axis].total_cmp(&centroids[b as usize][axis])
-            });
-            let left = self.nodes.len();
-            self.nodes.push(Node {
-                bounds: Aabb::empty(),
-                start: start as u32,
-                count: mid as u32,
-            });
-            self.nodes.push(Node {
-                bounds: Aabb::empty(),
-                start: (start + mid) as u32,
-                count: (count - mid) as u32,
-            });
-            self.nodes[ni].start = left as u32;
-            self.nodes[ni].count = 0;
-            stack.push(left);
-            stack.push(left + 1);
-        }
-    }
-
-    /// The closest triangle to p with squared distance below `bound2` (or none).
-    fn closest(&self, p: &Point3<f64>, bound2: f64) -> Option<(f64, usize, Point3<f64>, Feature)> {
-        let mut best: Option<(f64, usize, Point3<f64>, Feature)> = None;
-        let mut best_d2 = bound2;
-        // A fixed stack, so that exact queries can run in the haptic cycle without
-        // allocating: median splits make the tree at most ceil(log2(triangles)) + 1 deep,
-        // and the depth-first search holds at most one pending sibling per level.
-        let mut stack = [0u32; 130];
-        let mut top = 1usize;
-        while top > 0 {
-            top -= 1;
-            let ni = stack[top];
-            let node = &self.nodes[ni as usize];
-            if node.bounds.distance_squared(p) >= best_d2 {
-                continue;
-            }
-            if node.count > 0 {
-                for &t in &self.order[node.start as usize..(node.start + node.count) as usize] {
-                    let [a, b, c] = self.triangles[t as usize].map(|v| self.vertices[v]);
-                    let (q, f) = closest_point(p, &a, &b, &c);
-                    let d2 = (q - p).norm_squared();
-                    if d2 < best_d2 {
-                        best_d2 = d2;
-                        best = Some((d2, t as usize, q, f));
-                    }
-                }
-            } else {
-                // Visit the nearer child first.
-                let (l, r) = (node.start, node.start + 1);
-                let dl = self.nodes[l as usize].bounds.distance_squared(p);
-                let dr = self.nodes[r as usize].bounds.distance_squared(p);
-                let (far, near) = if dl < dr { (r, l) } else { (l, r) };
-                stack[top] = far;
-                stack[top + 1] = near;
-                top += 2;
-            }
-        }
-        best
+            tree: Bvh::for_point_queries(mesh),
+        })
     }
 
     /// The pseudonormal of a triangle's feature.
@@ -215,16 +95,26 @@ impl MeshDistance {
         }
     }
 
+    /// The distance to the closest triangle `near`, negative where `p` lies behind the
+    /// pseudonormal of its closest feature.
+    fn signed(&self, p: &Point3<f64>, near: &NearestTriangle) -> f64 {
+        let d = near.distance_squared.sqrt();
+        let n = self.pseudonormal(near.triangle, near.feature);
+        if (p - near.point).dot(&n) < 0.0 {
+            -d
+        } else {
+            d
+        }
+    }
+
     /// Signed distance (negative inside), searching only below |d| < `bound`; none when
     /// no triangle is that close, or when p is not finite or its distance overflows.
     pub fn signed_distance_bounded(&self, p: &Point3<f64>, bound: f64) -> Option<f64> {
         if !p.iter().all(|c| c.is_finite()) {
             return None;
         }
-        let (d2, t, q, f) = self.closest(p, bound * bound)?;
-        let d = d2.sqrt();
-        let n = self.pseudonormal(t, f);
-        Some(if (p - q).dot(&n) < 0.0 { -d } else { d })
+        let near = self.tree.nearest_triangle(p, bound * bound)?;
+        Some(self.signed(p, &near))
     }
 
     /// The closest point of the mesh to p, with the signed distance (negative inside)
@@ -239,16 +129,17 @@ impl MeshDistance {
         if !p.iter().all(|c| c.is_finite()) {
             return Err(bad("the query point is not finite"));
         }
-        let (d2, t, q, f) = self.closest(p, f64::INFINITY).ok_or_else(|| {
-            bad("the query point is so far from the mesh that its distance overflows")
-        })?;
-        let n = self.pseudonormal(t, f);
-        let d = d2.sqrt();
+        let near = self
+            .tree
+            .nearest_triangle(p, f64::INFINITY)
+            .ok_or_else(|| {
+                bad("the query point is so far from the mesh that its distance overflows")
+            })?;
         Ok(ClosestPoint {
-            point: q,
-            distance: if (p - q).dot(&n) < 0.0 { -d } else { d },
-            normal: n.normalize(),
-            triangle: t,
+            point: near.point,
+            distance: self.signed(p, &near),
+            normal: self.pseudonormal(near.triangle, near.feature).normalize(),
+            triangle: near.triangle,
         })
     }
 
@@ -278,30 +169,7 @@ impl MeshDistance {
 
     /// The bounding box of the mesh (the root of the tree).
     pub fn bounding_box(&self) -> Aabb {
-        self.nodes[0].bounds
-    }
-
-    /// Calls `f` on every triangle whose bounding box overlaps `b`, until it returns true;
-    /// returns whether it did.
-    fn any_overlapping(&self, b: &Aabb, mut f: impl FnMut(usize) -> bool) -> bool {
-        let mut stack = vec![0u32];
-        while let Some(ni) = stack.pop() {
-            let node = &self.nodes[ni as usize];
-            if !node.bounds.overlaps(b) {
-                continue;
-            }
-            if node.count > 0 {
-                for &t in &self.order[node.start as usize..(node.start + node.count) as usize] {
-                    if f(t as usize) {
-                        return true;
-                    }
-                }
-            } else {
-                stack.push(node.start);
-                stack.push(node.start + 1);
-            }
-        }
-        false
+        self.tree.aabb()
     }
 
     /// Checks that the closed surface bounds one well-defined solid: its connected
@@ -321,12 +189,12 @@ impl MeshDistance {
                 let (p, q) = (self.vertices[tri[e]], self.vertices[tri[(e + 1) % 3]]);
                 let b = Aabb::from_points([&p, &q]);
                 let mut hit = None;
-                self.any_overlapping(&b, |u| {
+                self.tree.any_triangle_near(&b, |u| {
                     if comp[u] == comp[t] {
                         return false;
                     }
                     let [a, bb, c] = self.triangles[u].map(|v| self.vertices[v]);
-                    let crosses = segment_crosses_triangle(&p, &q, &a, &bb, &c);
+                    let crosses = segment_pierces_triangle(&p, &q, &[a, bb, c]);
                     if crosses {
                         hit = Some((t, u));
                     }
@@ -410,26 +278,6 @@ fn triangle_components(triangles: &[[usize; 3]], vertices: usize) -> Vec<usize> 
             *number.entry(r).or_insert(next)
         })
         .collect()
-}
-
-/// Whether segment pq passes through the interior of triangle abc (strictly: touching
-/// and coplanar contact do not count).
-fn segment_crosses_triangle(
-    p: &Point3<f64>,
-    q: &Point3<f64>,
-    a: &Point3<f64>,
-    b: &Point3<f64>,
-    c: &Point3<f64>,
-) -> bool {
-    let n = (b - a).cross(&(c - a));
-    let (dp, dq) = (n.dot(&(p - a)), n.dot(&(q - a)));
-    if dp * dq >= 0.0 {
-        return false;
-    }
-    let x = p + (q - p) * (dp / (dp - dq));
-    (b - a).cross(&(x - a)).dot(&n) > 0.0
-        && (c - b).cross(&(x - b)).dot(&n) > 0.0
-        && (a - c).cross(&(x - c)).dot(&n) > 0.0
 }
 
 /// The solid angle of triangle t seen from p (signed; Van Oosterom and Strackee 1983).

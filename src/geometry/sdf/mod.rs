@@ -1,7 +1,7 @@
 //! Signed distance fields of closed triangle meshes (thesis 3.11).
 //!
 //! [`MeshDistance`] answers exact queries: the closest point over all triangles through
-//! an AABB tree, and the sign from the angle-weighted pseudonormal of the closest feature
+//! the mesh's bounding-volume hierarchy ([`crate::proximity::bvh::Bvh`]), and the sign from the angle-weighted pseudonormal of the closest feature
 //! (face, edge or vertex; Baerentzen and Aanaes 2005): d(p) = -|p - q| when
 //! (p - q) . n(q) < 0, else |p - q|.
 //!

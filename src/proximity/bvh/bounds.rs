@@ -119,7 +119,8 @@ pub(super) fn oriented_box<'a>(
 
 /// Splits `order` (more than one triangle) in two about the mean of its centroids
 /// along the oriented box's longest axis (`axes`, `half`): the centroids below it first.
-/// Returns how many that is; at the median when the mean leaves a side empty.
+/// Returns how many that is; at the median when the mean leaves a side empty or `mean`
+/// is false.
 ///
 /// The mean splits space, the median the count: where a few large triangles (walls,
 /// a floor) lie among many small ones, a split at the median mixes them, and every node
@@ -131,15 +132,18 @@ fn split(
     centroids: &[Point3<f64>],
     axes: &Matrix3<f64>,
     half: &Vector3<f64>,
+    mean: bool,
 ) -> usize {
     let along = axes.column(half.imax()).into_owned();
     let at = |i: usize| along.dot(&centroids[i].coords);
-    let mean = order.iter().map(|&i| at(i)).sum::<f64>() / order.len() as f64;
     let mut below = 0;
-    for k in 0..order.len() {
-        if at(order[k]) < mean {
-            order.swap(below, k);
-            below += 1;
+    if mean {
+        let mean = order.iter().map(|&i| at(i)).sum::<f64>() / order.len() as f64;
+        for k in 0..order.len() {
+            if at(order[k]) < mean {
+                order.swap(below, k);
+                below += 1;
+            }
         }
     }
     if below == 0 || below == order.len() {
@@ -149,12 +153,35 @@ fn split(
     below
 }
 
+/// The depth below which nodes split at the median count instead of the mean: mean
+/// splits can peel a few triangles a level off a mesh of geometrically spaced parts, and
+/// this bounds the depth by `MEAN_SPLIT_DEPTH + log2(triangles) + 1` (the stack of the
+/// point queries, [`super::point::STACK`]).
+const MEAN_SPLIT_DEPTH: usize = 64;
+
+/// How a node's triangles are shared between its children.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Split {
+    /// At the mean of the centroids along the oriented box's longest axis, at most
+    /// [`LEAF_SIZE`] a leaf (FCL's rule, see [`split`]): the hierarchy of mesh-mesh
+    /// queries.
+    Mean,
+    /// At the median of the centroids along the axis-aligned box's longest axis, at most
+    /// [`POINT_LEAF_SIZE`] a leaf: a balanced tree, `log2(n / 4) + 1` deep, for point
+    /// queries alone (the signed distance).
+    Median,
+}
+
+/// Triangles per leaf at most in a [`Split::Median`] hierarchy.
+pub(super) const POINT_LEAF_SIZE: usize = 4;
+
+/// Builds the subtree of `order[start..end]` at `depth` into `nodes`; returns its root.
 pub(super) fn build(
     tris: &[[Point3<f64>; 3]],
     centroids: &[Point3<f64>],
     order: &mut [usize],
-    start: usize,
-    end: usize,
+    (start, end): (usize, usize),
+    (rule, depth): (Split, usize),
     nodes: &mut Vec<Node>,
 ) -> usize {
     let mut aabb = Aabb::empty();
@@ -181,11 +208,44 @@ pub(super) fn build(
         half,
         kind: Kind::Leaf { start, end },
     });
-    if end - start > LEAF_SIZE {
-        let mid = start + split(&mut order[start..end], centroids, &axes, &half);
-        let left = build(tris, centroids, order, start, mid, nodes);
-        let right = build(tris, centroids, order, mid, end, nodes);
+    let leaf = match rule {
+        Split::Mean => LEAF_SIZE,
+        Split::Median => POINT_LEAF_SIZE,
+    };
+    if end - start > leaf {
+        let mid = start
+            + match rule {
+                Split::Mean => split(
+                    &mut order[start..end],
+                    centroids,
+                    &axes,
+                    &half,
+                    depth < MEAN_SPLIT_DEPTH,
+                ),
+                Split::Median => median_split(&mut order[start..end], centroids, &aabb),
+            };
+        let below = (rule, depth + 1);
+        let left = build(tris, centroids, order, (start, mid), below, nodes);
+        let right = build(tris, centroids, order, (mid, end), below, nodes);
         nodes[index].kind = Kind::Inner { left, right };
     }
     index
+}
+
+/// Splits `order` (more than one triangle) at its median centroid along the longest axis
+/// of `aabb`: the lower half first. Returns the size of the lower half.
+fn median_split(order: &mut [usize], centroids: &[Point3<f64>], aabb: &Aabb) -> usize {
+    let ext = aabb.extent();
+    let axis = if ext.x >= ext.y && ext.x >= ext.z {
+        0
+    } else if ext.y >= ext.z {
+        1
+    } else {
+        2
+    };
+    let mid = order.len() / 2;
+    order.select_nth_unstable_by(mid, |&a, &b| {
+        centroids[a][axis].total_cmp(&centroids[b][axis])
+    });
+    mid
 }

@@ -14,9 +14,16 @@
 //! triangles, which settle most pairs near a floor without the exact distance.
 //!
 //! Built top-down, splitting at the mean of the centroids along the oriented box's
-//! longest axis (as FCL does), at most [`LEAF_SIZE`] triangles per leaf.
+//! longest axis (as FCL does), at most [`LEAF_SIZE`] triangles per leaf; below 64
+//! levels at the median, so that the depth stays bounded (and the point queries'
+//! fixed stacks sufficient) on any mesh. A hierarchy for point queries alone
+//! (`Bvh::for_point_queries`, the signed distance's) splits at the median along the
+//! axis-aligned box's longest axis, four triangles a leaf: balanced and shallow.
 //!
 //! The queries:
+//! - [`Bvh::point_distance`], [`Bvh::crosses`], [`Bvh::contains`]: a point's distance
+//!   (and, inside the crate, its closest triangle and feature), a segment's crossing
+//!   and the inside test by ray parity;
 //! - [`Bvh::distance_with`]: best-first branch and bound, exact or within a [`crate::proximity::bvh::Slack`].
 //! - [`Bvh::clear_over`]: whether the distance stays above a floor while the second mesh
 //!   moves over an interval (the certification of a path check), and
@@ -29,31 +36,32 @@
 //! while this engine is built on nalgebra, and has neither the slack nor the interval
 //! query.
 //!
-//! The queries live beside the hierarchy: `distance` (best-first distance and the
-//! planner's decision), `sweep` (an interval of rigid motion), `cast` (a translation's
-//! first contact), `pairs` (the relative
-//! placement of two hierarchies and the scratch kept between queries) and `bounds`
-//! (triangle planes and boxes, and the construction).
+//! The queries live beside the hierarchy: `point` (a point, a segment or a box against
+//! one mesh), `distance` (best-first distance and the planner's decision), `sweep` (an
+//! interval of rigid motion), `cast` (a translation's first contact), `pairs` (the
+//! relative placement of two hierarchies and the scratch kept between queries) and
+//! `bounds` (triangle planes and boxes, and the construction).
 
 mod bounds;
 mod cast;
 mod distance;
 mod motion;
 mod pairs;
+mod point;
 mod sweep;
 #[cfg(test)]
 mod tests;
 
 use nalgebra::{Matrix3, Point3, Vector3};
 
-use crate::geometry::triangle::closest_point;
 use crate::mesh::{Aabb, SurfaceMesh};
-use bounds::{build, segment_hits_box, Plane};
+use bounds::{build, Plane, Split};
 use motion::centroid_radius;
 
 pub use distance::{Bounded, Slack};
 pub use motion::{Motion, Sweep};
 pub use pairs::{Entry, PairScratch};
+pub(crate) use point::NearestTriangle;
 /// Triangles per leaf at most.
 pub const LEAF_SIZE: usize = 2;
 
@@ -88,6 +96,8 @@ pub struct Bvh {
     planes: Vec<Plane>,
     /// Each triangle's radius about its centroid (the ball of a moving triangle).
     radii: Vec<f64>,
+    /// Each triangle's index in the mesh the hierarchy was built from.
+    source: Vec<u32>,
 }
 
 /// The result of a distance query: the distance and the closest points (on the first
@@ -104,8 +114,19 @@ pub struct Closest {
 
 impl Bvh {
     /// Builds the hierarchy of `mesh` (degenerate triangles included: they are segments or
-    /// points, still exact).
+    /// points, still exact), split at the mean as FCL does, for every query.
     pub fn new(mesh: &SurfaceMesh) -> Bvh {
+        Bvh::built(mesh, Split::Mean)
+    }
+
+    /// Builds a balanced hierarchy of `mesh` (split at the median, four triangles a
+    /// leaf) for point queries alone: what [`crate::geometry::MeshDistance`] searches.
+    /// Its mesh-mesh queries are as exact as [`Bvh::new`]'s, and slower.
+    pub(crate) fn for_point_queries(mesh: &SurfaceMesh) -> Bvh {
+        Bvh::built(mesh, Split::Median)
+    }
+
+    fn built(mesh: &SurfaceMesh, rule: Split) -> Bvh {
         let triangles: Vec<[Point3<f64>; 3]> = (0..mesh.triangles.len())
             .map(|t| mesh.triangle(t))
             .collect();
@@ -120,8 +141,8 @@ impl Bvh {
                 &triangles,
                 &centroids,
                 &mut order,
-                0,
-                triangles.len(),
+                (0, triangles.len()),
+                (rule, 0),
                 &mut nodes,
             );
         }
@@ -138,6 +159,7 @@ impl Bvh {
             boxes,
             planes,
             radii,
+            source: order.iter().map(|&i| i as u32).collect(),
         }
     }
 
@@ -159,109 +181,5 @@ impl Bvh {
     /// Triangle `i` (in the hierarchy's order), in the mesh's frame.
     pub(crate) fn triangle(&self, i: usize) -> &[Point3<f64>; 3] {
         &self.triangles[i]
-    }
-
-    /// The least distance from point `p` (this mesh's frame) to the mesh.
-    pub fn point_distance(&self, p: &Point3<f64>) -> f64 {
-        self.point_distance_below(p, f64::INFINITY)
-    }
-
-    /// The least distance from point `p` (this mesh's frame) to the mesh, or `cap` when
-    /// that is less: parts of the mesh farther than `cap` are never opened. The nearer
-    /// child is visited first, so that the bound tightens early.
-    pub fn point_distance_below(&self, p: &Point3<f64>, cap: f64) -> f64 {
-        let mut best = cap;
-        let mut stack = Vec::with_capacity(64);
-        stack.push(0usize);
-        while let Some(i) = stack.pop() {
-            let Some(n) = self.nodes.get(i) else { continue };
-            if n.aabb.distance_squared(p).sqrt() >= best {
-                continue;
-            }
-            match n.kind {
-                Kind::Leaf { start, end } => {
-                    for t in &self.triangles[start..end] {
-                        let (c, _) = closest_point(p, &t[0], &t[1], &t[2]);
-                        best = best.min((p - c).norm());
-                    }
-                }
-                Kind::Inner { left, right } => {
-                    let near = |k: usize| {
-                        self.nodes
-                            .get(k)
-                            .map_or(f64::INFINITY, |n| n.aabb.distance_squared(p).sqrt())
-                    };
-                    if near(left) <= near(right) {
-                        stack.push(right);
-                        stack.push(left);
-                    } else {
-                        stack.push(left);
-                        stack.push(right);
-                    }
-                }
-            }
-        }
-        best
-    }
-
-    /// Whether the segment `p q` crosses a triangle of the mesh (a segment in a
-    /// triangle's plane does not count; see [`crate::proximity::exact::segment_crosses_triangle`]).
-    pub fn crosses(&self, p: &Point3<f64>, q: &Point3<f64>) -> bool {
-        let mut stack = vec![0usize];
-        while let Some(i) = stack.pop() {
-            let Some(n) = self.nodes.get(i) else { continue };
-            if !segment_hits_box(p, q, &n.aabb) {
-                continue;
-            }
-            match n.kind {
-                Kind::Leaf { start, end } => {
-                    if self.triangles[start..end]
-                        .iter()
-                        .any(|t| crate::proximity::exact::segment_crosses_triangle(p, q, t))
-                    {
-                        return true;
-                    }
-                }
-                Kind::Inner { left, right } => {
-                    stack.push(left);
-                    stack.push(right);
-                }
-            }
-        }
-        false
-    }
-
-    /// Whether `p` is inside the (closed) mesh: the parity of crossings of a ray from `p`
-    /// in a fixed, irrational-looking direction (so that it meets no edge exactly in
-    /// practice). Crossings at the same place along the ray count once: meshes exported
-    /// double-sided (each face twice, as SketchUp writes OMPL.app's models) would
-    /// otherwise cross everything an even number of times.
-    pub fn contains(&self, p: &Point3<f64>) -> bool {
-        let dir = Vector3::new(0.577_215_664_9, 0.618_033_988_7, 0.533_751_168_6).normalize();
-        let far = self.aabb().extent().norm() * 4.0 + 1.0 + (p - self.aabb().center()).norm();
-        let q = p + dir * far;
-        let mut crossings: Vec<f64> = Vec::new();
-        let mut stack = vec![0usize];
-        while let Some(i) = stack.pop() {
-            let Some(n) = self.nodes.get(i) else { continue };
-            if !segment_hits_box(p, &q, &n.aabb) {
-                continue;
-            }
-            match n.kind {
-                Kind::Leaf { start, end } => {
-                    for t in &self.triangles[start..end] {
-                        crossings
-                            .extend(crate::proximity::exact::segment_triangle_crossing(p, &q, t));
-                    }
-                }
-                Kind::Inner { left, right } => {
-                    stack.push(left);
-                    stack.push(right);
-                }
-            }
-        }
-        crossings.sort_by(f64::total_cmp);
-        crossings.dedup_by(|a, b| (*a - *b).abs() <= 1e-12);
-        crossings.len() % 2 == 1
     }
 }

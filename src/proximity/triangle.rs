@@ -1,6 +1,6 @@
 //! Closest points on triangles, with the feature (face, edge or vertex) they lie on:
-//! the exact point-triangle distance of the signed distance field and the key for its
-//! angle-weighted pseudonormal sign test (Baerentzen and Aanaes 2005).
+//! the exact point-triangle distance of every point query, and the key for the signed
+//! distance's angle-weighted pseudonormal sign test (Baerentzen and Aanaes 2005).
 //!
 //! Method: Voronoi regions of the triangle's vertices, edges and face, as in Ericson,
 //! "Real-Time Collision Detection", 5.1.5.
