@@ -2,11 +2,10 @@
 //! 2005 for the sign).
 //!
 //! [`MeshDistance`] finds the closest point q over all triangles through a balanced
-//! bounding-volume hierarchy of the mesh ([`crate::proximity::bvh::Bvh`], median splits,
-//! its point query: nearer child first, subtrees farther than the best distance so far
-//! pruned, no allocation) and
-//! signs the distance with the angle-weighted pseudonormal n(q) of the closest feature
-//! (face, edge or vertex):
+//! bounding-volume hierarchy of the mesh ([`crate::proximity::bvh::Bvh`], median splits;
+//! its point query visits the nearer child first, prunes subtrees farther than the best
+//! distance so far and does not allocate) and signs the distance with the angle-weighted
+//! pseudonormal n(q) of the closest feature (face, edge or vertex):
 //!
 //! ```text
 //!     d(p) = -|p - q|   if (p - q) . n(q) < 0,      d(p) = |p - q|   otherwise,
