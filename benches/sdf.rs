@@ -25,25 +25,37 @@ fn field(m: &SurfaceMesh, resolution: usize) -> SignedDistanceField {
     SignedDistanceField::compute_with(&md, &opts, &NoProgress).expect("field")
 }
 
+/// Coherent queries: the mesh's vertices in file order, nudged off the surface, like a
+/// pointshell's points visited in traversal order.
+fn near_surface(mesh: &SurfaceMesh) -> Vec<Point3<f64>> {
+    mesh.vertices
+        .iter()
+        .map(|v| v + Vector3::new(0.01, -0.02, 0.015))
+        .collect()
+}
+
+/// `n` points uniform in the box from `min` spanning `extent`, from the stream `seed`.
+fn uniform_in_box(
+    min: &Point3<f64>,
+    extent: &Vector3<f64>,
+    n: usize,
+    seed: u64,
+) -> Vec<Point3<f64>> {
+    let mut rng = SplitMix64::new(seed);
+    (0..n)
+        .map(|_| {
+            let mut r = || rng.next_f64();
+            min + extent.component_mul(&Vector3::new(r(), r(), r()))
+        })
+        .collect()
+}
+
 fn lookups(c: &mut Criterion) {
     let tube = model("tube/tube.veg.obj");
     let f = field(&tube, 256);
-    // Coherent: the tube's vertices in file order, nudged off the surface, like a
-    // pointshell's points visited in traversal order.
-    let near: Vec<Point3<f64>> = tube
-        .vertices
-        .iter()
-        .map(|v| v + Vector3::new(0.01, -0.02, 0.015))
-        .collect();
-    // Random: uniform in the box.
+    let near = near_surface(&tube);
     let side = f.spacing * f.cells[0] as f64;
-    let mut rng = SplitMix64::new(7);
-    let random: Vec<Point3<f64>> = (0..near.len())
-        .map(|_| {
-            let mut r = || rng.next_f64();
-            f.origin + Vector3::new(r(), r(), r()) * side
-        })
-        .collect();
+    let random = uniform_in_box(&f.origin, &Vector3::repeat(side), near.len(), 7);
     let mut g = c.benchmark_group("sdf/lookup (tube 256^3, per point)");
     g.throughput(criterion::Throughput::Elements(near.len() as u64));
     g.bench_function("near surface, coherent", |b| {
@@ -69,19 +81,9 @@ fn lookups(c: &mut Criterion) {
 fn exact(c: &mut Criterion) {
     let tube = model("tube/tube.veg.obj");
     let md = MeshDistance::new(&tube).expect("closed mesh");
-    let near: Vec<Point3<f64>> = tube
-        .vertices
-        .iter()
-        .map(|v| v + Vector3::new(0.01, -0.02, 0.015))
-        .collect();
+    let near = near_surface(&tube);
     let b = md.bounding_box();
-    let mut rng = SplitMix64::new(11);
-    let random: Vec<Point3<f64>> = (0..near.len())
-        .map(|_| {
-            let mut r = || rng.next_f64();
-            b.min + (b.max - b.min).component_mul(&Vector3::new(r(), r(), r()))
-        })
-        .collect();
+    let random = uniform_in_box(&b.min, &(b.max - b.min), near.len(), 11);
     c.bench_function("sdf/exact build (tube)", |bch| {
         bch.iter(|| MeshDistance::new(std::hint::black_box(&tube)).expect("closed mesh"))
     });

@@ -11,6 +11,8 @@
 //! sufficient (a median-split hierarchy is `log2(n / 4) + 1` deep): the haptic cycle asks
 //! it without allocating.
 
+use std::ops::Range;
+
 use nalgebra::{Point3, Vector3};
 
 use super::bounds::segment_hits_box;
@@ -98,52 +100,25 @@ impl Bvh {
         best
     }
 
-    /// Calls `f` with the index (in the mesh the hierarchy was built from) of every
-    /// triangle whose box overlaps `b`, until it returns true; returns whether it did.
-    pub(crate) fn any_triangle_near(&self, b: &Aabb, mut f: impl FnMut(usize) -> bool) -> bool {
+    /// Visits, depth first, the leaves under the nodes whose boxes pass `enter`, and
+    /// calls `leaf` with each one's range of triangles (in the hierarchy's order) until
+    /// it returns true; returns whether it did. A fixed stack, no allocation.
+    fn any_leaf(
+        &self,
+        enter: impl Fn(&Aabb) -> bool,
+        mut leaf: impl FnMut(Range<usize>) -> bool,
+    ) -> bool {
         let mut stack = [0u32; STACK];
         let mut top = usize::from(!self.nodes.is_empty());
         while top > 0 {
             top -= 1;
             let n = &self.nodes[stack[top] as usize];
-            if !n.aabb.overlaps(b) {
+            if !enter(&n.aabb) {
                 continue;
             }
             match n.kind {
                 Kind::Leaf { start, end } => {
-                    for i in start..end {
-                        if self.boxes[i].overlaps(b) && f(self.source[i] as usize) {
-                            return true;
-                        }
-                    }
-                }
-                Kind::Inner { left, right } => {
-                    stack[top] = left as u32;
-                    stack[top + 1] = right as u32;
-                    top += 2;
-                }
-            }
-        }
-        false
-    }
-
-    /// Whether the segment `p q` crosses a triangle of the mesh (a segment in a
-    /// triangle's plane does not count; see [`segment_crosses_triangle`]).
-    pub fn crosses(&self, p: &Point3<f64>, q: &Point3<f64>) -> bool {
-        let mut stack = [0u32; STACK];
-        let mut top = usize::from(!self.nodes.is_empty());
-        while top > 0 {
-            top -= 1;
-            let n = &self.nodes[stack[top] as usize];
-            if !segment_hits_box(p, q, &n.aabb) {
-                continue;
-            }
-            match n.kind {
-                Kind::Leaf { start, end } => {
-                    if self.triangles[start..end]
-                        .iter()
-                        .any(|t| segment_crosses_triangle(p, q, t))
-                    {
+                    if leaf(start..end) {
                         return true;
                     }
                 }
@@ -157,6 +132,32 @@ impl Bvh {
         false
     }
 
+    /// Calls `f` with the index (in the mesh the hierarchy was built from) of every
+    /// triangle whose box overlaps `b`, until it returns true; returns whether it did.
+    pub(crate) fn any_triangle_near(&self, b: &Aabb, mut f: impl FnMut(usize) -> bool) -> bool {
+        self.any_leaf(
+            |node| node.overlaps(b),
+            |range| {
+                range
+                    .into_iter()
+                    .any(|i| self.boxes[i].overlaps(b) && f(self.source[i] as usize))
+            },
+        )
+    }
+
+    /// Whether the segment `p q` crosses a triangle of the mesh (a segment in a
+    /// triangle's plane does not count; see [`segment_crosses_triangle`]).
+    pub fn crosses(&self, p: &Point3<f64>, q: &Point3<f64>) -> bool {
+        self.any_leaf(
+            |node| segment_hits_box(p, q, node),
+            |range| {
+                self.triangles[range]
+                    .iter()
+                    .any(|t| segment_crosses_triangle(p, q, t))
+            },
+        )
+    }
+
     /// Whether `p` is inside the (closed) mesh: the parity of crossings of a ray from `p`
     /// in a fixed, irrational-looking direction (so that it meets no edge exactly in
     /// practice). Crossings at the same place along the ray count once: meshes exported
@@ -167,27 +168,15 @@ impl Bvh {
         let far = self.aabb().extent().norm() * 4.0 + 1.0 + (p - self.aabb().center()).norm();
         let q = p + dir * far;
         let mut crossings: Vec<f64> = Vec::new();
-        let mut stack = [0u32; STACK];
-        let mut top = usize::from(!self.nodes.is_empty());
-        while top > 0 {
-            top -= 1;
-            let n = &self.nodes[stack[top] as usize];
-            if !segment_hits_box(p, &q, &n.aabb) {
-                continue;
-            }
-            match n.kind {
-                Kind::Leaf { start, end } => {
-                    for t in &self.triangles[start..end] {
-                        crossings.extend(segment_triangle_crossing(p, &q, t));
-                    }
+        self.any_leaf(
+            |node| segment_hits_box(p, &q, node),
+            |range| {
+                for t in &self.triangles[range] {
+                    crossings.extend(segment_triangle_crossing(p, &q, t));
                 }
-                Kind::Inner { left, right } => {
-                    stack[top] = left as u32;
-                    stack[top + 1] = right as u32;
-                    top += 2;
-                }
-            }
-        }
+                false
+            },
+        );
         crossings.sort_by(f64::total_cmp);
         crossings.dedup_by(|a, b| (*a - *b).abs() <= 1e-12);
         crossings.len() % 2 == 1
