@@ -40,6 +40,15 @@ pub fn edge_axes_separate(
             if len2 <= 1e-24 * ea.norm_squared() * eb.norm_squared() {
                 continue;
             }
+            // First the sign of the gap along `n` unnormalized: `n` is normal to the edges
+            // `a[i] a[i+1]` and `b[j] b[j+1]`, so each triangle projects to an interval
+            // spanned by two dot products. Most axes do not separate, and they cost no
+            // square root.
+            let (a0, a2) = (n.dot(&a[i].coords), n.dot(&a[(i + 2) % 3].coords));
+            let (b0, b2) = (n.dot(&b[j].coords), n.dot(&b[(j + 2) % 3].coords));
+            if (b0.min(b2) - a0.max(a2)).max(a0.min(a2) - b0.max(b2)) <= 0.0 {
+                continue;
+            }
             let n = n / len2.sqrt();
             let pa = [
                 n.dot(&a[0].coords),
@@ -435,6 +444,63 @@ mod tests {
         }
         // Both outcomes are exercised.
         assert!(proved > 100 && refused > 100, "{proved} {refused}");
+    }
+
+    /// The sign test before the square root skips no axis that separates: on random
+    /// pairs the answer equals the plain definition's (every vertex projected on every
+    /// unit edge-edge direction), for floors drawn about the pair's best edge-axis gap
+    /// and for a floor that depends on the direction.
+    #[test]
+    fn the_edge_axes_answer_as_their_definition() {
+        fn best_gap(
+            a: &[Point3<f64>; 3],
+            b: &[Point3<f64>; 3],
+            need: &dyn Fn(&Vector3<f64>) -> f64,
+        ) -> (f64, bool) {
+            let (mut best, mut separates) = (f64::NEG_INFINITY, false);
+            for i in 0..3 {
+                for j in 0..3 {
+                    let n = (a[(i + 1) % 3] - a[i]).cross(&(b[(j + 1) % 3] - b[j]));
+                    if n.norm() < 1e-9 {
+                        continue;
+                    }
+                    let n = n.normalize();
+                    let span = |t: &[Point3<f64>; 3]| {
+                        let d = t.map(|v| n.dot(&v.coords));
+                        (d[0].min(d[1]).min(d[2]), d[0].max(d[1]).max(d[2]))
+                    };
+                    let ((a_lo, a_hi), (b_lo, b_hi)) = (span(a), span(b));
+                    let gap = (b_lo - a_hi).max(a_lo - b_hi);
+                    best = best.max(gap);
+                    separates |= gap > 0.0 && gap >= need(&n);
+                }
+            }
+            (best, separates)
+        }
+        let mut rnd = uniform_stream(12);
+        let (mut yes, mut no) = (0, 0);
+        for k in 0..4000 {
+            let a = triangle(&mut rnd);
+            let off = Vector3::new(rnd(), rnd(), rnd()) * (0.25 + (k % 5) as f64 / 2.0);
+            let b = triangle(&mut rnd).map(|v| v + off);
+            let (best, _) = best_gap(&a, &b, &|_| 0.0);
+            let floor = best.abs() * (0.5 + rnd().abs());
+            let tilted = move |n: &Vector3<f64>| floor * (1.0 + n.x.abs());
+            for need in [
+                &(move |_: &Vector3<f64>| floor) as &dyn Fn(&Vector3<f64>) -> f64,
+                &tilted,
+            ] {
+                let expected = best_gap(&a, &b, need).1;
+                assert_eq!(edge_axes_separate(&a, &b, need), expected, "pair {k}");
+                if expected {
+                    yes += 1;
+                } else {
+                    no += 1;
+                }
+            }
+        }
+        // Both answers are exercised.
+        assert!(yes > 500 && no > 500, "{yes} {no}");
     }
 
     /// The plane pretest skips only pairs that no edge of either crosses: on random pairs,
