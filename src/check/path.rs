@@ -21,7 +21,8 @@ use crate::proximity::rigid::motion_bound;
 /// (`certify_minimum`); collect the intervals where the meshes meet, their ends
 /// bisected; measure the deepest state of each (`deepest_in`). With
 /// [`CheckOptions::first_contact_only`] the first two steps stop at the first contact
-/// and no depth is measured.
+/// and no depth is measured; a path found free and farther than twice the tolerance from
+/// the world is then walked again as the whole check walks it (`stays_far`).
 pub fn check_path(
     robot: &Robot,
     world: &World,
@@ -115,6 +116,13 @@ pub(super) fn resolved_samples(
     if meets || incomplete || bounds.is_empty() {
         return (samples, incomplete);
     }
+    if level == Level::Path && options.first_contact_only && stays_far(&samples, tol) {
+        let whole = CheckOptions {
+            first_contact_only: false,
+            ..options.clone()
+        };
+        return resolved_samples(robot, world, path, tol, &whole, level, count, progress);
+    }
     let mut per_segment = by_segment(samples, bounds.len());
     let mut scratch = bvh::PairScratch::default();
     let mut eval_scratch = bvh::PairScratch::default();
@@ -140,6 +148,17 @@ pub(super) fn resolved_samples(
     count.sweeps += sweeps;
     count.evaluations += evaluations;
     (per_segment.into_iter().flatten().collect(), false)
+}
+
+/// Whether a walk that found no contact stayed more than twice `tol` from the world
+/// (its samples' upper bounds). A check that stops at the first contact then walks the
+/// path again as the whole check does: its decided states bound the distance from below
+/// by `tol` alone, and its sweeps cleared `tol` alone, so certifying a minimum above
+/// `2 tol` from them would split the path into many short sweeps, where the whole
+/// check's measured states and sweeps at the minimum's floor pass it at once. Nearer,
+/// the sweeps at `tol` already clear the certification's floor (`m - tol`).
+fn stays_far(samples: &[Sample], tol: f64) -> bool {
+    samples.iter().all(|s| s.clearance > 2.0 * tol)
 }
 
 /// Samples grouped by segment (in path order).

@@ -108,6 +108,20 @@ fn wavy_ring_and_box() -> (World, Robot) {
     (world, robot)
 }
 
+/// Twelve states of the box circling [`wavy_ring_and_box`]'s tube outside it, turning
+/// one and a half times as fast as it goes round.
+fn circling_the_ring() -> Vec<State> {
+    (0..12)
+        .map(|i| {
+            let a = std::f64::consts::TAU * i as f64 / 11.0;
+            State::new(
+                Vector3::new(1.45 * a.cos(), 1.45 * a.sin(), 0.05 * a.sin()),
+                UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 1.5 * a),
+            )
+        })
+        .collect()
+}
+
 /// The certified minimum against a dense exact sampling: a box turning while it
 /// circles a wavy ring tube (curved, nearly parallel surfaces, the sweep's hard
 /// case). The reported minimum `m` is a distance found on the path, so the true
@@ -117,15 +131,7 @@ fn wavy_ring_and_box() -> (World, Robot) {
 #[test]
 fn the_certified_minimum_agrees_with_dense_sampling() {
     let (world, robot) = wavy_ring_and_box();
-    let path: Vec<State> = (0..12)
-        .map(|i| {
-            let a = std::f64::consts::TAU * i as f64 / 11.0;
-            State::new(
-                Vector3::new(1.45 * a.cos(), 1.45 * a.sin(), 0.05 * a.sin()),
-                UnitQuaternion::from_axis_angle(&Vector3::z_axis(), 1.5 * a),
-            )
-        })
-        .collect();
+    let path = circling_the_ring();
     let r = check_path(&robot, &world, &path, &CheckOptions::default(), &mut |_| {});
     assert!(r.collision_free);
     let n = 400;
@@ -145,6 +151,27 @@ fn the_certified_minimum_agrees_with_dense_sampling() {
         "certified {m}, dense {dense} (delta {delta}, tol {})",
         r.tolerance
     );
+}
+
+/// A check that stops at the first contact, on a free path that stays far from the
+/// world (more than twice the tolerance), walks it again as the whole check does: the
+/// same minimum, at the same place, from the same samples. The box circles the wavy ring
+/// tube 0.014 from it at its nearest, against a tolerance of 0.37 mm, turning as it goes.
+#[test]
+fn a_free_path_far_from_the_world_reports_the_whole_checks_minimum() {
+    let (world, robot) = wavy_ring_and_box();
+    let path = circling_the_ring();
+    let first_only = CheckOptions {
+        first_contact_only: true,
+        ..CheckOptions::default()
+    };
+    let full = check_path(&robot, &world, &path, &CheckOptions::default(), &mut |_| {});
+    let fast = check_path(&robot, &world, &path, &first_only, &mut |_| {});
+    assert!(full.collision_free && fast.collision_free);
+    assert!(full.min_clearance > 2.0 * full.tolerance, "{full:?}");
+    assert_eq!(fast.min_clearance, full.min_clearance);
+    assert_eq!(fast.min_clearance_at, full.min_clearance_at);
+    assert_eq!(fast.samples, full.samples);
 }
 
 /// A check that stops at the first contact decides states instead of measuring them
