@@ -144,6 +144,12 @@ fn a_closed_box_is_not_solved_in_time_and_a_goal_inside_a_wall_is_bad_input() {
         "{}",
         stdout(&o)
     );
+    // With the default clearance, the summary suggests a smaller one.
+    assert!(
+        stdout(&o).contains("a narrow passage may need a smaller --clearance"),
+        "{}",
+        stdout(&o)
+    );
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(r["solved"], false);

@@ -506,6 +506,15 @@ fn summary(
         "  validity        {} distance queries, {} motions ({} refused), {} sweeps; clearance {:.4}, step {:.4} to {:.4}, turns weighed {} R\n",
         r.work.queries, r.work.motions, r.work.refused, r.work.sweeps, r.clearance, r.range, r.max_range, r.rotation_weight
     ));
+    if !r.solved && a.clearance.is_none() {
+        // The default clearance closes every passage narrower than about twice its
+        // value (OMPL.app's alpha-1.2 is solved at a three-hundredth of it, not at it).
+        s.push_str(&format!(
+            "  hint            states keep the default clearance {:.4} from the world; a narrow passage may need a smaller --clearance (try {:.4})\n",
+            r.clearance,
+            0.01 * r.clearance
+        ));
+    }
     if let Some(c) = &r.corridor {
         s.push_str(&format!(
             "  corridor        {}: {} cells of side {:.4} expanded, {} point queries, {:.3} s\n",
