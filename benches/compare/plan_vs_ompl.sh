@@ -27,6 +27,8 @@
 #                         variant on FCL built without assertions, else ompl_plan)
 #      HAPTICS            our binary (default target/release/haptics)
 #      CORE               the core both sides run on (default 1)
+#      OURS_ARGS          extra options of `haptics plan` (default none), e.g.
+#                         "--clearance 0.002"; printed with the run
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -76,15 +78,16 @@ run_ompl() {  # problem seed cfg tl
 run_ours() {  # problem seed cfg tl
     local p=$1 s=$2 cfg=$3 tl=$4 path=$OUT/ours-$1-$2.path json=$OUT/ours-$1-$2.json
     rm -f "$path" "$json"
+    # shellcheck disable=SC2086 # OURS_ARGS is a list of options
     timeout $(( ${tl%.*} * 3 + 60 )) $RUN "$HAPTICS" plan "$cfg" --seed "$s" --time-limit "$tl" \
-        --out "$path" --report "$json" --quiet >> "$OUT/ours.log" 2>&1
+        --out "$path" --report "$json" --quiet ${OURS_ARGS:-} >> "$OUT/ours.log" 2>&1
     local rc=$?
     printf '%s\t%s\tours\t%s\t%s\t%s\n' "$p" "$s" "$rc" "$json" "$tl" >> "$RUNS"
     echo "  ours $p seed $s: rc $rc $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("solved" if d["solved"] else "FAILED", "%.3f s" % d["seconds"])' "$json" 2>/dev/null)"
 }
 
 echo "OMPL: $OMPL_PLAN"
-echo "ours: $HAPTICS"
+echo "ours: $HAPTICS ${OURS_ARGS:-}"
 echo "problems: $PROBLEMS (seeds $SEEDS); $MORE_PROBLEMS (seeds $MORE_SEEDS); cap ${TIME_CAP} s; core $CORE; out $OUT"
 # "problem seed" pairs, in run order: seed-major, so that every problem has early results.
 PAIRS=$OUT/pairs.txt
