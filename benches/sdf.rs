@@ -56,24 +56,15 @@ fn lookups(c: &mut Criterion) {
     let near = near_surface(&tube);
     let side = f.spacing * f.cells[0] as f64;
     let random = uniform_in_box(&f.origin, &Vector3::repeat(side), near.len(), 7);
-    let mut g = c.benchmark_group("sdf/lookup (tube 256^3, per point)");
-    g.throughput(criterion::Throughput::Elements(near.len() as u64));
-    g.bench_function("near surface, coherent", |b| {
-        b.iter(|| {
-            near.iter()
-                .map(|p| f.lookup(std::hint::black_box(p)))
-                .sum::<f64>()
-        })
-    });
-    g.bench_function("random in box", |b| {
-        b.iter(|| {
-            random
-                .iter()
-                .map(|p| f.lookup(std::hint::black_box(p)))
-                .sum::<f64>()
-        })
-    });
-    g.finish();
+    per_point(
+        c,
+        "sdf/lookup (tube 256^3, per point)",
+        &[
+            ("near surface, coherent", &near),
+            ("random in box", &random),
+        ],
+        |p| f.lookup(p),
+    );
 }
 
 /// The exact signed distance per query: near the surface (as the held object's distance
@@ -87,23 +78,34 @@ fn exact(c: &mut Criterion) {
     c.bench_function("sdf/exact build (tube)", |bch| {
         bch.iter(|| MeshDistance::new(std::hint::black_box(&tube)).expect("closed mesh"))
     });
-    let mut g = c.benchmark_group("sdf/exact (tube, per point)");
-    g.throughput(criterion::Throughput::Elements(near.len() as u64));
-    g.bench_function("near surface", |bch| {
-        bch.iter(|| {
-            near.iter()
-                .map(|p| md.signed_distance(std::hint::black_box(p)))
-                .sum::<f64>()
-        })
-    });
-    g.bench_function("random in box", |bch| {
-        bch.iter(|| {
-            random
-                .iter()
-                .map(|p| md.signed_distance(std::hint::black_box(p)))
-                .sum::<f64>()
-        })
-    });
+    per_point(
+        c,
+        "sdf/exact (tube, per point)",
+        &[("near surface", &near), ("random in box", &random)],
+        |p| md.signed_distance(p),
+    );
+}
+
+/// A group `name` timing `query` over each named set of points (throughput: points per
+/// second; the sets are the same size).
+fn per_point(
+    c: &mut Criterion,
+    name: &str,
+    sets: &[(&str, &[Point3<f64>])],
+    query: impl Fn(&Point3<f64>) -> f64,
+) {
+    let mut g = c.benchmark_group(name);
+    g.throughput(criterion::Throughput::Elements(sets[0].1.len() as u64));
+    for &(label, points) in sets {
+        g.bench_function(label, |b| {
+            b.iter(|| {
+                points
+                    .iter()
+                    .map(|p| query(std::hint::black_box(p)))
+                    .sum::<f64>()
+            })
+        });
+    }
     g.finish();
 }
 
