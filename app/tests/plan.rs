@@ -146,7 +146,7 @@ fn a_closed_box_is_not_solved_in_time_and_a_goal_inside_a_wall_is_bad_input() {
     );
     // With the default clearance, the summary suggests a smaller one.
     assert!(
-        stdout(&o).contains("a narrow passage may need a smaller --clearance"),
+        stdout(&o).contains("a narrow passage may need --relax-clearance or a smaller --clearance"),
         "{}",
         stdout(&o)
     );

@@ -341,6 +341,7 @@ def _plan_args(
     seed: int,
     threads: int,
     clearance: Optional[float],
+    relax_clearance: bool,
     range: Optional[float],
     max_range: Optional[float],
     rotation_weight: Optional[float],
@@ -358,6 +359,7 @@ def _plan_args(
         "seed": int(seed),
         "threads": int(threads),
         "clearance": clearance,
+        "relax_clearance": bool(relax_clearance),
         "range": range,
         "max_range": max_range,
         "rotation_weight": rotation_weight,
@@ -377,6 +379,7 @@ def plan(
     seed: int = 1,
     threads: int = 1,
     clearance: Optional[float] = None,
+    relax_clearance: bool = False,
     range: Optional[float] = None,
     max_range: Optional[float] = None,
     rotation_weight: Optional[float] = None,
@@ -392,10 +395,12 @@ def plan(
     ``time_limit`` defaults to the ``.cfg``'s, else 10 s. ``seed`` reproduces a path
     exactly with ``threads=1``. ``sampler``: ``"uniform"``, ``"obstacle"``,
     ``"bridge"`` or ``"mixed"``. ``guide``: a rough path (N x 7) to sample around.
+    ``relax_clearance``: halve the clearance every 5,000 samples (8 times at most)
+    while no path is found, for passages narrower than it.
     A start or goal in collision or outside the bounds raises :class:`InputError`.
     """
-    args = _plan_args(start, goal, time_limit, seed, threads, clearance, range, max_range,
-                      rotation_weight, shortcuts, sampler, corridor, guide)
+    args = _plan_args(start, goal, time_limit, seed, threads, clearance, relax_clearance,
+                      range, max_range, rotation_weight, shortcuts, sampler, corridor, guide)
     solved, path, text = _haptics.plan_path(problem._native, args)
     return PlanResult(solved=bool(solved), path=_array(path, 7), report=json.loads(text))
 
@@ -420,6 +425,7 @@ def benchmark(
     seed: int = 1,
     threads: int = 1,
     clearance: Optional[float] = None,
+    relax_clearance: bool = False,
     range: Optional[float] = None,
     max_range: Optional[float] = None,
     rotation_weight: Optional[float] = None,
@@ -432,8 +438,8 @@ def benchmark(
     path check, as ``haptics plan --benchmark`` does, and writes OMPL's benchmark log to
     ``out_log`` (atomically) when given. ``ompl_benchmark_statistics.py RUNS.log`` turns
     it into the database Planner Arena shows."""
-    args = _plan_args(start, goal, time_limit, seed, threads, clearance, range, max_range,
-                      rotation_weight, shortcuts, sampler, corridor, guide)
+    args = _plan_args(start, goal, time_limit, seed, threads, clearance, relax_clearance,
+                      range, max_range, rotation_weight, shortcuts, sampler, corridor, guide)
     log, summary = _haptics.benchmark(problem._native, int(runs), args)
     if out_log is not None:
         target = os.fspath(out_log)

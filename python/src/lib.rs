@@ -351,6 +351,7 @@ struct PlanArgs {
     seed: u64,
     threads: usize,
     clearance: Option<f64>,
+    relax_clearance: bool,
     range: Option<f64>,
     max_range: Option<f64>,
     rotation_weight: Option<f64>,
@@ -418,6 +419,7 @@ fn plan_setup(problem: &Problem, a: PlanArgs) -> Result<PlanSetup, Failure> {
         seed: a.seed,
         threads: a.threads,
         clearance: a.clearance,
+        relax_clearance: a.relax_clearance,
         range: a.range,
         max_range: a.max_range,
         rotation_weight: a

@@ -47,15 +47,16 @@ def test_check_options_reach_the_report(cli, tmp_path):
     assert without_timings(r.to_dict()) == without_timings(read_json(out))
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_plan_path_and_report_equal_the_commands(cli, tmp_path, seed):
+@pytest.mark.parametrize("seed,relax", [(1, False), (2, False), (1, True)])
+def test_plan_path_and_report_equal_the_commands(cli, tmp_path, seed, relax):
     out, rep = tmp_path / "p.path", tmp_path / "r.json"
     run_cli(
         cli,
-        ["plan", str(SLOT), "--seed", str(seed), "--out", str(out), "--report", str(rep), "--quiet"],
+        ["plan", str(SLOT), "--seed", str(seed), "--out", str(out), "--report", str(rep), "--quiet"]
+        + (["--relax-clearance"] if relax else []),
         tmp_path,
     )
-    result = haptics.plan(haptics.Problem.from_cfg(SLOT), seed=seed)
+    result = haptics.plan(haptics.Problem.from_cfg(SLOT), seed=seed, relax_clearance=relax)
     assert result.solved
     # Shortest round-trip decimals in the file: equal bit for bit.
     np.testing.assert_array_equal(result.path, haptics.read_path(out))

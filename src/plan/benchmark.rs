@@ -244,6 +244,10 @@ impl Experiment {
         let opt = |v: Option<f64>| v.map_or("default".to_string(), |v| v.to_string());
         let settings = vec![
             ("clearance".into(), opt(options.clearance)),
+            (
+                "relax_clearance".into(),
+                u8::from(options.relax_clearance).to_string(),
+            ),
             ("corridor".into(), u8::from(options.corridor).to_string()),
             ("max_range".into(), opt(options.max_range)),
             ("range".into(), opt(options.range)),

@@ -52,6 +52,15 @@
 //!   that came farthest along it. Where the corridor is about straight it is not used;
 //!   its search costs a few milliseconds. docs/plan.md has the figures.
 //!
+//! **Relaxing the clearance** ([`PlanOptions::relax_clearance`], off by default): a
+//! passage narrower than about twice the clearance is closed to the search, and the
+//! default clearance closes the alpha puzzles'. Relaxed, the clearance halves every
+//! [`CLEARANCE_STAGE`] samples until the trees meet ([`scheduled_clearance`]), as a
+//! continuation: the trees stay valid at every smaller clearance, so the search keeps
+//! them. It is off by default because a small clearance lets the trees hug the walls,
+//! where motions cost more to certify, and slows problems the default opens
+//! (docs/plan.md has the figures).
+//!
 //! **Simplification** ([`simplify`]): random shortcuts between states and between points
 //! on the path's segments, each certified by the same continuous check, so the returned
 //! path is as valid as the tree's.
@@ -113,6 +122,12 @@ pub struct PlanOptions {
     /// above the 0.1% default tolerance of `haptics check`: its check passes every
     /// planned path).
     pub clearance: Option<f64>,
+    /// Halve the clearance every [`CLEARANCE_STAGE`] samples while the trees have not
+    /// met, [`CLEARANCE_HALVINGS`] times at most ([`scheduled_clearance`]), for passages
+    /// narrower than the clearance. Off by default: a small clearance slows the
+    /// certification of motions near the world, and where the default opens the way
+    /// (bugtrap, spirelli) the search is slower with it (docs/plan.md).
+    pub relax_clearance: bool,
     /// The base step of a tree, in the metric of [`space`] (default: 3% of the
     /// space's extent): the step near the world, and after a slide.
     pub range: Option<f64>,
@@ -163,6 +178,7 @@ impl Default for PlanOptions {
             seed: 1,
             threads: 1,
             clearance: None,
+            relax_clearance: false,
             range: None,
             max_range: None,
             rotation_weight: DEFAULT_ROTATION_WEIGHT,
@@ -275,8 +291,11 @@ pub struct Plan {
     pub length: f64,
     /// The path's length before simplification.
     pub raw_length: f64,
-    /// The clearance used (problem units).
+    /// The clearance of the last state added (problem units): the start's, unless
+    /// [`PlanOptions::relax_clearance`] relaxed it.
     pub clearance: f64,
+    /// The clearance the search started from.
+    pub initial_clearance: f64,
     /// The base step used.
     pub range: f64,
     /// The longest step used.
@@ -331,6 +350,27 @@ pub const DEFAULT_ROTATION_WEIGHT: f64 = 0.25;
 /// The default clearance: 0.2% of the robot's bounding-box diagonal.
 pub fn default_clearance(robot: &Robot) -> f64 {
     2e-3 * robot.diagonal
+}
+
+/// Samples a search draws at each clearance of the relaxing schedule before halving it.
+pub const CLEARANCE_STAGE: usize = 5_000;
+
+/// How many times the relaxing schedule halves the clearance (the last stage's is the
+/// start's over `2^CLEARANCE_HALVINGS`).
+pub const CLEARANCE_HALVINGS: u32 = 8;
+
+/// The clearance after `samples` samples under [`PlanOptions::relax_clearance`]:
+/// `start`, halved every [`CLEARANCE_STAGE`] samples, [`CLEARANCE_HALVINGS`] times at
+/// most.
+///
+/// A passage narrower than about twice the clearance is closed to the search, and the
+/// default clearance closes the tightest ones (the alpha puzzles'). Every state and
+/// motion the trees hold stays valid at a smaller clearance, so the search keeps its
+/// trees as it relaxes; the schedule counts samples, not seconds, so that a run stays a
+/// function of its seed.
+pub fn scheduled_clearance(start: f64, samples: usize) -> f64 {
+    let halvings = (samples / CLEARANCE_STAGE).min(CLEARANCE_HALVINGS as usize);
+    start / f64::from(1u32 << halvings)
 }
 
 /// Checks that `problem` can be planned: start and goal in the box, clear of the world
@@ -525,7 +565,8 @@ fn summary(
         simplify_seconds: 0.0,
         length: 0.0,
         raw_length: 0.0,
-        clearance: steps.clearance,
+        clearance: outcomes[winner.unwrap_or(0)].checker.clearance,
+        initial_clearance: steps.clearance,
         range: steps.range,
         max_range: steps.long,
         rotation_weight: steps.weight,

@@ -42,6 +42,7 @@ pub(crate) fn plan_value(r: &Plan, check: Option<&Report>, c: &PlanContext) -> V
         "motions_refused": r.work.refused,
         "sweeps": r.work.sweeps,
         "clearance": r.clearance,
+        "initial_clearance": r.initial_clearance,
         "range": r.range,
         "max_range": r.max_range,
         "rotation_weight": r.rotation_weight,

@@ -135,6 +135,9 @@ pub(super) struct Search<'a> {
     pub(super) reach_turn: [UnitQuaternion<f64>; 2],
     /// The share of samples drawn about the guide.
     pub(super) guide_share: f64,
+    /// The clearance the relaxing schedule starts from ([`scheduled_clearance`]),
+    /// `None` when the clearance is fixed.
+    pub(super) schedule: Option<f64>,
 }
 
 impl<'a> Search<'a> {
@@ -192,6 +195,7 @@ impl<'a> Search<'a> {
             } else {
                 GUIDE_SHARE
             },
+            schedule: options.relax_clearance.then_some(clearance),
         }
     }
 
@@ -216,6 +220,9 @@ impl<'a> Search<'a> {
             self.from = from;
             let target = self.sample();
             self.samples += 1;
+            if let Some(start) = self.schedule {
+                self.checker.clearance = scheduled_clearance(start, self.samples);
+            }
             let before = self.trees[0].len() + self.trees[1].len();
             let grown = self.grow(from, &target);
             if grown != Grow::Trapped {

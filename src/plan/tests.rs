@@ -1,6 +1,7 @@
 use super::rrt::Node;
 use super::*;
 use crate::mesh::shapes::box_surface;
+use crate::mesh::SurfaceMesh;
 use nalgebra::{Point3, UnitQuaternion, Vector3};
 
 /// The sliding direction is the distance's gradient: `n` in translation and
@@ -269,4 +270,156 @@ fn a_slid_step_keeps_its_tangential_part() {
     // Moving away already: nothing to remove.
     let up = State::new(Vector3::new(0.3, 0.0, 0.0), UnitQuaternion::identity());
     assert!(search.slide(&start, &contact, &up).is_none());
+}
+
+/// The clearance schedule: the start for a stage, halved at each stage's end, and the
+/// last stage's for good.
+#[test]
+fn the_scheduled_clearance_halves_at_each_stage() {
+    let c = 0.8;
+    assert_eq!(scheduled_clearance(c, 0), c);
+    assert_eq!(scheduled_clearance(c, CLEARANCE_STAGE - 1), c);
+    assert_eq!(scheduled_clearance(c, CLEARANCE_STAGE), 0.5 * c);
+    assert_eq!(scheduled_clearance(c, 3 * CLEARANCE_STAGE + 7), c / 8.0);
+    let last = c / f64::from(1u32 << CLEARANCE_HALVINGS);
+    assert_eq!(
+        scheduled_clearance(c, CLEARANCE_HALVINGS as usize * CLEARANCE_STAGE),
+        last
+    );
+    assert_eq!(scheduled_clearance(c, usize::MAX), last);
+}
+
+/// A closed polyhedron inscribed in the sphere of `radius` about the origin, with a
+/// vertex on each axis: an octahedron whose faces are split in four `levels` times,
+/// every new vertex pushed out to the sphere.
+fn ball(radius: f64, levels: usize) -> SurfaceMesh {
+    let mut vertices: Vec<Point3<f64>> = [
+        [1.0, 0.0, 0.0],
+        [-1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, -1.0, 0.0],
+        [0.0, 0.0, 1.0],
+        [0.0, 0.0, -1.0],
+    ]
+    .iter()
+    .map(|v| Point3::from(Vector3::from(*v) * radius))
+    .collect();
+    let mut triangles: Vec<[usize; 3]> = vec![
+        [0, 2, 4],
+        [2, 1, 4],
+        [1, 3, 4],
+        [3, 0, 4],
+        [2, 0, 5],
+        [1, 2, 5],
+        [3, 1, 5],
+        [0, 3, 5],
+    ];
+    for _ in 0..levels {
+        let mut middles = std::collections::HashMap::new();
+        let mut middle = |a: usize, b: usize, vertices: &mut Vec<Point3<f64>>| {
+            *middles.entry((a.min(b), a.max(b))).or_insert_with(|| {
+                let m = (vertices[a].coords + vertices[b].coords).normalize() * radius;
+                vertices.push(Point3::from(m));
+                vertices.len() - 1
+            })
+        };
+        let mut split = Vec::with_capacity(4 * triangles.len());
+        for [a, b, c] in triangles {
+            let (ab, bc, ca) = (
+                middle(a, b, &mut vertices),
+                middle(b, c, &mut vertices),
+                middle(c, a, &mut vertices),
+            );
+            split.extend([[a, ab, ca], [ab, b, bc], [ca, bc, c], [ab, bc, ca]]);
+        }
+        triangles = split;
+    }
+    SurfaceMesh {
+        vertices,
+        triangles,
+    }
+}
+
+/// A ball (radius 0.05, inscribed in its sphere, with a vertex on each axis) through a
+/// square hole in a thin plate, 0.0001 wider than the ball on each side; the box of
+/// positions holds the ball's centre within 0.00001 of the hole's axis, so the search
+/// is free in orientation and along the axis only. The default clearance (0.2% of the
+/// ball's box diagonal, about 0.000346) closes the hole: the ball holds the sphere of
+/// its inradius `rho` (its nearest face plane), so at every pose it is within
+/// `h + 0.00001 - rho` of a side of the hole (`h` the hole's half-width), less than the
+/// three quarters of the default that a motion must keep. With the clearance fixed at
+/// the default the search does not pass; with the clearance relaxed it does, and the
+/// path check (exact triangle distances, not the planner's checker) finds the path
+/// free.
+#[test]
+fn a_relaxed_clearance_opens_a_passage_the_default_closes() {
+    use crate::mesh::shapes::union;
+    let mesh = ball(0.05, 5);
+    let rho = mesh
+        .triangles
+        .iter()
+        .map(|t| {
+            let [a, b, c] = t.map(|i| mesh.vertices[i].coords);
+            (b - a).cross(&(c - a)).normalize().dot(&a).abs()
+        })
+        .fold(f64::INFINITY, f64::min);
+    let robot = Robot::new(&mesh);
+    let (h, off) = (0.05 + 0.0001, 1e-5);
+    let bar = |y0: f64, y1: f64, z0: f64, z1: f64| {
+        box_surface(
+            Point3::new(0.0, 0.5 * (y0 + y1), 0.5 * (z0 + z1)),
+            Vector3::new(0.001, 0.5 * (y1 - y0), 0.5 * (z1 - z0)),
+            1,
+        )
+    };
+    let world = World::new(&union(&[
+        bar(-0.5, -h, -0.5, 0.5),
+        bar(h, 0.5, -0.5, 0.5),
+        bar(-h, h, -0.5, -h),
+        bar(-h, h, h, 0.5),
+    ]));
+    let space = Space {
+        min: Vector3::new(-0.3, -off, -off),
+        max: Vector3::new(0.3, off, off),
+        radius: robot.radius,
+    };
+    let problem = along_x(&robot, &world, space, -0.2, 0.2);
+    let default = default_clearance(&robot);
+    assert!(h + off - rho < 0.75 * default, "{rho} {default}");
+    let in_hole = State::new(Vector3::zeros(), UnitQuaternion::identity());
+    assert!(Checker::new(&robot, &world, default)
+        .valid(&in_hole)
+        .is_none());
+
+    // Fixed at the default, the search never passes (a 2 s limit stops it).
+    let fixed = PlanOptions {
+        time_limit: 2.0,
+        ..PlanOptions::default()
+    };
+    let r = plan(&problem, &fixed, &|_| {}).unwrap();
+    assert!(!r.solved && r.clearance == default, "{r:?}");
+
+    let relaxed = PlanOptions {
+        time_limit: 60.0,
+        relax_clearance: true,
+        ..PlanOptions::default()
+    };
+    let r = plan(&problem, &relaxed, &|_| {}).unwrap();
+    assert!(r.solved, "{} samples", r.samples);
+    assert_eq!(r.initial_clearance, default);
+    // Passed after the first halving at the soonest.
+    assert!(r.samples > CLEARANCE_STAGE, "{} samples", r.samples);
+    assert!(
+        r.clearance <= 0.5 * default,
+        "{} against {default}",
+        r.clearance
+    );
+    let report = crate::check::check_path(
+        &robot,
+        &world,
+        &r.path,
+        &crate::check::CheckOptions::default(),
+        &mut |_| {},
+    );
+    assert!(report.collision_free, "min {}", report.min_clearance);
 }

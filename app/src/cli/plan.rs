@@ -79,6 +79,12 @@ pub struct PlanArgs {
     /// bounding-box diagonal); motions keep three quarters of it.
     #[arg(long, value_parser = range::positive(1e9))]
     pub clearance: Option<f64>,
+    /// Halve the clearance every 5,000 samples while no path is found, 8 times at most
+    /// (to 1/256 of it): for passages narrower than the clearance, such as the alpha
+    /// puzzles'. Off by default: where the default clearance opens the way, a smaller
+    /// one slows the search.
+    #[arg(long)]
+    pub relax_clearance: bool,
     /// The base tree step, in robot-point motion (default: 3% of the space's extent:
     /// the box's diagonal plus half a turn of the robot's radius): the step near
     /// obstacles and after sliding along one.
@@ -251,6 +257,7 @@ fn plan_options(a: &PlanArgs, time_limit: f64, guide: Vec<State>) -> PlanOptions
         seed: a.seed,
         threads: a.threads as usize,
         clearance: a.clearance,
+        relax_clearance: a.relax_clearance,
         range: a.range,
         max_range: a.max_range,
         rotation_weight: a.rotation_weight,
@@ -503,14 +510,16 @@ fn summary(
         if a.threads == 1 { "" } else { "s" }
     ));
     s.push_str(&format!(
-        "  validity        {} distance queries, {} motions ({} refused), {} sweeps; clearance {:.4}, step {:.4} to {:.4}, turns weighed {} R\n",
-        r.work.queries, r.work.motions, r.work.refused, r.work.sweeps, r.clearance, r.range, r.max_range, r.rotation_weight
+        "  validity        {} distance queries, {} motions ({} refused), {} sweeps; clearance {:.4}{}, step {:.4} to {:.4}, turns weighed {} R\n",
+        r.work.queries, r.work.motions, r.work.refused, r.work.sweeps, r.clearance,
+        if r.clearance < r.initial_clearance { format!(" (relaxed from {:.4})", r.initial_clearance) } else { String::new() },
+        r.range, r.max_range, r.rotation_weight
     ));
-    if !r.solved && a.clearance.is_none() {
+    if !r.solved && a.clearance.is_none() && !a.relax_clearance {
         // The default clearance closes every passage narrower than about twice its
         // value (OMPL.app's alpha-1.2 is solved at a three-hundredth of it, not at it).
         s.push_str(&format!(
-            "  hint            states keep the default clearance {:.4} from the world; a narrow passage may need a smaller --clearance (try {:.4})\n",
+            "  hint            states keep the default clearance {:.4} from the world; a narrow passage may need --relax-clearance or a smaller --clearance (try {:.4})\n",
             r.clearance,
             0.01 * r.clearance
         ));
