@@ -40,29 +40,19 @@ pub fn edge_axes_separate(
             if len2 <= 1e-24 * ea.norm_squared() * eb.norm_squared() {
                 continue;
             }
-            // First the sign of the gap along `n` unnormalized: `n` is normal to the edges
-            // `a[i] a[i+1]` and `b[j] b[j+1]`, so each triangle projects to an interval
-            // spanned by two dot products. Most axes do not separate, and they cost no
-            // square root.
+            // The gap along `n` unnormalized: `n` is normal to the edges `a[i] a[i+1]` and
+            // `b[j] b[j+1]`, so each triangle projects to an interval spanned by two dot
+            // products. An axis whose gap is not positive costs no square root.
             let (a0, a2) = (n.dot(&a[i].coords), n.dot(&a[(i + 2) % 3].coords));
             let (b0, b2) = (n.dot(&b[j].coords), n.dot(&b[(j + 2) % 3].coords));
-            if (b0.min(b2) - a0.max(a2)).max(a0.min(a2) - b0.max(b2)) <= 0.0 {
+            let gap = (b0.min(b2) - a0.max(a2)).max(a0.min(a2) - b0.max(b2));
+            if gap <= 0.0 {
                 continue;
             }
-            let n = n / len2.sqrt();
-            let pa = [
-                n.dot(&a[0].coords),
-                n.dot(&a[1].coords),
-                n.dot(&a[2].coords),
-            ];
-            let pb = [
-                n.dot(&b[0].coords),
-                n.dot(&b[1].coords),
-                n.dot(&b[2].coords),
-            ];
-            let (a_lo, a_hi) = (pa[0].min(pa[1]).min(pa[2]), pa[0].max(pa[1]).max(pa[2]));
-            let (b_lo, b_hi) = (pb[0].min(pb[1]).min(pb[2]), pb[0].max(pb[1]).max(pb[2]));
-            let gap = (b_lo - a_hi).max(a_lo - b_hi);
+            // The same spans on the unit axis: the third vertex of each triangle projects
+            // where the first does.
+            let inv = 1.0 / len2.sqrt();
+            let (n, gap) = (n * inv, gap * inv);
             if gap > 0.0 && gap >= need(&n) {
                 return true;
             }
