@@ -157,6 +157,35 @@ fn a_closed_box_is_not_solved_in_time_and_a_goal_inside_a_wall_is_bad_input() {
     let seconds = r["seconds"].as_f64().unwrap();
     assert!((1.5..3.0).contains(&seconds), "{seconds} s");
     assert!(!out.exists());
+    // Relaxed, the search halves its clearance every 5,000 samples (the box's closed
+    // cavity draws them by the tens of thousands in 1.5 s): the summary and the report
+    // say from what and to what, and there is no hint.
+    let o = haptics(&[
+        "plan",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--relax-clearance",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (last, initial) = (
+        r["clearance"].as_f64().unwrap(),
+        r["initial_clearance"].as_f64().unwrap(),
+    );
+    let halvings = (r["samples"].as_u64().unwrap() / 5_000).min(8) as i32;
+    assert!(halvings > 0, "{r}");
+    assert_eq!(last, initial / 2f64.powi(halvings), "{r}");
+    let summary = stdout(&o);
+    assert!(
+        summary.contains(&format!("(relaxed from {initial:.4})")),
+        "{summary}"
+    );
+    assert!(!summary.contains("hint"), "{summary}");
     // The goal in the middle of a wall: enclosed by the world's closed surface.
     let cfg = closed_box_problem(dir.path(), [1.0, 0.0, 0.0]);
     let o = haptics(&[

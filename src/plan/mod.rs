@@ -58,8 +58,8 @@
 //! [`CLEARANCE_STAGE`] samples until the trees meet ([`scheduled_clearance`]), as a
 //! continuation: the trees stay valid at every smaller clearance, so the search keeps
 //! them. It is off by default because a small clearance lets the trees hug the walls,
-//! where motions cost more to certify, and slows problems the default opens
-//! (docs/plan.md has the figures).
+//! where motions cost more to certify, and loses runs on problems the default opens
+//! (bugtrap; docs/plan.md has the figures).
 //!
 //! **Simplification** ([`simplify`]): random shortcuts between states and between points
 //! on the path's segments, each certified by the same continuous check, so the returned
@@ -125,8 +125,8 @@ pub struct PlanOptions {
     /// Halve the clearance every [`CLEARANCE_STAGE`] samples while the trees have not
     /// met, [`CLEARANCE_HALVINGS`] times at most ([`scheduled_clearance`]), for passages
     /// narrower than the clearance. Off by default: a small clearance slows the
-    /// certification of motions near the world, and where the default opens the way
-    /// (bugtrap, spirelli) the search is slower with it (docs/plan.md).
+    /// certification of motions near the world, and on bugtrap, which the default
+    /// opens, it loses runs (docs/plan.md).
     pub relax_clearance: bool,
     /// The base step of a tree, in the metric of [`space`] (default: 3% of the
     /// space's extent): the step near the world, and after a slide.
@@ -291,8 +291,9 @@ pub struct Plan {
     pub length: f64,
     /// The path's length before simplification.
     pub raw_length: f64,
-    /// The clearance of the last state added (problem units): the start's, unless
-    /// [`PlanOptions::relax_clearance`] relaxed it.
+    /// The clearance when the search ended (problem units; of the thread whose path
+    /// won, else thread 0's): the initial one unless [`PlanOptions::relax_clearance`]
+    /// relaxed it.
     pub clearance: f64,
     /// The clearance the search started from.
     pub initial_clearance: f64,

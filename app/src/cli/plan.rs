@@ -509,11 +509,14 @@ fn summary(
         a.threads,
         if a.threads == 1 { "" } else { "s" }
     ));
+    let relaxed = if r.clearance < r.initial_clearance {
+        format!(" (relaxed from {:.4})", r.initial_clearance)
+    } else {
+        String::new()
+    };
     s.push_str(&format!(
-        "  validity        {} distance queries, {} motions ({} refused), {} sweeps; clearance {:.4}{}, step {:.4} to {:.4}, turns weighed {} R\n",
-        r.work.queries, r.work.motions, r.work.refused, r.work.sweeps, r.clearance,
-        if r.clearance < r.initial_clearance { format!(" (relaxed from {:.4})", r.initial_clearance) } else { String::new() },
-        r.range, r.max_range, r.rotation_weight
+        "  validity        {} distance queries, {} motions ({} refused), {} sweeps; clearance {:.4}{relaxed}, step {:.4} to {:.4}, turns weighed {} R\n",
+        r.work.queries, r.work.motions, r.work.refused, r.work.sweeps, r.clearance, r.range, r.max_range, r.rotation_weight
     ));
     if !r.solved && a.clearance.is_none() && !a.relax_clearance {
         // The default clearance closes every passage narrower than about twice its
