@@ -129,15 +129,24 @@ fn a_closed_box_is_not_solved_in_time_and_a_goal_inside_a_wall_is_bad_input() {
     let report = dir.path().join("r.json");
     // The start inside the cavity, the goal outside: no path exists.
     let cfg = closed_box_problem(dir.path(), [1.6, 0.0, 0.0]);
-    let o = haptics(&[
-        "plan",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-        "--quiet",
-    ]);
+    // A plan of it with the report, and `extra` options: the output and the report.
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        let o = haptics(&args);
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (o, r)
+    };
+    let (o, r) = plan(&[]);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(
         stdout(&o).contains("NOT SOLVED within 1.5 s"),
@@ -150,8 +159,6 @@ fn a_closed_box_is_not_solved_in_time_and_a_goal_inside_a_wall_is_bad_input() {
         "{}",
         stdout(&o)
     );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(r["solved"], false);
     // The search stops at the .cfg's time limit (a little over: the last iteration ends).
     let seconds = r["seconds"].as_f64().unwrap();
@@ -160,19 +167,8 @@ fn a_closed_box_is_not_solved_in_time_and_a_goal_inside_a_wall_is_bad_input() {
     // Relaxed, the search halves its clearance every 5,000 samples (the box's closed
     // cavity draws them by the tens of thousands in 1.5 s): the summary and the report
     // say from what and to what, and there is no hint.
-    let o = haptics(&[
-        "plan",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-        "--relax-clearance",
-        "--quiet",
-    ]);
+    let (o, r) = plan(&["--relax-clearance"]);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let (last, initial) = (
         r["clearance"].as_f64().unwrap(),
         r["initial_clearance"].as_f64().unwrap(),

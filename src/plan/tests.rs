@@ -45,6 +45,18 @@ fn the_contact_gradient_matches_finite_differences() {
     }
 }
 
+/// The path check's report of `path` at its default tolerance: exact triangle
+/// distances, independent of the planner's validity checker.
+fn path_check(robot: &Robot, world: &World, path: &[State]) -> crate::check::Report {
+    crate::check::check_path(
+        robot,
+        world,
+        path,
+        &crate::check::CheckOptions::default(),
+        &mut |_| {},
+    )
+}
+
 /// The problem of moving `robot`, unturned, from `x0` to `x1` on the x axis.
 fn along_x<'a>(robot: &'a Robot, world: &'a World, space: Space, x0: f64, x1: f64) -> Problem<'a> {
     let at = |x: f64| State::new(Vector3::new(x, 0.0, 0.0), UnitQuaternion::identity());
@@ -107,13 +119,7 @@ fn a_winding_corridor_guides_the_trees_through_the_wide_slot() {
             .expect("the path crosses the wall");
         let y = 0.5 * (crossing[0].position.y + crossing[1].position.y);
         assert!(y > 1.0 && y < 1.6, "crosses at y = {y}");
-        let report = crate::check::check_path(
-            &robot,
-            &world,
-            &r.path,
-            &crate::check::CheckOptions::default(),
-            &mut |_| {},
-        );
+        let report = path_check(&robot, &world, &r.path);
         assert!(report.collision_free, "corridor {corridor}");
     }
 }
@@ -414,12 +420,6 @@ fn a_relaxed_clearance_opens_a_passage_the_default_closes() {
         "{} against {default}",
         r.clearance
     );
-    let report = crate::check::check_path(
-        &robot,
-        &world,
-        &r.path,
-        &crate::check::CheckOptions::default(),
-        &mut |_| {},
-    );
+    let report = path_check(&robot, &world, &r.path);
     assert!(report.collision_free, "min {}", report.min_clearance);
 }
